@@ -1,0 +1,1 @@
+"""clawkeep: sessions and memory for AI agents."""

@@ -1,0 +1,42 @@
+"""Error types shared by every surface.
+
+`InputError` is a user mistake (bad flag, bad key, bad config): the CLI prints its message
+and exits 2, the HTTP API answers 4xx. Anything else is an internal failure (exit 1).
+"""
+
+from __future__ import annotations
+
+
+class ClawkeepError(Exception):
+    """Base class for errors clawkeep raises on purpose."""
+
+    code = "internal"
+    http_status = 500
+
+
+class InputError(ClawkeepError):
+    """The caller gave something invalid; the message names it and what is allowed."""
+
+    code = "invalid_input"
+    http_status = 400
+
+
+class NotFoundError(InputError):
+    """A session, message or file does not exist, or is hidden from the caller (S8)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class ConflictError(ClawkeepError):
+    """A concurrent writer changed the row first (optimistic concurrency)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class StorageError(ClawkeepError):
+    """The database cannot be opened, read or written (corrupt, locked, unreadable)."""
+
+    code = "storage"
+    http_status = 503
