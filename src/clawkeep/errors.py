@@ -40,3 +40,9 @@ class StorageError(ClawkeepError):
 
     code = "storage"
     http_status = 503
+
+
+class DuplicateError(ConflictError):
+    """An entry with this id already exists (idempotent re-delivery)."""
+
+    code = "duplicate"

@@ -1,0 +1,205 @@
+"""Typed configuration: the one source of truth for every default.
+
+The file is JSON5 (`clawkeep.json5` in the home, or `--config FILE`) and uses OpenClaw's key
+names where they exist. Loading validates every value; an invalid value raises `InputError`
+naming the key, the bad value and what is allowed. Unknown keys are collected as warnings.
+Sections owned by later subsystems (memory search, compaction, plugins, …) are accepted as
+free-form objects until their typed models exist, so they never warn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import json5
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import InputError
+
+DmScope = Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]
+Visibility = Literal["self", "tree", "agent", "all"]
+ResetMode = Literal["daily", "idle", "none"]
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: str | int | float, *, default_unit: str = "s") -> timedelta:
+    """Parse `30d`, `5m`, `90s`, `1500ms` or a bare number (in `default_unit`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return timedelta(seconds=float(value) * _UNIT_SECONDS[default_unit])
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration; use a number with a unit such as 30d, 12h, 5m, 90s")
+    number, unit = match.groups()
+    return timedelta(seconds=int(number) * _UNIT_SECONDS[unit or default_unit])
+
+
+class _Model(BaseModel):
+    # populate_by_name lets Python callers use snake_case; files use the camelCase aliases.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+
+
+class ResetPolicy(_Model):
+    mode: ResetMode = "daily"
+    at_hour: int = Field(4, alias="atHour", ge=0, le=23)
+    idle_minutes: int | None = Field(None, alias="idleMinutes", ge=0)
+
+
+class ResetConfig(ResetPolicy):
+    """`session.reset`; `resetByType` / `resetByChannel` override it per chat type / channel."""
+
+    timezone: str | None = None  # IANA name; None = the gateway host's local time
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as Europe/Berlin") from None
+        return value
+
+
+class MaintenanceConfig(_Model):
+    mode: Literal["warn", "enforce"] = "warn"
+    prune_after: str = Field("30d", alias="pruneAfter")
+    max_entries: int = Field(500, alias="maxEntries", ge=1)
+    # Writes may overshoot maxEntries by this many rows before a batch cleanup runs.
+    high_water_entries: int = Field(25, alias="highWaterEntries", ge=0)
+
+    @field_validator("prune_after")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def prune_after_delta(self) -> timedelta:
+        return parse_duration(self.prune_after)
+
+
+class AgentToAgentConfig(_Model):
+    max_ping_pong_turns: int = Field(5, alias="maxPingPongTurns", ge=0, le=20)
+
+
+class SessionConfig(_Model):
+    dm_scope: DmScope = Field("main", alias="dmScope")
+    main_key: str = Field("main", alias="mainKey", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    identity_links: dict[str, list[str]] = Field(default_factory=dict, alias="identityLinks")
+    reset: ResetConfig = Field(default_factory=ResetConfig)
+    reset_by_type: dict[Literal["direct", "group", "thread"], ResetPolicy] = Field(
+        default_factory=dict, alias="resetByType"
+    )
+    reset_by_channel: dict[str, ResetPolicy] = Field(default_factory=dict, alias="resetByChannel")
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    agent_to_agent: AgentToAgentConfig = Field(default_factory=AgentToAgentConfig, alias="agentToAgent")
+    # Largest accepted message text, in characters; larger input is refused, not cut.
+    max_message_chars: int = Field(200_000, alias="maxMessageChars", ge=1)
+
+
+class SessionToolsConfig(_Model):
+    visibility: Visibility = "tree"
+
+
+class ToolsConfig(_Model):
+    sessions: SessionToolsConfig = Field(default_factory=SessionToolsConfig)
+
+
+class SandboxConfig(_Model):
+    # "spawned" clamps sandboxed callers to `tree` visibility (S8).
+    session_tools_visibility: Literal["spawned", "all"] = Field("spawned", alias="sessionToolsVisibility")
+
+
+class AgentDefaults(_Model):
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    memory_search: dict[str, Any] = Field(default_factory=dict, alias="memorySearch")
+    compaction: dict[str, Any] = Field(default_factory=dict)
+    context_pruning: dict[str, Any] = Field(default_factory=dict, alias="contextPruning")
+
+
+class AgentsConfig(_Model):
+    defaults: AgentDefaults = Field(default_factory=AgentDefaults)
+    agents_list: list[dict[str, Any]] = Field(default_factory=list, alias="list")
+
+
+class StorageConfig(_Model):
+    # None = embedded SQLite under the home; "postgresql://…" selects PostgreSQL (SPEC D1).
+    url: str | None = None
+    # FULL fsyncs the WAL on every commit: an acknowledged message survives power loss too.
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0)
+
+
+class Config(_Model):
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    plugins: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, Any] = Field(default_factory=dict)
+
+    # Filled by `load_config`; not part of the file.
+    warnings: list[str] = Field(default_factory=list, exclude=True)
+
+
+def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
+    found = [f"{prefix}{key}" for key in (model.model_extra or {}) if key != "warnings"]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        alias = type(model).model_fields[name].alias or name
+        if isinstance(value, BaseModel):
+            found += _unknown_keys(value, f"{prefix}{alias}.")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, BaseModel):
+                    found += _unknown_keys(item, f"{prefix}{alias}.{key}.")
+    return found
+
+
+def _describe_error(error: dict[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    value = error.get("input")
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "literal_error":
+        allowed = error.get("ctx", {}).get("expected", "")
+        return f"{key} = {value!r} is not allowed; allowed values: {allowed}"
+    return f"{key} = {value!r}: {message}"
+
+
+def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: the top level must be an object, got {type(data).__name__}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe_error(err) for err in exc.errors())
+        raise InputError(f"{source}: invalid configuration: {problems}") from None
+    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config)]
+    return config
+
+
+def load_config(path: str | os.PathLike[str] | None) -> Config:
+    """Read and validate a JSON5 config file; a missing default file means all defaults."""
+    if path is None:
+        return Config()
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"config file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"config file {file} cannot be read: {exc}") from None
+    try:
+        data = json5.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise InputError(f"config file {file} is not valid JSON5: {exc}") from None
+    return config_from_dict(data, source=str(file))

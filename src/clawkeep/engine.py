@@ -1,0 +1,127 @@
+"""`Engine`: the Python API. Its methods mirror the CLI verbs one to one.
+
+    from clawkeep import Engine
+    with Engine.open(home="~/.clawkeep") as engine:
+        engine.message("下周二我去上海出差", channel="telegram", sender="alice")
+        hits = engine.sessions_search("上海")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import Config, config_from_dict, load_config
+from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
+from .routing.router import Inbound
+from .runtime import Runtime, default_home
+from .sessions import history, maintenance, search, service
+from .sessions.visibility import Caller
+from .timeutil import parse_iso
+
+CONFIG_FILE = "clawkeep.json5"
+
+
+def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
+    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present."""
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, dict):
+        return config_from_dict(config)
+    if config is not None:
+        return load_config(config)
+    default = home / CONFIG_FILE
+    return load_config(default) if default.exists() else Config()
+
+
+def _at(value: str | int | None) -> int | None:
+    return parse_iso(value) if isinstance(value, str) else value
+
+
+class Engine:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    @classmethod
+    def open(cls, home: str | os.PathLike[str] | None = None,
+             config: str | os.PathLike[str] | Config | dict[str, Any] | None = None,
+             agent: str = "main") -> Engine:
+        home_path = Path(home).expanduser() if home is not None else default_home()
+        return cls(Runtime(home_path, resolve_config(home_path, config), agent))
+
+    @property
+    def config(self) -> Config:
+        return self.runtime.config
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- messages -------------------------------------------------------------------
+    def message(self, text: str, *, channel: str = "cli", account: str | None = None, sender: str = "owner",
+                chat_type: str = "direct", group: str | None = None, thread: str | None = None,
+                role: str = "user", message_id: str | None = None, at: str | int | None = None,
+                session: str | None = None) -> MessageResult:
+        inbound = Inbound(channel=channel, account=account, sender=sender, chat_type=chat_type,
+                          group=group, thread=thread, session=session)
+        return handle_message(self.runtime, MessageRequest(text, inbound, role, message_id, _at(at)))
+
+    def system_event(self, session: str, text: str, *, at: str | int | None = None, queue: bool = True) -> dict[str, Any]:
+        return record_system_event(self.runtime, session, text, at=_at(at), queue=queue)
+
+    # --- sessions -------------------------------------------------------------------
+    def sessions_list(self, *, kind: str | None = None, label: str | None = None, agent_id: str | None = None,
+                      active_minutes: int | None = None, search_text: str | None = None, preview: bool = False,
+                      recent_messages: int = 0, caller: str | None = None) -> list[dict[str, Any]]:
+        flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
+        return service.list_sessions(self.runtime, flt, Caller(caller))
+
+    def sessions_history(self, session: str, *, message_id: str | None = None, include_tools: bool = False,
+                         caller: str | None = None) -> dict[str, Any]:
+        return history.sessions_history(self.runtime, session, Caller(caller), message_id=message_id,
+                                        include_tools=include_tools)
+
+    def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> dict[str, Any]:
+        return search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
+
+    def session_status(self, session: str | None = None, *, caller: str | None = None) -> dict[str, Any]:
+        return service.session_status(self.runtime, session, Caller(caller))
+
+    def sessions_reset(self, session: str, *, at: str | int | None = None, caller: str | None = None) -> dict[str, Any]:
+        return service.reset_session(self.runtime, session, Caller(caller), at=_at(at))
+
+    def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> dict[str, Any]:
+        return service.fork_session(self.runtime, session, Caller(caller), label=label)
+
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> dict[str, Any]:
+        return service.create_dashboard(self.runtime, incognito=incognito, label=label)
+
+    def sessions_cleanup(self, *, dry_run: bool = False, enforce: bool = False,
+                         fix_dm_scope: bool = False) -> dict[str, Any]:
+        return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
+
+    def status(self) -> dict[str, Any]:
+        rt = self.runtime
+        store = rt.store()
+        sessions = store.list_sessions()
+        return {
+            "home": str(rt.home),
+            "agentId": rt.agent_id,
+            "agents": rt.agent_ids(),
+            "database": getattr(store, "path", None),
+            "storage": "sqlite",
+            "sessions": len(sessions),
+            "messages": sum(s.message_count for s in sessions),
+            "indexedMessages": store.indexed_documents(),
+            "dmScope": rt.config.session.dm_scope,
+            "visibility": rt.config.tools.sessions.visibility,
+            "resetMode": rt.config.session.reset.mode,
+            "maintenanceMode": rt.config.session.maintenance.mode,
+            "configWarnings": rt.config.warnings,
+        }

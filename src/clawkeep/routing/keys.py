@@ -1,0 +1,132 @@
+"""Session key shapes (S1).
+
+A session key is the routing address of a conversation; every key starts with
+`agent:<agentId>:` and its remaining segments say what kind of conversation it is:
+
+| kind        | key                                                          |
+|-------------|--------------------------------------------------------------|
+| main        | `agent:<id>:<mainKey>` (every DM under dmScope `main`)        |
+| direct      | `agent:<id>:direct:<peer>` / `agent:<id>:<ch>:direct:<peer>` / `agent:<id>:<ch>:<acct>:direct:<peer>` |
+| group       | `agent:<id>:<ch>:group:<groupId>`                            |
+| channel     | `agent:<id>:<ch>:channel:<channelId>`                        |
+| thread      | any of the above + `:thread:<threadId>`                      |
+| cron        | `agent:<id>:cron:<jobId>`                                    |
+| hook        | `agent:<id>:hook:<hookId>`                                   |
+| heartbeat   | `agent:<id>:heartbeat`                                       |
+| subagent    | `agent:<id>:subagent:<uuid>`                                 |
+| dashboard   | `agent:<id>:dashboard:<uuid4>` (`incognito-<uuid4>` when incognito) |
+| coding      | `agent:<id>:coding:<name>`                                   |
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_SEGMENT = re.compile(r"^[^\s:\x00-\x1f]{1,200}$")
+MAX_KEY_CHARS = 512
+INCOGNITO_MARK = "incognito-"
+
+KINDS = (
+    "main", "direct", "group", "channel", "thread", "cron", "hook",
+    "heartbeat", "subagent", "dashboard", "coding", "other",
+)
+# Kinds that point at a durable outside conversation: maintenance never ages them out (S4).
+DURABLE_KINDS = frozenset({"main", "direct", "group", "channel", "thread", "dashboard", "coding"})
+# Kinds whose sessions are machine-driven, not a person chatting.
+SYNTHETIC_KINDS = frozenset({"cron", "hook", "heartbeat", "subagent"})
+
+
+def normalize_agent_id(agent_id: str) -> str:
+    value = (agent_id or "").strip().lower()
+    if not AGENT_ID.match(value):
+        raise InputError(
+            f"agent id {agent_id!r} is invalid; use 1-64 characters a-z, 0-9, '_' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def normalize_segment(value: str, what: str) -> str:
+    """Lowercase an id for use inside a key; ':' and spaces would break the key's shape."""
+    text = re.sub(r"[\s:]+", "-", (value or "").strip().lower())
+    if not text:
+        raise InputError(f"{what} must not be empty")
+    if not _SEGMENT.match(text):
+        raise InputError(f"{what} {value!r} is invalid; use at most 200 printable characters")
+    return text
+
+
+@dataclass(frozen=True)
+class ParsedKey:
+    key: str
+    agent_id: str
+    kind: str
+    chat_type: str | None
+    channel: str | None
+    incognito: bool
+
+
+def parse_key(key: str) -> ParsedKey:
+    """Validate a session key and classify it; raises InputError naming the problem."""
+    text = (key or "").strip()
+    if len(text) > MAX_KEY_CHARS:
+        raise InputError(f"session key is {len(text)} characters long; at most {MAX_KEY_CHARS} are allowed")
+    parts = text.split(":")
+    if len(parts) < 3 or parts[0] != "agent":
+        raise InputError(
+            f"session key {key!r} is invalid; a key looks like agent:<agentId>:<rest>, e.g. agent:main:main"
+        )
+    if not AGENT_ID.match(parts[1]) or not all(_SEGMENT.match(p) for p in parts[2:]):
+        raise InputError(
+            f"session key {key!r} is invalid; segments must be non-empty, without spaces, and the agent id "
+            "lowercase a-z, 0-9, '_' or '-'"
+        )
+    return _classify(text, parts)
+
+
+def _classify(key: str, parts: list[str]) -> ParsedKey:
+    agent, rest = parts[1], parts[2:]
+    incognito = any(p.startswith(INCOGNITO_MARK) for p in rest)
+    head = rest[0]
+    if "thread" in rest[:-1]:
+        base = _classify(":".join(parts[: 2 + rest.index("thread")]), parts[: 2 + rest.index("thread")])
+        return ParsedKey(key, agent, "thread", base.chat_type, base.channel, incognito or base.incognito)
+    if head in ("cron", "hook", "subagent", "dashboard", "coding") and len(rest) >= 2:
+        chat = "direct" if head == "dashboard" else None
+        return ParsedKey(key, agent, head, chat, head if head == "dashboard" else None, incognito)
+    if head == "heartbeat" and len(rest) == 1:
+        return ParsedKey(key, agent, "heartbeat", None, None, incognito)
+    if "direct" in rest[:-1] or "dm" in rest[:-1]:
+        channel = rest[0] if rest[0] not in ("direct", "dm") else None
+        return ParsedKey(key, agent, "direct", "direct", channel, incognito)
+    if len(rest) >= 3 and rest[1] in ("group", "channel", "room"):
+        chat = "channel" if rest[1] == "channel" else "group"
+        return ParsedKey(key, agent, chat, chat, rest[0], incognito)
+    if len(rest) == 1:
+        return ParsedKey(key, agent, "main", "direct", None, incognito)
+    return ParsedKey(key, agent, "other", None, None, incognito)
+
+
+def dashboard_key(agent_id: str, *, incognito: bool = False) -> str:
+    token = str(uuid.uuid4())
+    return f"agent:{agent_id}:dashboard:{INCOGNITO_MARK + token if incognito else token}"
+
+
+def subagent_key(agent_id: str) -> str:
+    return f"agent:{agent_id}:subagent:{uuid.uuid4()}"
+
+
+def new_session_id() -> str:
+    """Transcript ids are random v4 UUIDs: never derived from the key, never reused."""
+    return str(uuid.uuid4())
+
+
+def is_session_id(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except (ValueError, AttributeError):
+        return False

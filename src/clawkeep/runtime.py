@@ -1,0 +1,79 @@
+"""The runtime every service function receives: home, config, and the open stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .config import Config
+from .errors import NotFoundError
+from .routing.keys import normalize_agent_id, parse_key
+from .sessions.visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
+from .storage import AgentStore, SessionRecord, open_agent_store, open_memory_store
+from .timeutil import now_ms
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CLAWKEEP_HOME") or Path.home() / ".clawkeep").expanduser()
+
+
+class Runtime:
+    def __init__(self, home: Path, config: Config, agent_id: str = "main"):
+        self.home = Path(home).expanduser()
+        self.config = config
+        self.agent_id = normalize_agent_id(agent_id)
+        self._stores: dict[str, AgentStore] = {}
+        self._incognito: dict[str, AgentStore] = {}
+
+    def now(self) -> int:
+        return now_ms()
+
+    def store(self, agent_id: str | None = None) -> AgentStore:
+        agent = agent_id or self.agent_id
+        if agent not in self._stores:
+            self._stores[agent] = open_agent_store(self.home, agent, self.config.storage)
+        return self._stores[agent]
+
+    def incognito_store(self, agent_id: str | None = None) -> AgentStore:
+        agent = agent_id or self.agent_id
+        if agent not in self._incognito:
+            self._incognito[agent] = open_memory_store(agent)
+        return self._incognito[agent]
+
+    def store_for_key(self, key: str) -> AgentStore:
+        parsed = parse_key(key)
+        return self.incognito_store(parsed.agent_id) if parsed.incognito else self.store(parsed.agent_id)
+
+    def agent_ids(self) -> list[str]:
+        """Agents with a database under the home, plus the current one."""
+        found = {self.agent_id}
+        agents_dir = self.home / "agents"
+        if agents_dir.is_dir():
+            found.update(p.parent.name for p in agents_dir.glob("*/agent.sqlite"))
+        return sorted(found)
+
+    def stores_in(self, scope: Scope) -> list[AgentStore]:
+        return [self.store(a) for a in self.agent_ids() if scope.allows_agent(a)]
+
+    def caller_session(self, caller: Caller) -> SessionRecord:
+        assert caller.key is not None
+        key = parse_key(caller.key).key
+        session = self.store_for_key(key).get_session_by_key(key)
+        if session is None:
+            raise NotFoundError(f"calling session {caller.key!r} not found")
+        return session
+
+    def scope(self, caller: Caller) -> Scope:
+        if caller.key is None:
+            return OPERATOR_SCOPE
+        own = self.caller_session(caller)
+        siblings = self.store_for_key(own.key).list_sessions()
+        if own.meta.get("incognito"):
+            siblings += self.store(own.agent_id).list_sessions()
+        return scope_for(self.config, caller, own, siblings)
+
+    def close(self) -> None:
+        for store in [*self._stores.values(), *self._incognito.values()]:
+            store.close()
+        self._stores.clear()
+        self._incognito.clear()

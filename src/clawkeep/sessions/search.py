@@ -1,0 +1,60 @@
+"""sessions_search (S5): full-text search over user and assistant text of visible sessions.
+
+The query text is analysed into a safe match expression (never raw FTS syntax); candidates
+come from the store already restricted to the caller's visible sessions (filter before the
+limit), then are re-ranked and cut to `limit`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from ..redact import redact_secrets
+from ..runtime import Runtime
+from ..storage import SearchRow
+from ..text import analyzer
+from ..timeutil import to_iso
+from . import transcript
+from .visibility import Caller
+
+MAX_QUERY_CHARS = 4096
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 25
+CANDIDATES = 100  # re-ranked per store before the final cut
+
+
+def validate_query(query: str, limit: int | None) -> tuple[str, int]:
+    text = (query or "").strip()
+    if not text:
+        raise InputError("search query is empty; give at least one word")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InputError(f"search query is {len(text)} characters long; at most {MAX_QUERY_CHARS} are allowed")
+    if limit is None:
+        limit = DEFAULT_LIMIT
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit {limit} is out of range; allowed 1-{MAX_LIMIT}")
+    return text, limit
+
+
+def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit: int | None = None) -> dict[str, Any]:
+    text, limit = validate_query(query, limit)
+    scope = rt.scope(caller)
+    parsed = analyzer.parse_query(text)
+    ranked: list[tuple[float, SearchRow]] = []
+    for store in rt.stores_in(scope):
+        match = analyzer.match_expression(parsed, store.document_frequency)
+        if match is None:
+            continue
+        visible = None if scope.session_ids is None else scope.session_ids
+        rows = store.search(match, session_ids=visible, limit=CANDIDATES)
+        ranked += analyzer.rerank(parsed, [(row, transcript.plain_text(row.entry.content), row.score) for row in rows])
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
+    return {"hits": [_hit(row, parsed) for _, row in ranked[:limit]]}
+
+
+def _hit(row: SearchRow, parsed: Any) -> dict[str, Any]:
+    text = transcript.plain_text(row.entry.content)
+    excerpt, _ = redact_secrets(analyzer.snippet(text, parsed))
+    return {"sessionKey": row.session_key, "sessionId": row.entry.session_id, "messageId": row.entry.entry_id,
+            "role": row.entry.role, "timestamp": to_iso(row.entry.timestamp), "snippet": excerpt}

@@ -1,0 +1,233 @@
+"""Session service functions: open, reset, fork, create, list, status (S1, S3, S7).
+
+Every CLI verb, HTTP route and MCP tool calls these; they take the `Runtime` and a `Caller`
+and return plain dataclasses with a `to_json()` in the documented camelCase shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConflictError, InputError, NotFoundError
+from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
+from ..routing.router import Route
+from ..runtime import Runtime
+from ..storage import AgentStore, EntryRecord, SessionRecord
+from ..timeutil import to_iso
+from . import lifecycle, maintenance, transcript
+from .visibility import Caller
+
+PREVIEW_CHARS = 120
+
+
+def not_found(ref: str) -> NotFoundError:
+    # One message for missing and hidden sessions: visibility must not leak existence (S8).
+    return NotFoundError(f"session {ref!r} not found")
+
+
+def find_session(rt: Runtime, ref: str, caller: Caller = Caller()) -> tuple[AgentStore, SessionRecord]:
+    """Resolve a session key or id the caller may see; NotFoundError otherwise."""
+    ref = (ref or "").strip()
+    scope = rt.scope(caller)
+    if is_session_id(ref):
+        candidates = [rt.incognito_store(), *rt.stores_in(scope)]
+        for store in candidates:
+            session = store.get_session(ref.lower())
+            if session and session.archived_at is None and scope.allows(session):
+                return store, session
+        raise not_found(ref)
+    key = parse_key(ref).key
+    store = rt.store_for_key(key)
+    session = store.get_session_by_key(key)
+    if session is None or not scope.allows(session):
+        raise not_found(ref)
+    return store, session
+
+
+def _header(session: SessionRecord, at: int, **meta: Any) -> EntryRecord:
+    return EntryRecord(transcript.new_entry_id(), session.session_id, "session", at,
+                       meta={"key": session.key, **meta})
+
+
+def create_session(rt: Runtime, route: Route, at: int, *, label: str | None = None,
+                   parent: SessionRecord | None = None, meta: dict[str, Any] | None = None) -> SessionRecord:
+    parsed = parse_key(route.key)
+    session = SessionRecord(
+        session_id=new_session_id(), key=route.key, agent_id=route.agent_id, kind=route.kind,
+        chat_type=route.chat_type, channel=route.channel, account=route.account, peer=route.peer,
+        label=label, origin=route.origin, parent_session_id=parent.session_id if parent else None,
+        session_started_at=at, updated_at=at, created_at=at, meta=dict(meta or {}),
+    )
+    if parsed.incognito:
+        session.meta["incognito"] = True
+    store = rt.store_for_key(route.key)
+    with store.transaction():
+        store.insert_session(session)
+        transcript.append(store, _header(session, at, parentSessionId=session.parent_session_id,
+                                         **{k: v for k, v in session.meta.items() if k.startswith("forked")}))
+    if not parsed.incognito:
+        maintenance.maybe_cleanup_after_create(rt)
+    return session
+
+
+def open_session(rt: Runtime, route: Route, at: int, *, interactive: bool) -> tuple[SessionRecord, str | None]:
+    """The session for a routed message, created if new and rolled over if stale.
+
+    Only real user interaction (`interactive`) checks freshness; system events neither reset
+    nor refresh a session. Returns (session, automatic reset reason or None).
+    """
+    store = rt.store_for_key(route.key)
+    session = store.get_session_by_key(route.key)
+    if session is None:
+        try:
+            return create_session(rt, route, at), None
+        except ConflictError:  # another process created it first
+            session = store.get_session_by_key(route.key)
+            assert session is not None
+    reason = lifecycle.stale_reason(rt.config.session, session, at) if interactive else None
+    if reason:
+        append_reset(store, session, at, reason=reason)
+    return session, reason
+
+
+def append_reset(store: AgentStore, session: SessionRecord, at: int, *, reason: str) -> EntryRecord:
+    """Close the current interval: same key, same id, a boundary entry (S1/S3)."""
+    with store.transaction():
+        fresh = store.get_session(session.session_id) or session
+        dropped = len(fresh.meta.pop("pendingNotices", []))
+        entry = transcript.append(store, EntryRecord(
+            transcript.new_entry_id(), session.session_id, "reset", at,
+            meta={"reason": reason, "droppedNotices": dropped},
+        ))
+        fresh.session_started_at = at
+        fresh.updated_at = max(fresh.updated_at, at)
+        fresh.meta["resetCount"] = fresh.meta.get("resetCount", 0) + 1
+        store.update_session(fresh)
+    session.__dict__.update(fresh.__dict__)
+    return entry
+
+
+def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> dict[str, Any]:
+    store, session = find_session(rt, ref, caller)
+    entry = append_reset(store, session, at or rt.now(), reason="manual")
+    return {"sessionKey": session.key, "sessionId": session.session_id, "boundaryId": entry.entry_id}
+
+
+def fork_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None,
+                 label: str | None = None) -> dict[str, Any]:
+    """A child dashboard thread that continues from the parent's current branch."""
+    store, parent = find_session(rt, ref, caller)
+    at = at or rt.now()
+    last = store.last_entry(parent.session_id)
+    key = dashboard_key(parent.agent_id, incognito=bool(parent.meta.get("incognito")))
+    route = Route(key, parent.agent_id, "dashboard", "direct", "dashboard", None, None, "chat")
+    child = create_session(rt, route, at, label=label or f"fork of {parent.key}", parent=parent,
+                           meta={"forkedFromSessionId": parent.session_id,
+                                 "forkedFromSeq": last.seq if last else 0})
+    return session_json(child)
+
+
+def create_dashboard(rt: Runtime, *, incognito: bool = False, label: str | None = None,
+                     at: int | None = None) -> dict[str, Any]:
+    key = dashboard_key(rt.agent_id, incognito=incognito)
+    route = Route(key, rt.agent_id, "dashboard", "direct", "dashboard", None, None, "chat")
+    return session_json(create_session(rt, route, at or rt.now(), label=label))
+
+
+def session_json(session: SessionRecord) -> dict[str, Any]:
+    return {
+        "key": session.key, "sessionId": session.session_id, "agentId": session.agent_id,
+        "kind": session.kind, "chatType": session.chat_type, "channel": session.channel,
+        "label": session.label, "sessionStartedAt": to_iso(session.session_started_at),
+        "lastInteractionAt": to_iso(session.last_interaction_at), "updatedAt": to_iso(session.updated_at),
+        "messageCount": session.message_count,
+    }
+
+
+@dataclass
+class ListFilter:
+    kind: str | None = None
+    label: str | None = None
+    agent_id: str | None = None
+    active_minutes: int | None = None
+    search: str | None = None
+    preview: bool = False
+    recent_messages: int = 0
+
+
+MAX_RECENT_MESSAGES = 20
+
+
+def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = Caller()) -> list[dict[str, Any]]:
+    if flt.active_minutes is not None and flt.active_minutes < 0:
+        raise InputError(f"--active {flt.active_minutes} is invalid; give minutes >= 0")
+    if not 0 <= flt.recent_messages <= MAX_RECENT_MESSAGES:
+        raise InputError(f"recent messages {flt.recent_messages} is out of range; allowed 0-{MAX_RECENT_MESSAGES}")
+    scope = rt.scope(caller)
+    now = rt.now()
+    rows = []
+    for store in [*rt.stores_in(scope), rt.incognito_store()]:
+        for session in store.list_sessions():
+            if scope.allows(session) and _matches(session, flt, now):
+                rows.append(_list_row(store, session, flt))
+    rows.sort(key=lambda r: r["updatedAt"] or "", reverse=True)
+    return rows
+
+
+def _matches(session: SessionRecord, flt: ListFilter, now: int) -> bool:
+    if flt.kind and session.kind != flt.kind:
+        return False
+    if flt.label and (session.label or "").lower() != flt.label.lower():
+        return False
+    if flt.agent_id and session.agent_id != flt.agent_id:
+        return False
+    if flt.active_minutes is not None and session.updated_at < now - flt.active_minutes * 60_000:
+        return False
+    if flt.search:
+        haystack = " ".join(filter(None, [session.key, session.label, session.meta.get("title")])).lower()
+        if flt.search.lower() not in haystack:
+            return False
+    return True
+
+
+def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dict[str, Any]:
+    row = session_json(session)
+    if session.meta.get("title"):
+        row["title"] = session.meta["title"]
+    if flt.preview or flt.recent_messages:
+        recent = [e for e in store.iter_entries(session.session_id, types=("message",), newest_first=True,
+                                                 limit=max(flt.recent_messages, 1) * 3)
+                  if e.role in transcript.SEARCHABLE_ROLES][: max(flt.recent_messages, 1)]
+        if flt.preview and recent:
+            row["preview"] = transcript.plain_text(recent[0].content)[:PREVIEW_CHARS]
+        if flt.recent_messages:
+            row["recentMessages"] = [
+                {"messageId": e.entry_id, "role": e.role, "text": transcript.plain_text(e.content)[:PREVIEW_CHARS],
+                 "timestamp": to_iso(e.timestamp)} for e in reversed(recent)
+            ]
+    return row
+
+
+def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> dict[str, Any]:
+    """session_status: times, counters, model, next reset; `current` marks the caller's own."""
+    if ref is None:
+        if caller.key is None:
+            raise InputError("session_status needs a session key or a calling session (--as)")
+        ref = caller.key
+    store, session = find_session(rt, ref, caller)
+    usage = session.meta.get("usage", {})
+    return {
+        **session_json(session),
+        "model": session.model,
+        "origin": session.origin,
+        "parentSessionId": session.parent_session_id,
+        "current": caller.key is not None and parse_key(caller.key).key == session.key,
+        "resetCount": session.meta.get("resetCount", 0),
+        "compactionCount": session.meta.get("compactionCount", 0),
+        "pendingNotices": len(session.meta.get("pendingNotices", [])),
+        "nextResetAt": to_iso(lifecycle.next_reset_at(rt.config.session, session)),
+        "usage": {"inputTokens": usage.get("inputTokens", 0), "outputTokens": usage.get("outputTokens", 0),
+                  "totalTokens": usage.get("inputTokens", 0) + usage.get("outputTokens", 0)},
+        "incognito": bool(session.meta.get("incognito")),
+    }

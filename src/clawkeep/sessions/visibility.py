@@ -1,0 +1,75 @@
+"""Which sessions a caller may see (S8): self, tree, agent, all.
+
+A hidden session must look exactly like a missing one, so every read path asks
+`Scope.allows` and answers "not found" on False. Incognito sessions are visible only to
+themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Config
+from ..storage import SessionRecord
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The session calling a tool; `key=None` is the operator (CLI/HTTP without --as)."""
+
+    key: str | None = None
+    sandboxed: bool = False
+
+
+@dataclass(frozen=True)
+class Scope:
+    agent_id: str | None  # None: every agent
+    session_ids: frozenset[str] | None  # None: every session of the visible agents
+    own_session_id: str | None = None
+
+    def allows(self, session: SessionRecord) -> bool:
+        if session.meta.get("incognito") and session.session_id != self.own_session_id:
+            return False
+        if self.agent_id is not None and session.agent_id != self.agent_id:
+            return False
+        return self.session_ids is None or session.session_id in self.session_ids
+
+    def allows_agent(self, agent_id: str) -> bool:
+        return self.agent_id is None or self.agent_id == agent_id
+
+
+OPERATOR_SCOPE = Scope(agent_id=None, session_ids=None)
+
+
+def effective_level(config: Config, caller: Caller) -> str:
+    level = config.tools.sessions.visibility
+    if caller.sandboxed and config.agents.defaults.sandbox.session_tools_visibility == "spawned":
+        return "self" if level == "self" else "tree"
+    return level
+
+
+def scope_for(config: Config, caller: Caller, own: SessionRecord, agent_sessions: list[SessionRecord]) -> Scope:
+    """The scope of a calling session given every session of its agent."""
+    level = effective_level(config, caller)
+    if level == "all":
+        return Scope(None, None, own.session_id)
+    if level == "agent" or (level == "tree" and own.kind == "main" and not caller.sandboxed):
+        # the main session owns its agent: `tree` widens to the agent, never across agents
+        return Scope(own.agent_id, None, own.session_id)
+    if level == "self":
+        return Scope(own.agent_id, frozenset({own.session_id}), own.session_id)
+    return Scope(own.agent_id, frozenset(_descendants(own.session_id, agent_sessions)), own.session_id)
+
+
+def _descendants(root: str, sessions: list[SessionRecord]) -> set[str]:
+    children: dict[str, list[str]] = {}
+    for record in sessions:
+        if record.parent_session_id:
+            children.setdefault(record.parent_session_id, []).append(record.session_id)
+    found, stack = {root}, [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found

@@ -1,0 +1,131 @@
+"""The storage interface every backend implements (SQLite now, PostgreSQL per SPEC D1).
+
+One `AgentStore` holds one agent's sessions and transcript entries plus the full-text index
+over them. No SQL lives outside `clawkeep.storage`; services speak only this interface.
+Times are integer milliseconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+ENTRY_TYPES = ("session", "message", "reset", "compaction", "model_change", "system_event")
+
+
+@dataclass
+class SessionRecord:
+    session_id: str
+    key: str
+    agent_id: str
+    kind: str
+    chat_type: str | None = None
+    channel: str | None = None
+    account: str | None = None
+    peer: str | None = None
+    label: str | None = None
+    origin: str = "chat"
+    parent_session_id: str | None = None  # fork / spawn parent: the S8 `tree`
+    session_started_at: int = 0
+    last_interaction_at: int | None = None
+    updated_at: int = 0
+    created_at: int = 0
+    archived_at: int | None = None
+    version: int = 0  # bumped by every update; a stale writer gets ConflictError
+    message_count: int = 0
+    model: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EntryRecord:
+    entry_id: str
+    session_id: str
+    type: str
+    timestamp: int
+    role: str | None = None
+    content: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    parent_entry_id: str | None = None
+    seq: int = 0  # assigned by the store; total order of entries within an agent
+
+
+@dataclass
+class SearchRow:
+    entry: EntryRecord
+    session_key: str
+    score: float  # lower is better (FTS5 bm25 convention)
+
+
+class AgentStore(abc.ABC):
+    """One agent's sessions, transcripts and transcript search index."""
+
+    agent_id: str
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction; nested calls join the outer one. Commit = durable."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # --- sessions -------------------------------------------------------------------
+    @abc.abstractmethod
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    @abc.abstractmethod
+    def get_session_by_key(self, key: str) -> SessionRecord | None:
+        """The current (non-archived) session behind a key."""
+
+    @abc.abstractmethod
+    def insert_session(self, record: SessionRecord) -> None: ...
+
+    @abc.abstractmethod
+    def update_session(self, record: SessionRecord) -> None:
+        """Write the record if its `version` is still current, then bump it (ConflictError if not)."""
+
+    @abc.abstractmethod
+    def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]: ...
+
+    @abc.abstractmethod
+    def delete_session(self, session_id: str) -> None:
+        """Remove a session row with its entries and index rows (after archiving them)."""
+
+    # --- transcript -----------------------------------------------------------------
+    @abc.abstractmethod
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+        """Append an entry; `index_text` (analysed tokens) goes into the search index in the
+        same transaction so search never lags the transcript."""
+
+    @abc.abstractmethod
+    def get_entry(self, entry_id: str) -> EntryRecord | None: ...
+
+    @abc.abstractmethod
+    def iter_entries(
+        self,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        newest_first: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[EntryRecord]: ...
+
+    @abc.abstractmethod
+    def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...
+
+    # --- search ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def search(self, match: str, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        """Full-text candidates for an already-safe match expression, best first."""
+
+    @abc.abstractmethod
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
+        """How many indexed messages contain each token (for query pruning)."""
+
+    @abc.abstractmethod
+    def indexed_documents(self) -> int: ...

@@ -1,0 +1,309 @@
+"""Embedded SQLite backend: one WAL database per agent (`agents/<id>/agent.sqlite`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConflictError, DuplicateError, StorageError
+from .base import AgentStore, EntryRecord, SearchRow, SessionRecord
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    chat_type TEXT, channel TEXT, account TEXT, peer TEXT, label TEXT,
+    origin TEXT NOT NULL DEFAULT 'chat',
+    parent_session_id TEXT,
+    session_started_at INTEGER NOT NULL,
+    last_interaction_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    archived_at INTEGER,
+    version INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    model TEXT,
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_current_key ON sessions(key) WHERE archived_at IS NULL;
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_session_id);
+
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    parent_entry_id TEXT,
+    type TEXT NOT NULL,
+    role TEXT,
+    ts INTEGER NOT NULL,
+    content TEXT NOT NULL DEFAULT '[]',
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, seq);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
+    tokens, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts_vocab USING fts5vocab(entries_fts, 'row');
+"""
+
+_SESSION_COLUMNS = (
+    "session_id", "key", "agent_id", "kind", "chat_type", "channel", "account", "peer", "label",
+    "origin", "parent_session_id", "session_started_at", "last_interaction_at", "updated_at",
+    "created_at", "archived_at", "version", "message_count", "model", "meta",
+)
+_ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta"
+
+
+def _storage_error(path: str, exc: sqlite3.Error) -> StorageError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StorageError(f"database {path} is locked by another process and stayed locked; nothing was changed")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StorageError(
+            f"database {path} is corrupt or not a clawkeep database ({text}); nothing was changed. "
+            "Move it aside or restore a backup."
+        )
+    if "readonly" in text or "unable to open" in text:
+        return StorageError(f"database {path} cannot be opened for writing ({text})")
+    return StorageError(f"database {path}: {text}")
+
+
+class SqliteAgentStore(AgentStore):
+    """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
+
+    def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 30_000):
+        self.agent_id = agent_id
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise _storage_error(self.path, exc) from None
+        except OSError as exc:
+            raise StorageError(f"database {self.path} cannot be created: {exc}") from None
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"database {self.path} has schema version {version}; this clawkeep understands up to {SCHEMA_VERSION}"
+            )
+        if version < SCHEMA_VERSION:
+            with self.transaction():
+                # executescript() would commit early; run the statements inside our transaction.
+                for statement in _SCHEMA.split(";\n"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            try:
+                if outer:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                if outer:
+                    self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if outer and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _storage_error(self.path, exc) from None
+                raise
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row | tuple]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _storage_error(self.path, exc) from None
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        # Callers hold `transaction()`; statements outside one commit on their own.
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            raise _storage_error(self.path, exc) from None
+
+    # --- sessions -------------------------------------------------------------------
+    @staticmethod
+    def _session(row: Sequence[Any]) -> SessionRecord:
+        values = dict(zip(_SESSION_COLUMNS, row))
+        values["meta"] = json.loads(values["meta"] or "{}")
+        return SessionRecord(**values)
+
+    def _select_sessions(self, where: str, params: Sequence[Any]) -> list[SessionRecord]:
+        rows = self._query(f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions WHERE {where}", params)
+        return [self._session(r) for r in rows]
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        found = self._select_sessions("session_id = ?", (session_id,))
+        return found[0] if found else None
+
+    def get_session_by_key(self, key: str) -> SessionRecord | None:
+        found = self._select_sessions("key = ? AND archived_at IS NULL", (key,))
+        return found[0] if found else None
+
+    def _session_values(self, record: SessionRecord) -> list[Any]:
+        values = [getattr(record, name) for name in _SESSION_COLUMNS]
+        values[_SESSION_COLUMNS.index("meta")] = json.dumps(record.meta, ensure_ascii=False)
+        return values
+
+    def insert_session(self, record: SessionRecord) -> None:
+        marks = ", ".join("?" for _ in _SESSION_COLUMNS)
+        with self.transaction():
+            try:
+                self._write(f"INSERT INTO sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks})",
+                            self._session_values(record))
+            except sqlite3.IntegrityError:
+                raise ConflictError(f"session key {record.key!r} already has a current session") from None
+
+    def update_session(self, record: SessionRecord) -> None:
+        columns = [c for c in _SESSION_COLUMNS if c not in ("session_id", "version")]
+        values = dict(zip(_SESSION_COLUMNS, self._session_values(record)))
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        with self.transaction():
+            cursor = self._write(
+                f"UPDATE sessions SET {assignments}, version = version + 1 WHERE session_id = ? AND version = ?",
+                [values[c] for c in columns] + [record.session_id, record.version],
+            )
+            if cursor.rowcount != 1:
+                raise ConflictError(f"session {record.session_id} was changed by another writer; reload and retry")
+        record.version += 1
+
+    def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]:
+        where = "1" if include_archived else "archived_at IS NULL"
+        return self._select_sessions(f"{where} ORDER BY updated_at DESC", ())
+
+    def delete_session(self, session_id: str) -> None:
+        with self.transaction():
+            self._write(
+                "DELETE FROM entries_fts WHERE rowid IN (SELECT seq FROM entries WHERE session_id = ?)", (session_id,)
+            )
+            self._write("DELETE FROM entries WHERE session_id = ?", (session_id,))
+            self._write("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+
+    # --- transcript -----------------------------------------------------------------
+    @staticmethod
+    def _entry(row: Sequence[Any]) -> EntryRecord:
+        seq, entry_id, session_id, parent, etype, role, ts, content, meta = row
+        return EntryRecord(
+            entry_id=entry_id, session_id=session_id, type=etype, timestamp=ts, role=role,
+            content=json.loads(content), meta=json.loads(meta), parent_entry_id=parent, seq=seq,
+        )
+
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+        with self.transaction():
+            try:
+                cursor = self._insert_entry(entry)
+            except sqlite3.IntegrityError:
+                raise DuplicateError(f"entry id {entry.entry_id!r} already exists") from None
+            entry.seq = cursor.lastrowid
+            if index_text:
+                self._write("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (entry.seq, index_text))
+        return entry
+
+    def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
+        return self._write(
+                "INSERT INTO entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role, entry.timestamp,
+                 json.dumps(entry.content, ensure_ascii=False), json.dumps(entry.meta, ensure_ascii=False)),
+            )
+
+    def get_entry(self, entry_id: str) -> EntryRecord | None:
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE entry_id = ?", (entry_id,))
+        return self._entry(rows[0]) if rows else None
+
+    def iter_entries(
+        self,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        newest_first: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[EntryRecord]:
+        where, params = ["session_id = ?"], [session_id]
+        if after_seq is not None:
+            where.append("seq > ?")
+            params.append(after_seq)
+        if before_seq is not None:
+            where.append("seq < ?")
+            params.append(before_seq)
+        if types:
+            where.append(f"type IN ({', '.join('?' for _ in types)})")
+            params.extend(types)
+        order = "DESC" if newest_first else "ASC"
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq {order}{tail}",
+                           params)
+        return (self._entry(r) for r in rows)
+
+    def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
+        return next(self.iter_entries(session_id, types=types, newest_first=True, limit=1), None)
+
+    # --- search ---------------------------------------------------------------------
+    def search(self, match: str, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        params: list[Any] = [match]
+        scope = ""
+        if session_ids is not None:
+            ids = list(session_ids)
+            if not ids:
+                return []
+            scope = f" AND e.session_id IN ({', '.join('?' for _ in ids)})"
+            params.extend(ids)
+        params.append(int(limit))
+        rows = self._query(
+            f"SELECT {', '.join('e.' + c.strip() for c in _ENTRY_COLUMNS.split(','))}, s.key, f.rank "
+            "FROM entries_fts f JOIN entries e ON e.seq = f.rowid JOIN sessions s ON s.session_id = e.session_id "
+            f"WHERE entries_fts MATCH ?{scope} ORDER BY f.rank LIMIT ?",
+            params,
+        )
+        return [SearchRow(self._entry(r[:9]), r[9], r[10]) for r in rows]
+
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
+        if not tokens:
+            return {}
+        unique = list(dict.fromkeys(tokens))
+        rows = self._query(
+            f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({', '.join('?' for _ in unique)})", unique
+        )
+        found = {term: doc for term, doc in rows}
+        return {t: found.get(t, 0) for t in unique}
+
+    def indexed_documents(self) -> int:
+        return self._query("SELECT count(*) FROM entries_fts")[0][0]

@@ -1,0 +1,56 @@
+"""Times: stored as integer epoch milliseconds (UTC), shown as ISO-8601."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+from .errors import InputError
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_iso(value: str, what: str = "--at") -> int:
+    """ISO-8601 → epoch ms; a time without an offset is read as local time."""
+    text = (value or "").strip()
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"{what} {value!r} is not an ISO-8601 time; use e.g. 2026-05-08T13:56:00 or 2026-05-08T13:56:00+02:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def to_iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def zone(name: str | None) -> tzinfo:
+    """An IANA zone, or the host's local zone when unset."""
+    if name:
+        return ZoneInfo(name)
+    local = datetime.now().astimezone().tzinfo
+    assert local is not None
+    return local
+
+
+def latest_hour_boundary(ms: int, at_hour: int, tz: tzinfo) -> int:
+    """The most recent local `at_hour`:00 at or before `ms` (the daily reset boundary)."""
+    local = datetime.fromtimestamp(ms / 1000, tz=tz)
+    boundary = local.replace(hour=at_hour, minute=0, second=0, microsecond=0)
+    if boundary > local:
+        boundary -= timedelta(days=1)
+        boundary = boundary.replace(hour=at_hour)  # keep the wall-clock hour across DST changes
+    return int(boundary.timestamp() * 1000)
+
+
+def local_date(ms: int, tz: tzinfo) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=tz).strftime("%Y-%m-%d")
