@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -269,28 +268,21 @@ def sessions_notify(
 
 
 def run() -> None:
-    """Console entry point: map errors to exit codes, never a traceback for user mistakes."""
+    """Console entry point: map errors to exit codes, never a traceback for user mistakes.
+
+    Typer itself exits 2 on usage errors; our own errors surface here.
+    """
     try:
-        code = app(standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        code = 2
-    except click.exceptions.Abort:
-        err.print("aborted")
-        code = 1
-    except click.exceptions.ClickException as exc:
-        exc.show()
-        code = exc.exit_code
+        app()
     except InputError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
-        code = 2
+        sys.exit(2)
     except ClawkeepError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
-        code = 1
+        sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - last line of defence: a message, not a traceback
         if os.environ.get("CLAWKEEP_DEBUG"):
             raise
         err.print(f"internal error: {type(exc).__name__}: {exc} (set CLAWKEEP_DEBUG=1 for a traceback)",
                   highlight=False, markup=False)
-        code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(1)

@@ -13,7 +13,8 @@ from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import SearchRow
-from ..text import analyzer
+from ..text.query import SearchQuery, parse_query, rerank
+from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
 from .visibility import Caller
@@ -40,21 +41,19 @@ def validate_query(query: str, limit: int | None) -> tuple[str, int]:
 def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit: int | None = None) -> dict[str, Any]:
     text, limit = validate_query(query, limit)
     scope = rt.scope(caller)
-    parsed = analyzer.parse_query(text)
-    ranked: list[tuple[float, SearchRow]] = []
+    parsed = parse_query(text)
+    if parsed is None:  # only stop words or punctuation: nothing to look for
+        return {"hits": []}
+    rows: list[SearchRow] = []
     for store in rt.stores_in(scope):
-        match = analyzer.match_expression(parsed, store.document_frequency)
-        if match is None:
-            continue
-        visible = None if scope.session_ids is None else scope.session_ids
-        rows = store.search(match, session_ids=visible, limit=CANDIDATES)
-        ranked += analyzer.rerank(parsed, [(row, transcript.plain_text(row.entry.content), row.score) for row in rows])
-    ranked.sort(key=lambda pair: pair[0], reverse=True)
-    return {"hits": [_hit(row, parsed) for _, row in ranked[:limit]]}
+        selected = parsed.select(store.document_frequency, store.indexed_documents())
+        rows += store.search(selected.match(), session_ids=scope.session_ids, limit=CANDIDATES)
+    ranked = rerank(rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
+    return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
 
 
-def _hit(row: SearchRow, parsed: Any) -> dict[str, Any]:
+def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
     text = transcript.plain_text(row.entry.content)
-    excerpt, _ = redact_secrets(analyzer.snippet(text, parsed))
+    excerpt, _ = redact_secrets(snippet(text, query))
     return {"sessionKey": row.session_key, "sessionId": row.entry.session_id, "messageId": row.entry.entry_id,
             "role": row.entry.role, "timestamp": to_iso(row.entry.timestamp), "snippet": excerpt}

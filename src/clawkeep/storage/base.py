@@ -58,6 +58,7 @@ class SearchRow:
     entry: EntryRecord
     session_key: str
     score: float  # lower is better (FTS5 bm25 convention)
+    tokens: str = ""  # the analysed text that was indexed (for re-ranking)
 
 
 class AgentStore(abc.ABC):
@@ -128,4 +129,5 @@ class AgentStore(abc.ABC):
         """How many indexed messages contain each token (for query pruning)."""
 
     @abc.abstractmethod
-    def indexed_documents(self) -> int: ...
+    def indexed_documents(self) -> int:
+        """About how many messages are indexed (an upper bound is fine: it scales idf)."""

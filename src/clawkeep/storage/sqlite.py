@@ -288,12 +288,12 @@ class SqliteAgentStore(AgentStore):
             params.extend(ids)
         params.append(int(limit))
         rows = self._query(
-            f"SELECT {', '.join('e.' + c.strip() for c in _ENTRY_COLUMNS.split(','))}, s.key, f.rank "
+            f"SELECT {', '.join('e.' + c.strip() for c in _ENTRY_COLUMNS.split(','))}, s.key, f.rank, f.tokens "
             "FROM entries_fts f JOIN entries e ON e.seq = f.rowid JOIN sessions s ON s.session_id = e.session_id "
             f"WHERE entries_fts MATCH ?{scope} ORDER BY f.rank LIMIT ?",
             params,
         )
-        return [SearchRow(self._entry(r[:9]), r[9], r[10]) for r in rows]
+        return [SearchRow(self._entry(r[:9]), r[9], r[10], r[11]) for r in rows]
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         if not tokens:
@@ -306,4 +306,6 @@ class SqliteAgentStore(AgentStore):
         return {t: found.get(t, 0) for t in unique}
 
     def indexed_documents(self) -> int:
-        return self._query("SELECT count(*) FROM entries_fts")[0][0]
+        # max(rowid) is O(log n) where count(*) walks the whole index; rowids are entry seqs,
+        # so this over-counts by the non-message entries, which only flattens idf slightly.
+        return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
