@@ -1,0 +1,344 @@
+"""Tests for clawkeep.redact.redact_secrets."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from clawkeep.redact import REDACTED, redact_secrets
+
+# Fake credentials shaped like the real formats; none of them is live.
+OPENAI = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+ANTHROPIC = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"
+GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+GITHUB_PAT = "github_pat_11AAAAAAA0abcdefghij_klmnopqrstuvwxyz0123456789ABCDEF"
+SLACK_BOT = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+GOOGLE = "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+
+
+def redacted(text: str) -> str:
+    out, changed = redact_secrets(text)
+    assert changed, f"expected a redaction in {text!r}"
+    return out
+
+
+def unchanged(text: str) -> None:
+    out, changed = redact_secrets(text)
+    assert (out, changed) == (text, False)
+
+
+# --- known key formats keep their type prefix --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("secret", "kept_prefix"),
+    [
+        (OPENAI, "sk-"),
+        ("sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4", "sk-"),
+        (ANTHROPIC, "sk-ant-"),
+        (GITHUB, "ghp_"),
+        ("gho_" + GITHUB[4:], "gho_"),
+        ("ghs_" + GITHUB[4:], "ghs_"),
+        (GITHUB_PAT, "github_pat_"),
+        (SLACK_BOT, "xoxb-"),
+        ("xoxp-1234567890-abcdefghij", "xoxp-"),
+        ("xoxa-2-1234567890-abcdefghij", "xoxa-"),
+        ("xoxs-1234567890-abcdefghij", "xoxs-"),
+        (AWS_KEY_ID, "AKIA"),
+        ("ASIAY34FZKBOKMUTVV7A", "ASIA"),
+        (GOOGLE, "AIza"),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_"),
+        ("glpat-xYz12345AbCdEfGhIjKl", "glpat-"),
+        ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456", "hf_"),
+        ("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", "123456789:"),
+    ],
+)
+def test_known_key_formats_are_redacted_keeping_prefix(secret: str, kept_prefix: str) -> None:
+    out = redacted(f"use {secret} please")
+    assert out == f"use {kept_prefix}…{REDACTED} please"
+    assert secret not in out
+
+
+def test_anthropic_prefix_wins_over_openai_prefix() -> None:
+    assert redacted(ANTHROPIC) == f"sk-ant-…{REDACTED}"
+
+
+def test_jwt_is_redacted_whole() -> None:
+    assert redacted(f"token {JWT}.") == f"token {REDACTED}."
+
+
+def test_several_secrets_in_one_text() -> None:
+    out = redacted(f"a {OPENAI} b {GITHUB} c {AWS_KEY_ID}")
+    assert out == f"a sk-…{REDACTED} b ghp_…{REDACTED} c AKIA…{REDACTED}"
+
+
+def test_secret_inside_punctuation_and_quotes() -> None:
+    assert redacted(f'key="{OPENAI}";') == f'key="sk-…{REDACTED}";'
+    assert redacted(f"({GITHUB})") == f"(ghp_…{REDACTED})"
+
+
+# --- Authorization schemes -----------------------------------------------------------------
+
+
+def test_bearer_token() -> None:
+    out = redacted("Authorization: Bearer abcDEF123456ghiJKL789mno")
+    assert out == f"Authorization: Bearer {REDACTED}"
+
+
+def test_bearer_lowercase_and_jwt() -> None:
+    assert redacted(f"authorization: bearer {JWT}") == f"authorization: bearer {REDACTED}"
+    assert redacted("bearer 0a1b2c3d4e5f6a7b8c9d") == f"bearer {REDACTED}"
+
+
+def test_basic_auth_credentials() -> None:
+    assert redacted("Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==") == (
+        f"Authorization: Basic {REDACTED}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bearer bonds are old-fashioned.",
+        "Basic information about the bearer of this letter.",
+        "The Bearer internationalisation effort",  # long word, but plain prose
+    ],
+)
+def test_auth_words_in_prose_are_kept(text: str) -> None:
+    unchanged(text)
+
+
+# --- PEM private keys -------------------------------------------------------------------------
+
+
+def test_pem_private_key_block_body_is_removed() -> None:
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        "MIIEowIBAAKCAQEA7bq98s7H\nq9D2jK3lL5mN8pQ1rS4tU7vW0xY3z\n"
+        "-----END RSA PRIVATE KEY-----"
+    )
+    out = redacted(f"here:\n{pem}\nthanks")
+    assert out == (
+        f"here:\n-----BEGIN RSA PRIVATE KEY-----\n{REDACTED}\n"
+        "-----END RSA PRIVATE KEY-----\nthanks"
+    )
+    assert "MIIE" not in out
+
+
+@pytest.mark.parametrize(
+    "kind", ["PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "PGP PRIVATE KEY BLOCK"]
+)
+def test_pem_kinds(kind: str) -> None:
+    out = redacted(f"-----BEGIN {kind}-----\nabc123\n-----END {kind}-----")
+    assert "abc123" not in out
+    assert out.startswith(f"-----BEGIN {kind}-----")
+
+
+def test_unclosed_pem_is_redacted_to_end() -> None:
+    out = redacted("key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt\nAAAA")
+    assert "b3Blbn" not in out
+    assert "AAAA" not in out
+    assert out.endswith("-----END OPENSSH PRIVATE KEY-----")
+
+
+def test_public_key_and_certificate_are_kept() -> None:
+    unchanged("-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZI\n-----END PUBLIC KEY-----")
+    unchanged("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmg\n-----END CERTIFICATE-----")
+
+
+# --- URL credentials --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "postgres://admin:s3cr3t@db.internal:5432/app",
+            f"postgres://admin:{REDACTED}@db.internal:5432/app",
+        ),
+        ("https://bob:hunter2@example.com/x", f"https://bob:{REDACTED}@example.com/x"),
+        ("redis://default:pa55w0rd@cache:6379", f"redis://default:{REDACTED}@cache:6379"),
+    ],
+)
+def test_url_password_is_redacted(url: str, expected: str) -> None:
+    assert redacted(f"connect to {url} now") == f"connect to {expected} now"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see http://localhost:8080/path",
+        "https://example.com/a?b=c#d",
+        "mailto:someone@example.com",
+        "ssh git@github.com:owner/repo.git",
+    ],
+)
+def test_urls_without_password_are_kept(text: str) -> None:
+    unchanged(text)
+
+
+# --- key = value assignments -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=hunter2", f"password={REDACTED}"),
+        ("PASSWORD = hunter2", f"PASSWORD = {REDACTED}"),
+        ("passwd=letmein", f"passwd={REDACTED}"),
+        ("api_key: abcd1234efgh", f"api_key: {REDACTED}"),
+        ("api-key=abc", f"api-key={REDACTED}"),
+        ("apikey=abc", f"apikey={REDACTED}"),
+        ("token=abc", f"token={REDACTED}"),
+        ("secret=abc", f"secret={REDACTED}"),
+        ("client_secret=abc", f"client_secret={REDACTED}"),
+        ("OPENAI_API_KEY=foo123", f"OPENAI_API_KEY={REDACTED}"),
+        ("GITHUB_TOKEN=abc", f"GITHUB_TOKEN={REDACTED}"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            f"aws_secret_access_key = {REDACTED}",
+        ),
+        ("X-Api-Key: a1b2c3", f"X-Api-Key: {REDACTED}"),
+        ('{"password": "hunter2"}', f'{{"password": "{REDACTED}"}}'),
+        ("{'api_key': 'correct horse'}", f"{{'api_key': '{REDACTED}'}}"),
+        ('password: "plainword"', f'password: "{REDACTED}"'),
+        ("GET /cb?access_token=abc123&state=xyz", f"GET /cb?access_token={REDACTED}&state=xyz"),
+        ("auth_token=abc;next=1", f"auth_token={REDACTED};next=1"),
+        ("Set password=hunter2.", f"Set password={REDACTED}."),
+        ("credentials: user1:pa55", f"credentials: {REDACTED}"),
+    ],
+)
+def test_assignments_are_redacted(text: str, expected: str) -> None:
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Password: see the vault",  # colon + plain word reads as prose
+        "Token: expired.",
+        "the token: none",
+        "max_tokens=100",
+        "token_count: 3",
+        "tokens=5",
+        "f(api_key=api_key)",  # code passing a variable along
+        "password=${DB_PASSWORD}",
+        "password=$DB_PASSWORD",
+        "password=***",
+        "api_key=<your-key-here>",
+        'password=""',
+        "token=null",
+        "author: Alice",
+        "keyboard=us",
+        "monkey=banana",
+        "passport=AB123",
+    ],
+)
+def test_non_secret_assignments_are_kept(text: str) -> None:
+    unchanged(text)
+
+
+def test_assignment_of_known_key_keeps_prefix_marker() -> None:
+    assert redacted(f"OPENAI_API_KEY={OPENAI}") == f"OPENAI_API_KEY=sk-…{REDACTED}"
+
+
+def test_private_key_assignment_leaves_pem_to_pem_rule() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"
+    out = redacted(f"private_key: {pem}")
+    assert out == (
+        f"private_key: -----BEGIN RSA PRIVATE KEY-----\n{REDACTED}\n-----END RSA PRIVATE KEY-----"
+    )
+
+
+# --- negatives: ordinary text survives ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Let's meet on Tuesday to discuss the roadmap.",
+        "Invoice INV-2024-0042 is overdue; PO-2023-9912 too.",
+        "request id 550e8400-e29b-41d4-a716-446655440000",
+        "commit 3168d7fb1acf221122ae4c26ed36816c56405747",
+        "short sha 3168d7f",
+        "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "risk-assessment-framework-2024-version-two",
+        "task-12345678901234567890123",
+        "desk-ABCDEFGHIJ0123456789abc",
+        "sk-learn is not a thing, scikit-learn is",
+        "sk-short1",
+        "Asia and AKIA are just letters here; AKIAshort",
+        "the ghp_ prefix alone",
+        "xoxb- alone",
+        "eyJ alone is not a JWT; eyJhbGciOi.notjwt",
+        "-----BEGIN-----",
+        "我的密码是很长的一句话，但没有真正的凭据。",
+        "use snake_case_identifiers_like_this_one_2024",
+        "The secret of success is hard work.",
+        "I forgot my password again!",
+        "C:\\Users\\me\\token.txt",
+        "The key: ideas are below",
+    ],
+)
+def test_ordinary_text_is_not_redacted(text: str) -> None:
+    unchanged(text)
+
+
+# --- contract ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{OPENAI} {ANTHROPIC} {GITHUB} {SLACK_BOT} {AWS_KEY_ID} {GOOGLE} {JWT}",
+        "password=hunter2 and postgres://a:b1@h/x and Bearer abcDEF123456ghiJKL789",
+        "-----BEGIN PRIVATE KEY-----\nabc\n",
+        f'{{"api_key": "{OPENAI}", "token": "t0k3n"}}',
+    ],
+)
+def test_redaction_is_idempotent(text: str) -> None:
+    once = redacted(text)
+    assert redact_secrets(once) == (once, False)
+
+
+def test_returns_changed_flag_false_for_clean_text() -> None:
+    assert redact_secrets("hello world") == ("hello world", False)
+
+
+def test_large_clean_text_is_unchanged() -> None:
+    text = "The quick brown fox jumps over the lazy dog. " * 20000
+    assert redact_secrets(text) == (text, False)
+
+
+def test_secret_at_end_of_large_text_is_found() -> None:
+    text = "plain prose line\n" * 10000 + OPENAI
+    out, changed = redact_secrets(text)
+    assert changed
+    assert out.endswith(f"sk-…{REDACTED}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a." * 100_000 + " http://x",  # once made the URL rule rescan from every dot
+        "a-" * 100_000 + " token=",
+        "sk-" * 100_000,
+        "token:" * 100_000,
+        'password: "' * 50_000,
+        "-----BEGIN PRIVATE KEY-----" * 10_000,
+        "Bearer " + "a/" * 100_000,
+    ],
+)
+def test_adversarial_inputs_stay_linear(text: str) -> None:
+    started = time.perf_counter()
+    redact_secrets(text)
+    # Linear passes take milliseconds; a quadratic rescan of 200 KB takes many seconds.
+    assert time.perf_counter() - started < 3.0
