@@ -28,8 +28,8 @@ class Scope:
     own_session_id: str | None = None
 
     def allows(self, session: SessionRecord) -> bool:
-        if session.meta.get("incognito") and session.session_id != self.own_session_id:
-            return False
+        if session.meta.get("incognito") and self.own_session_id not in (None, session.session_id):
+            return False  # other sessions never see an incognito thread; the operator (UI) does
         if self.agent_id is not None and session.agent_id != self.agent_id:
             return False
         return self.session_ids is None or session.session_id in self.session_ids
