@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DuplicateError, InputError
+from .redact import redact_secrets
 from .routing.router import Inbound, Route, route
 from .runtime import Runtime
 from .sessions import service, transcript
@@ -145,7 +146,7 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
             if interactive:
                 fresh.last_interaction_at = max(fresh.last_interaction_at or 0, at)
             if "title" not in fresh.meta and role == "user":
-                fresh.meta["title"] = text.strip().splitlines()[0][:80]
+                fresh.meta["title"] = redact_secrets(text.strip().splitlines()[0][:80])[0]
             store.update_session(fresh)
     except DuplicateError:
         return None

@@ -7,12 +7,13 @@ limit), then are re-ranked and cut to `limit`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
-from ..storage import SearchRow
+from ..storage import AgentStore, SearchRow
 from ..text.query import SearchQuery, parse_query, rerank
 from ..text.snippet import snippet
 from ..timeutil import to_iso
@@ -44,12 +45,23 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
     parsed = parse_query(text)
     if parsed is None:  # only stop words or punctuation: nothing to look for
         return {"hits": []}
+    stores = rt.stores_in(scope)
+    # One term selection over all searched stores, so scores stay comparable between them.
+    selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
+                             sum(store.indexed_documents() for store in stores))
     rows: list[SearchRow] = []
-    for store in rt.stores_in(scope):
-        selected = parsed.select(store.document_frequency, store.indexed_documents())
+    for store in stores:
         rows += store.search(selected.match(), session_ids=scope.session_ids, limit=CANDIDATES)
     ranked = rerank(rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
     return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
+
+
+def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for store in stores:
+        for token, count in store.document_frequency(tokens).items():
+            total[token] = total.get(token, 0) + count
+    return total
 
 
 def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
