@@ -53,9 +53,13 @@ def test_concurrent_cli_processes_lose_nothing(home):
 def test_kill_9_mid_write_loses_no_acknowledged_message(home, tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    steady = [subprocess.Popen([sys.executable, str(script), str(home), tag, "150"], stdout=subprocess.PIPE, text=True)
-              for tag in ("a", "b")]
-    victim = subprocess.Popen([sys.executable, str(script), str(home), "k", "100000"], stdout=subprocess.PIPE, text=True)
+    steady = [
+        subprocess.Popen([sys.executable, str(script), str(home), tag, "150"], stdout=subprocess.PIPE, text=True)
+        for tag in ("a", "b")
+    ]
+    victim = subprocess.Popen(
+        [sys.executable, str(script), str(home), "k", "100000"], stdout=subprocess.PIPE, text=True
+    )
     acknowledged = []
     deadline = time.monotonic() + 60
     while len(acknowledged) < 40 and time.monotonic() < deadline:

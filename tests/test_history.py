@@ -48,7 +48,9 @@ def test_history_by_session_id_and_missing_session(engine):
 
 
 def test_sanitised_and_redacted(engine):
-    a = engine.message("here <think>secret plan</think>visible <|im_end|> and sk-abc123def456ghi789jkl012", role="assistant")
+    a = engine.message(
+        "here <think>secret plan</think>visible <|im_end|> and sk-abc123def456ghi789jkl012", role="assistant"
+    )
     view = engine.sessions_history(a.session_key)
     assert texts(view) == [texts(view)[0]]
     text = texts(view)[0]
@@ -59,10 +61,28 @@ def test_sanitised_and_redacted(engine):
 def test_include_tools(engine):
     a = engine.message("lint it")
     store = engine.runtime.store()
-    transcript.append(store, EntryRecord("call-1", a.session_id, "message", 5, role="assistant", content=[
-        {"type": "toolCall", "id": "c1", "name": "lint", "arguments": {"path": "src"}}]))
-    transcript.append(store, EntryRecord("res-1", a.session_id, "message", 6, role="tool", content=[
-        {"type": "toolResult", "toolCallId": "c1", "content": "3 warnings", "isError": False}]))
+    transcript.append(
+        store,
+        EntryRecord(
+            "call-1",
+            a.session_id,
+            "message",
+            5,
+            role="assistant",
+            content=[{"type": "toolCall", "id": "c1", "name": "lint", "arguments": {"path": "src"}}],
+        ),
+    )
+    transcript.append(
+        store,
+        EntryRecord(
+            "res-1",
+            a.session_id,
+            "message",
+            6,
+            role="tool",
+            content=[{"type": "toolResult", "toolCallId": "c1", "content": "3 warnings", "isError": False}],
+        ),
+    )
     assert texts(engine.sessions_history(a.session_key)) == ["lint it"]
     with_tools = texts(engine.sessions_history(a.session_key, include_tools=True))
     assert len(with_tools) == 3 and "lint" in with_tools[1] and "3 warnings" in with_tools[2]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from clawkeep.redact import REDACTED, redact_secrets

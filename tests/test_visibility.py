@@ -1,7 +1,6 @@
 """Visibility (S8): self / tree / agent / all, enforced in every read path; hidden == missing."""
 
 import pytest
-
 from conftest import open_engine
 
 from clawkeep.errors import NotFoundError

@@ -1,9 +1,9 @@
 """`Engine`: the Python API. Its methods mirror the CLI verbs one to one.
 
-    from clawkeep import Engine
-    with Engine.open(home="~/.clawkeep") as engine:
-        engine.message("下周二我去上海出差", channel="telegram", sender="alice")
-        hits = engine.sessions_search("上海")
+from clawkeep import Engine
+with Engine.open(home="~/.clawkeep") as engine:
+    engine.message("下周二我去上海出差", channel="telegram", sender="alice")
+    hits = engine.sessions_search("上海")
 """
 
 from __future__ import annotations
@@ -44,9 +44,12 @@ class Engine:
         self.runtime = runtime
 
     @classmethod
-    def open(cls, home: str | os.PathLike[str] | None = None,
-             config: str | os.PathLike[str] | Config | dict[str, Any] | None = None,
-             agent: str = "main") -> Engine:
+    def open(
+        cls,
+        home: str | os.PathLike[str] | None = None,
+        config: str | os.PathLike[str] | Config | dict[str, Any] | None = None,
+        agent: str = "main",
+    ) -> Engine:
         home_path = Path(home).expanduser() if home is not None else default_home()
         return cls(Runtime(home_path, resolve_config(home_path, config), agent))
 
@@ -64,28 +67,59 @@ class Engine:
         self.close()
 
     # --- messages -------------------------------------------------------------------
-    def message(self, text: str, *, channel: str = "cli", account: str | None = None, sender: str = "owner",
-                chat_type: str = "direct", group: str | None = None, thread: str | None = None,
-                role: str = "user", message_id: str | None = None, at: str | int | None = None,
-                session: str | None = None) -> MessageResult:
-        inbound = Inbound(channel=channel, account=account, sender=sender, chat_type=chat_type,
-                          group=group, thread=thread, session=session)
+    def message(
+        self,
+        text: str,
+        *,
+        channel: str = "cli",
+        account: str | None = None,
+        sender: str = "owner",
+        chat_type: str = "direct",
+        group: str | None = None,
+        thread: str | None = None,
+        role: str = "user",
+        message_id: str | None = None,
+        at: str | int | None = None,
+        session: str | None = None,
+    ) -> MessageResult:
+        inbound = Inbound(
+            channel=channel,
+            account=account,
+            sender=sender,
+            chat_type=chat_type,
+            group=group,
+            thread=thread,
+            session=session,
+        )
         return handle_message(self.runtime, MessageRequest(text, inbound, role, message_id, _at(at)))
 
-    def system_event(self, session: str, text: str, *, at: str | int | None = None, queue: bool = True) -> dict[str, Any]:
+    def system_event(
+        self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
+    ) -> dict[str, Any]:
         return record_system_event(self.runtime, session, text, at=_at(at), queue=queue)
 
     # --- sessions -------------------------------------------------------------------
-    def sessions_list(self, *, kind: str | None = None, label: str | None = None, agent_id: str | None = None,
-                      active_minutes: int | None = None, search_text: str | None = None, preview: bool = False,
-                      recent_messages: int = 0, caller: str | None = None) -> list[dict[str, Any]]:
+    def sessions_list(
+        self,
+        *,
+        kind: str | None = None,
+        label: str | None = None,
+        agent_id: str | None = None,
+        active_minutes: int | None = None,
+        search_text: str | None = None,
+        preview: bool = False,
+        recent_messages: int = 0,
+        caller: str | None = None,
+    ) -> list[dict[str, Any]]:
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
         return service.list_sessions(self.runtime, flt, Caller(caller))
 
-    def sessions_history(self, session: str, *, message_id: str | None = None, include_tools: bool = False,
-                         caller: str | None = None) -> dict[str, Any]:
-        return history.sessions_history(self.runtime, session, Caller(caller), message_id=message_id,
-                                        include_tools=include_tools)
+    def sessions_history(
+        self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
+    ) -> dict[str, Any]:
+        return history.sessions_history(
+            self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools
+        )
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> dict[str, Any]:
         return search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
@@ -102,8 +136,9 @@ class Engine:
     def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> dict[str, Any]:
         return service.create_dashboard(self.runtime, incognito=incognito, label=label)
 
-    def sessions_cleanup(self, *, dry_run: bool = False, enforce: bool = False,
-                         fix_dm_scope: bool = False) -> dict[str, Any]:
+    def sessions_cleanup(
+        self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
+    ) -> dict[str, Any]:
         return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
 
     def status(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -20,8 +20,12 @@ from rich.table import Table
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
 
-app = typer.Typer(help="clawkeep: sessions and memory for AI agents.", no_args_is_help=True,
-                  add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="clawkeep: sessions and memory for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 sessions_app = typer.Typer(help="Inspect and manage sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 
@@ -31,16 +35,18 @@ err = Console(stderr=True)
 
 @dataclass
 class GlobalOptions:
-    home: Optional[Path]
-    config: Optional[Path]
+    home: Path | None
+    config: Path | None
     agent: str
 
 
 @app.callback()
 def main(
     ctx: typer.Context,
-    home: Optional[Path] = typer.Option(None, "--home", envvar="CLAWKEEP_HOME", help="State directory (default ~/.clawkeep)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="JSON5 config file (default <home>/clawkeep.json5)."),
+    home: Path | None = typer.Option(
+        None, "--home", envvar="CLAWKEEP_HOME", help="State directory (default ~/.clawkeep)."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="JSON5 config file (default <home>/clawkeep.json5)."),
     agent: str = typer.Option("main", "--agent", help="Agent id."),
 ) -> None:
     ctx.obj = GlobalOptions(home, config, agent)
@@ -77,27 +83,44 @@ def message(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="Message text; /new, /reset, /status are executed."),
     channel: str = typer.Option("cli", "--channel"),
-    account: Optional[str] = typer.Option(None, "--account"),
+    account: str | None = typer.Option(None, "--account"),
     sender: str = typer.Option("owner", "--sender"),
     chat_type: str = typer.Option("direct", "--chat-type", help="direct | group | channel"),
-    group: Optional[str] = typer.Option(None, "--group"),
-    thread: Optional[str] = typer.Option(None, "--thread"),
+    group: str | None = typer.Option(None, "--group"),
+    thread: str | None = typer.Option(None, "--thread"),
     role: str = typer.Option("user", "--role", help="user | assistant"),
-    message_id: Optional[str] = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
-    at: Optional[str] = typer.Option(None, "--at", help="Message time, ISO-8601."),
-    session: Optional[str] = typer.Option(None, "--session", help="Deliver into this existing session."),
+    message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
+    at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601."),
+    session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send one inbound message through the router and the turn pipeline."""
-    result = engine(ctx).message(text, channel=channel, account=account, sender=sender, chat_type=chat_type,
-                                 group=group, thread=thread, role=role, message_id=message_id, at=at,
-                                 session=session).to_json()
+    result = (
+        engine(ctx)
+        .message(
+            text,
+            channel=channel,
+            account=account,
+            sender=sender,
+            chat_type=chat_type,
+            group=group,
+            thread=thread,
+            role=role,
+            message_id=message_id,
+            at=at,
+            session=session,
+        )
+        .to_json()
+    )
 
     def render(data: dict[str, Any]) -> None:
         what = data.get("command") or ("duplicate, already stored" if data.get("duplicate") else "stored")
-        out.print(f"{data['sessionKey']} [dim]{data['sessionId']}[/dim] → {what}"
-                  + (f" (reset: {data['reset']})" if data.get("reset") else "")
-                  + (f" message {data['messageId']}" if data.get("messageId") else ""), highlight=False)
+        out.print(
+            f"{data['sessionKey']} [dim]{data['sessionId']}[/dim] → {what}"
+            + (f" (reset: {data['reset']})" if data.get("reset") else "")
+            + (f" message {data['messageId']}" if data.get("messageId") else ""),
+            highlight=False,
+        )
         if data.get("status"):
             out.print_json(data=data["status"])
 
@@ -122,8 +145,19 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
 
     def render(info: dict[str, Any]) -> None:
         grid = Table(title="clawkeep status", show_header=False)
-        for key in ("home", "agentId", "database", "storage", "sessions", "messages", "indexedMessages",
-                    "dmScope", "visibility", "resetMode", "maintenanceMode"):
+        for key in (
+            "home",
+            "agentId",
+            "database",
+            "storage",
+            "sessions",
+            "messages",
+            "indexedMessages",
+            "dmScope",
+            "visibility",
+            "resetMode",
+            "maintenanceMode",
+        ):
             grid.add_row(key, str(info[key]))
         out.print(grid)
         out.print(table([{"command": c, "does": d} for c, d in OVERVIEW], ["command", "does"], "commands"))
@@ -135,28 +169,36 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
 @sessions_app.command("list")
 def sessions_list(
     ctx: typer.Context,
-    kind: Optional[str] = typer.Option(None, "--kind"),
-    label: Optional[str] = typer.Option(None, "--label"),
-    active: Optional[int] = typer.Option(None, "--active", help="Only sessions updated in the last MIN minutes."),
-    search: Optional[str] = typer.Option(None, "--search", help="Substring of key, label or title."),
+    kind: str | None = typer.Option(None, "--kind"),
+    label: str | None = typer.Option(None, "--label"),
+    active: int | None = typer.Option(None, "--active", help="Only sessions updated in the last MIN minutes."),
+    search: str | None = typer.Option(None, "--search", help="Substring of key, label or title."),
     preview: bool = typer.Option(False, "--preview", help="Add the last message preview."),
-    caller: Optional[str] = typer.Option(None, "--as", help="Calling session (visibility)."),
+    caller: str | None = typer.Option(None, "--as", help="Calling session (visibility)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Sessions visible to the caller."""
-    rows = engine(ctx).sessions_list(kind=kind, label=label, active_minutes=active, search_text=search,
-                                     preview=preview, caller=caller)
-    emit(rows, as_json, lambda r: out.print(table(
-        r, ["key", "kind", "channel", "label", "messageCount", "updatedAt"] + (["preview"] if preview else []))))
+    rows = engine(ctx).sessions_list(
+        kind=kind, label=label, active_minutes=active, search_text=search, preview=preview, caller=caller
+    )
+    emit(
+        rows,
+        as_json,
+        lambda r: out.print(
+            table(
+                r, ["key", "kind", "channel", "label", "messageCount", "updatedAt"] + (["preview"] if preview else [])
+            )
+        ),
+    )
 
 
 @sessions_app.command("history")
 def sessions_history(
     ctx: typer.Context,
     ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
-    message_id: Optional[str] = typer.Option(None, "--message-id", help="Re-open the interval holding this message."),
+    message_id: str | None = typer.Option(None, "--message-id", help="Re-open the interval holding this message."),
     include_tools: bool = typer.Option(False, "--include-tools"),
-    caller: Optional[str] = typer.Option(None, "--as"),
+    caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """One interval of a session's transcript, sanitised."""
@@ -165,8 +207,10 @@ def sessions_history(
     def render(view: dict[str, Any]) -> None:
         out.print(table(view["messages"], ["timestamp", "role", "text"], f"{view['sessionKey']}"))
         if view["truncated"] or view["contentTruncated"] or view["contentRedacted"]:
-            out.print(f"[dim]dropped {view['droppedMessages']}, truncated={view['contentTruncated']}, "
-                      f"redacted={view['contentRedacted']}[/dim]")
+            out.print(
+                f"[dim]dropped {view['droppedMessages']}, truncated={view['contentTruncated']}, "
+                f"redacted={view['contentRedacted']}[/dim]"
+            )
 
     emit(data, as_json, render)
 
@@ -175,20 +219,24 @@ def sessions_history(
 def sessions_search(
     ctx: typer.Context,
     query: str = typer.Argument(...),
-    limit: Optional[int] = typer.Option(None, "--limit", help="1-25, default 10."),
-    caller: Optional[str] = typer.Option(None, "--as"),
+    limit: int | None = typer.Option(None, "--limit", help="1-25, default 10."),
+    caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Full-text search over user and assistant messages."""
     data = engine(ctx).sessions_search(query, limit=limit, caller=caller)
-    emit(data, as_json, lambda d: out.print(table(d["hits"], ["sessionKey", "messageId", "role", "timestamp", "snippet"])))
+    emit(
+        data,
+        as_json,
+        lambda d: out.print(table(d["hits"], ["sessionKey", "messageId", "role", "timestamp", "snippet"])),
+    )
 
 
 @sessions_app.command("status")
 def sessions_status(
     ctx: typer.Context,
-    ref: Optional[str] = typer.Argument(None, metavar="[KEY_OR_ID]"),
-    caller: Optional[str] = typer.Option(None, "--as"),
+    ref: str | None = typer.Argument(None, metavar="[KEY_OR_ID]"),
+    caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """session_status: times, counters, model, next reset."""
@@ -199,38 +247,47 @@ def sessions_status(
 def sessions_reset(
     ctx: typer.Context,
     ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
-    at: Optional[str] = typer.Option(None, "--at"),
-    caller: Optional[str] = typer.Option(None, "--as"),
+    at: str | None = typer.Option(None, "--at"),
+    caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Close the current interval (same key, same id, a boundary entry)."""
-    emit(engine(ctx).sessions_reset(ref, at=at, caller=caller), as_json,
-         lambda d: out.print(f"reset {d['sessionKey']} (boundary {d['boundaryId']})", highlight=False))
+    emit(
+        engine(ctx).sessions_reset(ref, at=at, caller=caller),
+        as_json,
+        lambda d: out.print(f"reset {d['sessionKey']} (boundary {d['boundaryId']})", highlight=False),
+    )
 
 
 @sessions_app.command("fork")
 def sessions_fork(
     ctx: typer.Context,
     ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
-    label: Optional[str] = typer.Option(None, "--label"),
-    caller: Optional[str] = typer.Option(None, "--as"),
+    label: str | None = typer.Option(None, "--label"),
+    caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A child session continuing from this one; the parent is untouched."""
-    emit(engine(ctx).sessions_fork(ref, label=label, caller=caller), as_json,
-         lambda d: out.print(f"forked → {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False))
+    emit(
+        engine(ctx).sessions_fork(ref, label=label, caller=caller),
+        as_json,
+        lambda d: out.print(f"forked → {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
+    )
 
 
 @sessions_app.command("create")
 def sessions_create(
     ctx: typer.Context,
     incognito: bool = typer.Option(False, "--incognito", help="In memory only: never written, gone on exit."),
-    label: Optional[str] = typer.Option(None, "--label"),
+    label: str | None = typer.Option(None, "--label"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A new dashboard thread."""
-    emit(engine(ctx).sessions_create(incognito=incognito, label=label), as_json,
-         lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False))
+    emit(
+        engine(ctx).sessions_create(incognito=incognito, label=label),
+        as_json,
+        lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
+    )
 
 
 @sessions_app.command("cleanup")
@@ -246,8 +303,11 @@ def sessions_cleanup(
 
     def render(d: dict[str, Any]) -> None:
         verb = "archived" if d["applied"] else "would archive"
-        rows = [{**r, "why": why} for why, key in (("stale", "stale"), ("over cap", "overCap"),
-                                                   ("dm scope", "wrongDmScope")) for r in d[key]]
+        rows = [
+            {**r, "why": why}
+            for why, key in (("stale", "stale"), ("over cap", "overCap"), ("dm scope", "wrongDmScope"))
+            for r in d[key]
+        ]
         out.print(table(rows, ["why", "key", "kind", "updatedAt"], f"{verb} {len(rows)} of {d['sessions']} sessions"))
 
     emit(data, as_json, render)
@@ -259,12 +319,17 @@ def sessions_notify(
     ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
     text: str = typer.Argument(...),
     no_queue: bool = typer.Option(False, "--no-queue", help="Record only; do not queue for the next turn."),
-    at: Optional[str] = typer.Option(None, "--at"),
+    at: str | None = typer.Option(None, "--at"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a system event (heartbeat, cron, exec); it never keeps a session fresh."""
-    emit(engine(ctx).system_event(ref, text, at=at, queue=not no_queue), as_json,
-         lambda d: out.print(f"event {d['eventId']} → {d['sessionKey']} ({d['pendingNotices']} queued)", highlight=False))
+    emit(
+        engine(ctx).system_event(ref, text, at=at, queue=not no_queue),
+        as_json,
+        lambda d: out.print(
+            f"event {d['eventId']} → {d['sessionKey']} ({d['pendingNotices']} queued)", highlight=False
+        ),
+    )
 
 
 def run() -> None:
@@ -283,6 +348,9 @@ def run() -> None:
     except Exception as exc:  # noqa: BLE001 - last line of defence: a message, not a traceback
         if os.environ.get("CLAWKEEP_DEBUG"):
             raise
-        err.print(f"internal error: {type(exc).__name__}: {exc} (set CLAWKEEP_DEBUG=1 for a traceback)",
-                  highlight=False, markup=False)
+        err.print(
+            f"internal error: {type(exc).__name__}: {exc} (set CLAWKEEP_DEBUG=1 for a traceback)",
+            highlight=False,
+            markup=False,
+        )
         sys.exit(1)

@@ -32,8 +32,18 @@ MAX_KEY_CHARS = 512
 INCOGNITO_MARK = "incognito-"
 
 KINDS = (
-    "main", "direct", "group", "channel", "thread", "cron", "hook",
-    "heartbeat", "subagent", "dashboard", "coding", "other",
+    "main",
+    "direct",
+    "group",
+    "channel",
+    "thread",
+    "cron",
+    "hook",
+    "heartbeat",
+    "subagent",
+    "dashboard",
+    "coding",
+    "other",
 )
 # Kinds that point at a durable outside conversation: maintenance never ages them out (S4).
 DURABLE_KINDS = frozenset({"main", "direct", "group", "channel", "thread", "dashboard", "coding"})
@@ -45,7 +55,8 @@ def normalize_agent_id(agent_id: str) -> str:
     value = (agent_id or "").strip().lower()
     if not AGENT_ID.match(value):
         raise InputError(
-            f"agent id {agent_id!r} is invalid; use 1-64 characters a-z, 0-9, '_' or '-', starting with a letter or digit"
+            f"agent id {agent_id!r} is invalid; use 1-64 characters a-z, 0-9, '_' or '-', "
+            "starting with a letter or digit"
         )
     return value
 

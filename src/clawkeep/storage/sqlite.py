@@ -57,9 +57,26 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts_vocab USING fts5vocab(entries_fts
 """
 
 _SESSION_COLUMNS = (
-    "session_id", "key", "agent_id", "kind", "chat_type", "channel", "account", "peer", "label",
-    "origin", "parent_session_id", "session_started_at", "last_interaction_at", "updated_at",
-    "created_at", "archived_at", "version", "message_count", "model", "meta",
+    "session_id",
+    "key",
+    "agent_id",
+    "kind",
+    "chat_type",
+    "channel",
+    "account",
+    "peer",
+    "label",
+    "origin",
+    "parent_session_id",
+    "session_started_at",
+    "last_interaction_at",
+    "updated_at",
+    "created_at",
+    "archived_at",
+    "version",
+    "message_count",
+    "model",
+    "meta",
 )
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta"
 
@@ -160,7 +177,7 @@ class SqliteAgentStore(AgentStore):
     # --- sessions -------------------------------------------------------------------
     @staticmethod
     def _session(row: Sequence[Any]) -> SessionRecord:
-        values = dict(zip(_SESSION_COLUMNS, row))
+        values = dict(zip(_SESSION_COLUMNS, row, strict=True))
         values["meta"] = json.loads(values["meta"] or "{}")
         return SessionRecord(**values)
 
@@ -185,14 +202,16 @@ class SqliteAgentStore(AgentStore):
         marks = ", ".join("?" for _ in _SESSION_COLUMNS)
         with self.transaction():
             try:
-                self._write(f"INSERT INTO sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks})",
-                            self._session_values(record))
+                self._write(
+                    f"INSERT INTO sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks})",
+                    self._session_values(record),
+                )
             except sqlite3.IntegrityError:
                 raise ConflictError(f"session key {record.key!r} already has a current session") from None
 
     def update_session(self, record: SessionRecord) -> None:
         columns = [c for c in _SESSION_COLUMNS if c not in ("session_id", "version")]
-        values = dict(zip(_SESSION_COLUMNS, self._session_values(record)))
+        values = dict(zip(_SESSION_COLUMNS, self._session_values(record), strict=True))
         assignments = ", ".join(f"{c} = ?" for c in columns)
         with self.transaction():
             cursor = self._write(
@@ -220,8 +239,15 @@ class SqliteAgentStore(AgentStore):
     def _entry(row: Sequence[Any]) -> EntryRecord:
         seq, entry_id, session_id, parent, etype, role, ts, content, meta = row
         return EntryRecord(
-            entry_id=entry_id, session_id=session_id, type=etype, timestamp=ts, role=role,
-            content=json.loads(content), meta=json.loads(meta), parent_entry_id=parent, seq=seq,
+            entry_id=entry_id,
+            session_id=session_id,
+            type=etype,
+            timestamp=ts,
+            role=role,
+            content=json.loads(content),
+            meta=json.loads(meta),
+            parent_entry_id=parent,
+            seq=seq,
         )
 
     def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
@@ -237,11 +263,19 @@ class SqliteAgentStore(AgentStore):
 
     def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
         return self._write(
-                "INSERT INTO entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role, entry.timestamp,
-                 json.dumps(entry.content, ensure_ascii=False), json.dumps(entry.meta, ensure_ascii=False)),
-            )
+            "INSERT INTO entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.entry_id,
+                entry.session_id,
+                entry.parent_entry_id,
+                entry.type,
+                entry.role,
+                entry.timestamp,
+                json.dumps(entry.content, ensure_ascii=False),
+                json.dumps(entry.meta, ensure_ascii=False),
+            ),
+        )
 
     def get_entry(self, entry_id: str) -> EntryRecord | None:
         rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE entry_id = ?", (entry_id,))
@@ -269,8 +303,9 @@ class SqliteAgentStore(AgentStore):
             params.extend(types)
         order = "DESC" if newest_first else "ASC"
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq {order}{tail}",
-                           params)
+        rows = self._query(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq {order}{tail}", params
+        )
         return (self._entry(r) for r in rows)
 
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
