@@ -119,9 +119,82 @@ class SandboxConfig(_Model):
     session_tools_visibility: Literal["spawned", "all"] = Field("spawned", alias="sessionToolsVisibility")
 
 
+class DecayConfig(_Model):
+    enabled: bool = False  # off: an always-on decay drops LoCoMo recall from 0.72 to 0.19
+    half_life_days: float = Field(30.0, alias="halfLifeDays", gt=0)
+
+
+class MmrConfig(_Model):
+    enabled: bool = False
+    lambda_: float = Field(0.7, alias="lambda", ge=0, le=1)
+
+
+class HybridConfig(_Model):
+    enabled: bool = True
+    vector_weight: float = Field(0.7, alias="vectorWeight", ge=0, le=1)
+    text_weight: float = Field(0.3, alias="textWeight", ge=0, le=1)
+    candidate_multiplier: int = Field(4, alias="candidateMultiplier", ge=1, le=50)
+    temporal_decay: DecayConfig = Field(default_factory=DecayConfig, alias="temporalDecay")
+    mmr: MmrConfig = Field(default_factory=MmrConfig)
+
+
+class MemoryQueryConfig(_Model):
+    max_results: int = Field(6, alias="maxResults", ge=1, le=50)
+    min_score: float = Field(0.35, alias="minScore", ge=0, le=1)
+    snippet_max_chars: int = Field(700, alias="snippetMaxChars", ge=80)
+    hybrid: HybridConfig = Field(default_factory=HybridConfig)
+
+
+class ChunkingConfig(_Model):
+    tokens: int = Field(400, ge=32, le=8192)
+    overlap: int = Field(80, ge=0, le=4096)
+
+
+class MemorySyncConfig(_Model):
+    watch: bool = True
+    watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0)
+    sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0)
+
+
+class MemoryExperimental(_Model):
+    session_memory: bool = Field(False, alias="sessionMemory")
+
+
+class WriteFilterConfig(_Model):
+    allow_secrets: bool = Field(False, alias="allowSecrets")
+
+
+class MemorySearchConfig(_Model):
+    """`agents.defaults.memorySearch`: the memory index and memory_search (M2–M6)."""
+
+    enabled: bool = True
+    # local = bundled offline model; none = keyword only; auto = first remote provider with a key.
+    provider: str = "local"
+    model: str | None = None
+    remote: dict[str, Any] = Field(default_factory=dict)
+    batch_size: int | None = Field(None, alias="batchSize", ge=1)
+    timeout_ms: int | None = Field(None, alias="timeoutMs", ge=1)
+    sources: list[Literal["memory", "sessions"]] = Field(default_factory=lambda: ["memory"])
+    extra_paths: list[str] = Field(default_factory=list, alias="extraPaths")
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    query: MemoryQueryConfig = Field(default_factory=MemoryQueryConfig)
+    sync: MemorySyncConfig = Field(default_factory=MemorySyncConfig)
+    experimental: MemoryExperimental = Field(default_factory=MemoryExperimental)
+    vector_store: Literal["numpy", "sqlite-vec"] = Field("numpy", alias="vectorStore")
+    max_file_bytes: int = Field(2 * 1024 * 1024, alias="maxFileBytes", ge=1024)
+    write_filters: WriteFilterConfig = Field(default_factory=WriteFilterConfig, alias="writeFilters")
+
+
+class MemoryConfig(_Model):
+    citations: Literal["auto", "on", "off"] = "auto"
+
+
 class AgentDefaults(_Model):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    memory_search: dict[str, Any] = Field(default_factory=dict, alias="memorySearch")
+    workspace: str | None = None  # main agent's workspace; default <home>/workspace
+    # MEMORY.md is injected at DM session start up to this many characters (the file is never cut).
+    bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000)
+    memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
     compaction: dict[str, Any] = Field(default_factory=dict)
     context_pruning: dict[str, Any] = Field(default_factory=dict, alias="contextPruning")
 
@@ -144,6 +217,7 @@ class Config(_Model):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     plugins: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Any] = Field(default_factory=dict)
 

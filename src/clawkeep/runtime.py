@@ -24,6 +24,7 @@ class Runtime:
         self.agent_id = normalize_agent_id(agent_id)
         self._stores: dict[str, AgentStore] = {}
         self._incognito: dict[str, AgentStore] = {}
+        self._closers: list = []
 
     def now(self) -> int:
         return now_ms()
@@ -72,7 +73,14 @@ class Runtime:
             siblings += self.store(own.agent_id).list_sessions()
         return scope_for(self.config, caller, own, siblings)
 
+    def on_close(self, closer) -> None:
+        """Register something (an index, a watcher) to close with the runtime."""
+        self._closers.append(closer)
+
     def close(self) -> None:
+        for closer in reversed(self._closers):
+            closer()
+        self._closers.clear()
         for store in [*self._stores.values(), *self._incognito.values()]:
             store.close()
         self._stores.clear()

@@ -1,0 +1,225 @@
+"""The memory index (M2, M6): Markdown files and (opt-in) transcripts → chunks → FTS + vectors.
+
+`sync()` is incremental and cheap when nothing changed (a stat per file, a counter per
+session), so every CLI search runs it first and results are never stale after an edit. The
+whole index is rebuilt when the embedding provider, model or chunking changes (its
+fingerprint is kept in the index's meta table). An embedding failure never corrupts the
+index: the file is indexed for keywords only and retried on the next sync.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import MemorySearchConfig
+from ..errors import ClawkeepError
+from ..redact import redact_secrets
+from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
+from ..text.analyzer import analyze_document
+from . import items
+from .chunking import chunk_lines, text_hash
+from .sessions_source import SessionDoc
+
+INDEX_FORMAT = "1"  # bump when chunk rendering or token analysis changes
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass
+class SyncReport:
+    indexed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # path → why
+    rebuilt: bool = False
+    embedding_error: str | None = None
+    chunks: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
+                "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks}
+
+
+class MemoryIndex:
+    def __init__(self, workspace: Path, store: MemoryStore, settings: MemorySearchConfig,
+                 provider_factory: Callable[[], Any | None],
+                 sessions: Callable[[], list[SessionDoc]] | None = None):
+        self.workspace = workspace
+        self.store = store
+        self.settings = settings
+        self._provider_factory = provider_factory
+        self._provider: Any | None = None
+        self._provider_loaded = False
+        self._sessions = sessions
+
+    # --- provider -------------------------------------------------------------------
+    @property
+    def provider(self) -> Any | None:
+        if not self._provider_loaded:
+            self._provider = self._provider_factory()
+            self._provider_loaded = True
+        return self._provider
+
+    def vector_key(self) -> str | None:
+        provider = self.provider
+        return provider.fingerprint() if provider is not None else None
+
+    def fingerprint(self) -> str:
+        chunking = self.settings.chunking
+        return json.dumps({"format": INDEX_FORMAT, "vectors": self.vector_key(), "tokens": chunking.tokens,
+                           "overlap": chunking.overlap, "sources": sorted(self.settings.sources)}, sort_keys=True)
+
+    # --- sync -------------------------------------------------------------------------
+    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+        report = SyncReport()
+        fingerprint = self.fingerprint()
+        if force or self.store.get_meta("fingerprint") != fingerprint:
+            self.store.clear()
+            self.store.set_meta("fingerprint", fingerprint)
+            report.rebuilt = True
+        self._sync_memory_files(report, progress)
+        if "sessions" in self.settings.sources and self._sessions is not None:
+            self._sync_sessions(report, progress)
+        report.chunks = self.store.chunk_count()
+        if report.embedding_error:
+            self.store.set_meta("lastEmbeddingError", report.embedding_error)
+        elif report.indexed:
+            self.store.set_meta("lastEmbeddingError", "")
+        return report
+
+    def _memory_paths(self) -> dict[str, Path]:
+        paths = {rel: self.workspace / rel for rel in items.memory_files(self.workspace)}
+        for extra in self.settings.extra_paths:
+            root = Path(extra).expanduser()
+            root = root if root.is_absolute() else self.workspace / root
+            found = [root] if root.is_file() else sorted(root.rglob("*.md")) if root.is_dir() else []
+            for path in found:
+                paths[f"extra:{path.resolve().as_posix()}"] = path
+        return paths
+
+    def _sync_memory_files(self, report: SyncReport, progress: Progress | None) -> None:
+        known = self.store.files("memory")
+        paths = self._memory_paths()
+        for gone in sorted(set(known) - set(paths)):
+            self.store.remove_file(gone)
+            report.removed.append(gone)
+        todo = []
+        for rel, path in paths.items():
+            try:
+                stat = path.stat()
+            except OSError as exc:
+                report.skipped[rel] = f"unreadable: {exc}"
+                continue
+            record = known.get(rel)
+            if record and record.mtime == stat.st_mtime and record.size == stat.st_size:
+                continue
+            todo.append((rel, path, stat))
+        for done, (rel, path, stat) in enumerate(todo, start=1):
+            self._index_file(rel, path, stat, known.get(rel), report)
+            if progress:
+                progress("memory", done, len(todo))
+
+    def _index_file(self, rel: str, path: Path, stat: Any, previous: FileRecord | None, report: SyncReport) -> None:
+        if stat.st_size > self.settings.max_file_bytes:
+            report.skipped[rel] = f"too large ({stat.st_size} bytes > maxFileBytes {self.settings.max_file_bytes})"
+            return self._forget(rel, previous)
+        try:
+            raw = path.read_bytes()
+            if b"\x00" in raw:
+                raise UnicodeDecodeError("utf-8", raw, 0, 1, "binary file")
+            text = raw.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            report.skipped[rel] = f"not UTF-8 text ({type(exc).__name__})"
+            return self._forget(rel, previous)
+        digest = text_hash(text)
+        record = FileRecord(rel, "memory", digest, stat.st_mtime, stat.st_size)
+        if previous and previous.hash == digest:
+            self.store.touch_file(record)  # same content, new mtime: chunks stay as they are
+            return
+        self._write_chunks(record, self._file_chunks(rel, text), report)
+
+    def _forget(self, rel: str, previous: FileRecord | None) -> None:
+        if previous:
+            self.store.remove_file(rel)
+
+    def _file_chunks(self, rel: str, text: str) -> list[ChunkRecord]:
+        lines = text.splitlines()
+        today = date.today()
+        weights, expiries = zip(*(items.line_weight(line, today) for line in lines), strict=True) if lines else ((), ())
+        classes = [w if e is None else -1.0 for w, e in zip(weights, expiries, strict=True)]
+        chunks = chunk_lines([items.parse_marker(line)[0] for line in lines],
+                             chunk_tokens=self.settings.chunking.tokens,
+                             overlap_tokens=self.settings.chunking.overlap, weights=classes)
+        day = _day_of(rel)
+        out = []
+        for chunk in chunks:
+            span = range(chunk.start_line - 1, chunk.end_line)
+            expiry = max((expiries[i] for i in span if expiries[i]), default=None)
+            out.append(ChunkRecord(rel, "memory", chunk.start_line, chunk.end_line, chunk.text, chunk.hash,
+                                   tokens=analyze_document(chunk.text), weight=max(0.0, min(weights[i] for i in span)),
+                                   day=day, meta={"expires": expiry} if expiry else {}))
+        return out
+
+    def _write_chunks(self, record: FileRecord, chunks: list[ChunkRecord], report: SyncReport) -> None:
+        vectors, key = None, None
+        if chunks and self.provider is not None:
+            try:
+                vectors = self.embed_documents([c.text for c in chunks])
+                key = self.vector_key()
+            except ClawkeepError as exc:
+                report.embedding_error = str(exc)
+                record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
+        self.store.replace_file(record, chunks, vectors, key)
+        report.indexed.append(record.path)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embeddings through the cache keyed by provider+model (fingerprint) and text hash."""
+        key = self.vector_key()
+        assert key is not None and self.provider is not None
+        hashes = [text_hash(t) for t in texts]
+        cached = self.store.cached_embeddings(key, hashes)
+        missing = [i for i, h in enumerate(hashes) if h not in cached]
+        if missing:
+            fresh = self.provider.embed_documents([texts[i] for i in missing])
+            new = {hashes[i]: fresh[j] for j, i in enumerate(missing)}
+            self.store.cache_embeddings(key, new)
+            cached.update(new)
+        return np.vstack([cached[h] for h in hashes]).astype(np.float32)
+
+    # --- transcripts (M6) -------------------------------------------------------------
+    def _sync_sessions(self, report: SyncReport, progress: Progress | None) -> None:
+        assert self._sessions is not None
+        docs = {doc.path: doc for doc in self._sessions()}
+        known = self.store.files("sessions")
+        for gone in sorted(set(known) - set(docs)):
+            self.store.remove_file(gone)
+            report.removed.append(gone)
+        todo = [doc for path, doc in docs.items() if not known.get(path) or known[path].hash != doc.version]
+        for done, doc in enumerate(todo, start=1):
+            lines = [redact_secrets(line)[0] for line in doc.render()]
+            chunks = chunk_lines(lines, chunk_tokens=self.settings.chunking.tokens,
+                                 overlap_tokens=self.settings.chunking.overlap)
+            records = [ChunkRecord(doc.path, "sessions", c.start_line, c.end_line, c.text, c.hash,
+                                   tokens=analyze_document(c.text), day=doc.day_of_line(c.start_line),
+                                   meta={"sessionKey": doc.session_key, "sessionId": doc.session_id,
+                                         "messageIds": doc.message_ids(c.start_line, c.end_line)})
+                       for c in chunks]
+            self._write_chunks(FileRecord(doc.path, "sessions", doc.version, 0.0, len(lines)), records, report)
+            if progress:
+                progress("sessions", done, len(todo))
+
+
+def _day_of(rel: str) -> str | None:
+    """Dated daily notes decay; MEMORY.md and undated notes are evergreen."""
+    name = rel.rsplit("/", 1)[-1]
+    if rel.startswith(f"{items.NOTES_DIR}/") and len(name) >= 13 and name[:10].count("-") == 2:
+        try:
+            return date.fromisoformat(name[:10]).isoformat()
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,277 @@
+"""Remembered items in the Markdown files (M1, M7, M8, M9).
+
+An item is one bullet line. Items written by clawkeep carry their state in an HTML comment
+that Markdown viewers hide:
+
+    - I prefer TypeScript <!-- ck:id=m-7f3a2c1b; at=2026-11-30; supersedes=m-1b2c3d4e -->
+    - I prefer JavaScript <!-- ck:id=m-1b2c3d4e; at=2026-10-02; supersededBy=m-7f3a2c1b -->
+    - Next Tuesday I fly to Shanghai <!-- ck:id=m-0a1b2c3d; at=2026-11-30; expires=2026-12-08 -->
+
+Hand-written bullets are items too; their id is a hash of path and text (`h-…`). Nothing is
+deleted silently: a contradicted fact is kept and linked (superseded), an expired one is
+down-weighted and only removed by the sweep after a grace period, into
+`memory/.archive/expired.md`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+from ..errors import InputError, NotFoundError
+from ..redact import redact_secrets
+from .timeparse import event_day
+from .workspace import MEMORY_FILE, NOTES_DIR
+
+_MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
+_BULLET = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
+EXPIRY_GRACE_DAYS = 30
+SUPERSEDED_WEIGHT = 0.3
+EXPIRED_WEIGHT = 0.5
+ARCHIVE = f"{NOTES_DIR}/.archive/expired.md"
+
+
+@dataclass
+class Item:
+    id: str
+    path: str  # workspace-relative
+    line: int  # 1-based
+    text: str
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def superseded_by(self) -> str | None:
+        return self.attrs.get("supersededBy")
+
+    @property
+    def expires(self) -> str | None:
+        return self.attrs.get("expires")
+
+    def status(self, today: date) -> str:
+        if self.superseded_by:
+            return "superseded"
+        if self.expires and self.expires < today.isoformat():
+            return "expired"
+        return "active"
+
+    def to_json(self, today: date) -> dict:
+        return {"id": self.id, "path": self.path, "line": self.line, "text": self.text,
+                "status": self.status(today), **{k: v for k, v in self.attrs.items() if k != "id"}}
+
+
+def parse_marker(line: str) -> tuple[str, dict[str, str]]:
+    """(line without marker, attributes)."""
+    match = _MARKER.search(line)
+    if not match:
+        return line, {}
+    attrs = {}
+    for part in match["body"].split(";"):
+        key, _, value = part.strip().partition("=")
+        if key:
+            attrs[key.strip()] = value.strip()
+    return line[: match.start()], attrs
+
+
+def render_marker(attrs: dict[str, str]) -> str:
+    return " <!-- ck:" + "; ".join(f"{k}={v}" for k, v in attrs.items()) + " -->"
+
+
+def parse_items(path: str, text: str) -> list[Item]:
+    items = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        content, attrs = parse_marker(raw)
+        bullet = _BULLET.match(content)
+        if not bullet:
+            continue
+        body = bullet["text"]
+        item_id = attrs.get("id") or "h-" + hashlib.sha1(f"{path}\n{body}".encode()).hexdigest()[:8]
+        items.append(Item(item_id, path, number, body, attrs))
+    return items
+
+
+def line_weight(line: str, today: date) -> tuple[float, str | None]:
+    """(weight, expiry) of one Markdown line for the index."""
+    _, attrs = parse_marker(line)
+    if attrs.get("supersededBy"):
+        return SUPERSEDED_WEIGHT, None
+    return 1.0, attrs.get("expires")
+
+
+# --- write filters (M7) ---------------------------------------------------------------
+_OPERATIONAL = re.compile(
+    r"^\s*(please\s+)?(restart|reboot|run|deploy|kill|stop|start|send|open|close|delete|rm|cd|ssh|install|"
+    r"execute|push|pull|merge|commit|rerun|retry|check|ping)\b.*\b(now|right now|immediately|asap|again|this time)\b"
+    r"|^\s*(现在|马上|立刻|立即|赶紧)?(帮我|请)?(重启|运行|部署|执行|删除|发送|推送|提交|重试)",
+    re.IGNORECASE,
+)
+_VENTING = re.compile(
+    r"^\s*(ugh+|argh+|damn+|fml|wtf|omg|ffs)\b|\b(i hate|so annoying|sick of|fed up|i'm so tired of)\b"
+    r"|烦死|气死|受够了|真烦|崩溃了|无语|ムカつく|うざい|짜증",
+    re.IGNORECASE,
+)
+_FACT_HINT = re.compile(r"\d|\b(my|i am|i'm|i prefer|i like|i live|i work|is|are)\b|我(是|在|喜欢|住|叫|的)",
+                        re.IGNORECASE)
+
+
+def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
+    """Why `text` must not become long-term memory (None = it may)."""
+    if redact_secrets(text)[1] and not allow_secrets:
+        return "it contains a secret (credential-like text); set memory.writeFilters.allowSecrets to store it redacted"
+    if _OPERATIONAL.search(text):
+        return "it is a one-off operational instruction, not a durable fact"
+    if _VENTING.search(text) and not _FACT_HINT.search(_VENTING.sub("", text)):
+        return "it is venting without a durable fact"
+    return None
+
+
+# --- supersession (M8) ------------------------------------------------------------------
+_SLOTS = [
+    re.compile(r"^(?:i|we)\s+(?:now\s+)?(prefer|like|love|use|live in|live at|work at|work for|work on|drive|own|"
+               r"am allergic to|speak)\s+(.+)$", re.IGNORECASE),
+    re.compile(r"^my\s+(.+?)\s+(?:is|are|was|has been|has changed to)\s+(.+)$", re.IGNORECASE),
+    re.compile(r"^(?:i am|i'm)\s+(?:a|an)\s+(.+)$", re.IGNORECASE),
+    re.compile(r"^我(?:现在)?(喜欢|偏好|住在|在|用|使用|开|会说)(.+)$"),
+    re.compile(r"^我的(.+?)(?:是|改成了|换成了)(.+)$"),
+]
+_REMEMBER_PREFIX = re.compile(
+    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+|^\s*(请)?(记住|记得|记一下)[:：，,]?",
+    re.IGNORECASE,
+)
+
+
+def strip_request(text: str) -> str:
+    """"Remember that I prefer TypeScript" → "I prefer TypeScript"."""
+    stripped = _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
+    return (stripped[:1].upper() + stripped[1:]) if stripped and stripped[0].isascii() else stripped
+
+
+def slot(text: str) -> tuple[str, str] | None:
+    """(what the fact is about, its value): two facts with one slot and two values conflict."""
+    body = text.strip().rstrip(".!。！")
+    for index, pattern in enumerate(_SLOTS):
+        match = pattern.match(body)
+        if match:
+            groups = match.groups()
+            if len(groups) == 1:
+                return f"{index}:identity", groups[0].lower()
+            key, value = groups
+            return f"{index}:{key.lower()}", value.strip().lower()
+    return None
+
+
+def new_item_id() -> str:
+    return "m-" + uuid.uuid4().hex[:8]
+
+
+def is_time_bound(text: str, today: date) -> date | None:
+    return event_day(text, today)
+
+
+# --- file edits -------------------------------------------------------------------------
+def read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    except UnicodeDecodeError:
+        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)  # atomic: a crash never leaves half a memory file
+
+
+def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
+    path = workspace / relpath
+    lines = read_lines(path)
+    if not lines and heading:
+        lines = [heading, ""]
+    lines.append(f"- {text}{render_marker(attrs)}")
+    write_lines(path, lines)
+    return Item(attrs["id"], relpath, len(lines), text, attrs)
+
+
+def set_attr(workspace: Path, item: Item, **updates: str) -> None:
+    path = workspace / item.path
+    lines = read_lines(path)
+    content, attrs = parse_marker(lines[item.line - 1])
+    attrs = {"id": item.id, **attrs, **updates}
+    lines[item.line - 1] = content.rstrip() + render_marker(attrs)
+    write_lines(path, lines)
+
+
+def memory_files(workspace: Path) -> list[str]:
+    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded)."""
+    found = [MEMORY_FILE] if (workspace / MEMORY_FILE).is_file() else []
+    notes = workspace / NOTES_DIR
+    if notes.is_dir():
+        for path in sorted(notes.rglob("*.md")):
+            rel = path.relative_to(workspace)
+            if not any(part.startswith(".") for part in rel.parts):
+                found.append(rel.as_posix())
+    return found
+
+
+def all_items(workspace: Path) -> list[Item]:
+    items: list[Item] = []
+    for rel in memory_files(workspace):
+        items += parse_items(rel, "\n".join(read_lines(workspace / rel)))
+    return items
+
+
+def find_item(workspace: Path, item_id: str) -> Item:
+    for item in all_items(workspace):
+        if item.id == item_id:
+            return item
+    raise NotFoundError(f"memory item {item_id!r} not found; `clawkeep memory items` lists the ids")
+
+
+def edit_item(workspace: Path, item_id: str, text: str) -> Item:
+    if not text.strip() or "\n" in text:
+        raise InputError("new item text must be one non-empty line")
+    item = find_item(workspace, item_id)
+    path = workspace / item.path
+    lines = read_lines(path)
+    content, attrs = parse_marker(lines[item.line - 1])
+    bullet = _BULLET.match(content)
+    indent = bullet["indent"] if bullet else ""
+    attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
+    lines[item.line - 1] = f"{indent}- {text.strip()}" + (render_marker(attrs) if attrs else "")
+    write_lines(path, lines)
+    return Item(attrs.get("id", item.id), item.path, item.line, text.strip(), attrs)
+
+
+def delete_item(workspace: Path, item_id: str) -> Item:
+    item = find_item(workspace, item_id)
+    path = workspace / item.path
+    lines = read_lines(path)
+    del lines[item.line - 1]
+    write_lines(path, lines)
+    return item
+
+
+def sweep_expired(workspace: Path, today: date, grace_days: int = EXPIRY_GRACE_DAYS) -> list[Item]:
+    """Move items expired more than `grace_days` ago into the archive file."""
+    cutoff = (today - timedelta(days=grace_days)).isoformat()
+    removed = [i for i in all_items(workspace) if i.expires and i.expires < cutoff]
+    by_file: dict[str, list[Item]] = {}
+    for item in removed:
+        by_file.setdefault(item.path, []).append(item)
+    archive = workspace / ARCHIVE
+    archived = read_lines(archive) or ["# Expired memory items (moved here by the sweep)", ""]
+    for rel, items in by_file.items():
+        lines = read_lines(workspace / rel)
+        for item in sorted(items, key=lambda i: i.line, reverse=True):
+            archived.append(f"{lines[item.line - 1]} <!-- from {rel} on {today.isoformat()} -->")
+            del lines[item.line - 1]
+        write_lines(workspace / rel, lines)
+    if removed:
+        write_lines(archive, archived)
+    return removed

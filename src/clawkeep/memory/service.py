@@ -1,0 +1,262 @@
+"""Memory service functions (M1–M9): the CLI, HTTP API and MCP tools call these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, NotFoundError
+from ..redact import redact_secrets
+from ..runtime import Runtime
+from ..storage.sqlite_memory import SqliteMemoryStore
+from ..timeutil import zone
+from . import items
+from .index import MemoryIndex, Progress, SyncReport
+from .search import memory_search
+from .sessions_source import transcript_docs
+from .workspace import (
+    MEMORY_FILE,
+    BootstrapFile,
+    bootstrap_files,
+    daily_note,
+    ensure_workspace,
+    workspace_dir,
+)
+
+MAX_GET_LINES = 2000
+
+
+def memory_database_path(rt: Runtime) -> Path:
+    return rt.home / "agents" / rt.agent_id / "memory.sqlite"
+
+
+def sessions_enabled(rt: Runtime) -> bool:
+    """Transcript indexing (M6) is opt-in: experimental.sessionMemory plus `sessions` in sources."""
+    settings = rt.config.agents.defaults.memory_search
+    return settings.experimental.session_memory and "sessions" in settings.sources
+
+
+def _provider_factory(rt: Runtime):
+    settings = rt.config.agents.defaults.memory_search
+
+    def make():
+        if settings.provider == "none" or not settings.enabled:
+            return None
+        from ..models.embeddings import create_embedding_provider  # noqa: PLC0415 - heavy, load on demand
+
+        return create_embedding_provider(settings.model_dump(by_alias=True, exclude_none=True))
+
+    return make
+
+
+def open_index(rt: Runtime) -> MemoryIndex:
+    """The agent's memory index (cached on the runtime: one per process)."""
+    cached = getattr(rt, "_memory_index", None)
+    if cached is not None:
+        return cached
+    settings = rt.config.agents.defaults.memory_search.model_copy()
+    if not sessions_enabled(rt):
+        settings.sources = [s for s in settings.sources if s != "sessions"] or ["memory"]
+    store = SqliteMemoryStore(memory_database_path(rt), busy_timeout_ms=rt.config.storage.busy_timeout_ms)
+    index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
+                        sessions=lambda: transcript_docs(rt.store()))
+    rt._memory_index = index  # type: ignore[attr-defined]
+    rt.on_close(store.close)
+    return index
+
+
+def workspace(rt: Runtime) -> Path:
+    return workspace_dir(rt.home, rt.config, rt.agent_id)
+
+
+def today(rt: Runtime) -> date:
+    return datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone)).date()
+
+
+# --- search and read ------------------------------------------------------------------------
+def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
+           sync: bool = True) -> dict[str, Any]:
+    index = open_index(rt)
+    if sync:
+        index.sync()  # cheap staleness check: results never lag an edit
+    hits = memory_search(index, query, limit=limit, mode=mode, today=today(rt), citations=rt.config.memory.citations)
+    return {"results": [hit.to_json() for hit in hits]}
+
+
+def resolve_memory_path(rt: Runtime, path: str) -> Path:
+    """A path inside the workspace or a configured extra root; anything else is refused (M4)."""
+    if not path or "\x00" in path:
+        raise InputError("memory path is empty or invalid")
+    base = workspace(rt).resolve()
+    roots = [base] + [(Path(p).expanduser() if Path(p).expanduser().is_absolute() else base / p).resolve()
+                      for p in rt.config.agents.defaults.memory_search.extra_paths]
+    candidate = Path(path).expanduser()
+    target = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    if not any(target == root or root in target.parents for root in roots):
+        raise InputError(f"memory path {path!r} is outside the workspace and its configured roots; refused")
+    if target.suffix.lower() not in (".md", ".markdown", ".txt"):
+        raise InputError(f"memory path {path!r} is not a Markdown file; allowed: .md, .markdown, .txt")
+    return target
+
+
+def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
+    target = resolve_memory_path(rt, path)
+    if from_line is not None and from_line < 1:
+        raise InputError(f"--from {from_line} is invalid; lines are numbered from 1")
+    if lines is not None and not 1 <= lines <= MAX_GET_LINES:
+        raise InputError(f"--lines {lines} is out of range; allowed 1-{MAX_GET_LINES}")
+    try:
+        content = target.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise NotFoundError(f"memory file {path!r} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"memory file {path!r} cannot be read as UTF-8 text: {exc}") from None
+    start = from_line or 1
+    end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
+    text = "\n".join(content[start - 1:end])
+    return {"path": _relative(rt, target), "from": start, "to": end, "totalLines": len(content), "text": text}
+
+
+def _relative(rt: Runtime, target: Path) -> str:
+    base = workspace(rt).resolve()
+    return target.relative_to(base).as_posix() if base in target.parents else target.as_posix()
+
+
+# --- write ----------------------------------------------------------------------------------
+@dataclass
+class RememberResult:
+    status: str  # stored | duplicate | refused
+    item: items.Item | None = None
+    reason: str | None = None
+    superseded: list[str] | None = None
+
+    def to_json(self, day: date) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        if self.item:
+            out["item"] = self.item.to_json(day)
+        if self.reason:
+            out["reason"] = self.reason
+        if self.superseded:
+            out["superseded"] = self.superseded
+        return out
+
+
+def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
+    """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
+    today's note with an expiry. Write filters (M7) and supersession (M8) apply."""
+    fact = items.strip_request(text or "")
+    if not fact:
+        raise InputError("nothing to remember: the text is empty")
+    if "\n" in fact or len(fact) > 2000:
+        raise InputError("a memory item is one line of at most 2000 characters")
+    settings = rt.config.agents.defaults.memory_search.write_filters
+    reason = items.filter_reason(fact, allow_secrets=settings.allow_secrets)
+    if reason and (force is False or "secret" in reason):
+        return RememberResult("refused", reason=reason)
+    if settings.allow_secrets:
+        fact = redact_secrets(fact)[0]
+    ws = ensure_workspace(workspace(rt))
+    day = today(rt)
+    existing = items.all_items(ws)
+    same = [i for i in existing if i.text.strip().lower() == fact.lower() and i.status(day) == "active"]
+    if same:
+        return RememberResult("duplicate", item=same[0])
+    attrs = {"id": items.new_item_id(), "at": day.isoformat()}
+    conflicts = _conflicts(fact, existing, day)
+    if conflicts:
+        attrs["supersedes"] = ",".join(i.id for i in conflicts)
+    event = items.is_time_bound(fact, day)
+    if event is not None:
+        attrs["expires"] = event.isoformat()
+        rel = daily_note(ws, day.isoformat()).relative_to(ws).as_posix()
+        item = items.append_item(ws, rel, fact, attrs, heading=f"# {day.isoformat()}")
+    else:
+        item = items.append_item(ws, MEMORY_FILE, fact, attrs, heading="# Memory")
+    for old in conflicts:
+        items.set_attr(ws, old, supersededBy=item.id)
+    return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
+
+
+def _conflicts(fact: str, existing: list[items.Item], day: date) -> list[items.Item]:
+    mine = items.slot(fact)
+    if mine is None:
+        return []
+    return [i for i in existing if i.status(day) == "active" and (s := items.slot(i.text)) and s[0] == mine[0]
+            and s[1] != mine[1]]
+
+
+def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]]:
+    if status not in (None, "active", "superseded", "expired"):
+        raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired")
+    day = today(rt)
+    return [i.to_json(day) for i in items.all_items(workspace(rt)) if status is None or i.status(day) == status]
+
+
+def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
+    item = items.edit_item(workspace(rt), item_id, text)
+    open_index(rt).sync()
+    return item.to_json(today(rt))
+
+
+def delete_item(rt: Runtime, item_id: str) -> dict[str, Any]:
+    item = items.delete_item(workspace(rt), item_id)
+    open_index(rt).sync()
+    return {"deleted": item.id, "path": item.path, "text": item.text}
+
+
+def sweep(rt: Runtime) -> dict[str, Any]:
+    removed = items.sweep_expired(workspace(rt), today(rt))
+    if removed:
+        open_index(rt).sync()
+    return {"removed": [{"id": i.id, "path": i.path, "text": i.text, "expires": i.expires} for i in removed]}
+
+
+# --- index and status -----------------------------------------------------------------------
+def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+    ensure_workspace(workspace(rt))
+    return open_index(rt).sync(force=force, progress=progress)
+
+
+def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
+    ws = workspace(rt)
+    idx = open_index(rt)
+    settings = idx.settings
+    out: dict[str, Any] = {
+        "workspace": str(ws),
+        "workspaceExists": ws.is_dir(),
+        "files": len(items.memory_files(ws)) if ws.is_dir() else 0,
+        "sources": settings.sources,
+        "index": {"path": str(memory_database_path(rt)), "chunks": idx.store.chunk_count(),
+                  "indexedFiles": len(idx.store.files()),
+                  "lastEmbeddingError": idx.store.get_meta("lastEmbeddingError") or None},
+        "provider": {"configured": settings.provider, "model": settings.model},
+        "vectorStore": {"backend": settings.vector_store},
+    }
+    if deep:
+        out["provider"] = _provider_health(idx)
+        stale = idx.store.get_meta("fingerprint") != idx.fingerprint()
+        out["index"]["stale"] = stale
+        ids, matrix = idx.store.vectors(idx.vector_key() or "", settings.sources)
+        out["vectorStore"].update({"vectors": int(len(ids)), "dims": int(matrix.shape[1]) if len(ids) else None})
+    return out
+
+
+def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
+    from ..errors import ClawkeepError  # noqa: PLC0415
+
+    try:
+        provider = idx.provider
+        if provider is None:
+            return {"ok": True, "provider": "none", "mode": "keyword only"}
+        provider.embed_query("health check")
+        return {"ok": True, **provider.describe()}
+    except ClawkeepError as exc:
+        return {"ok": False, "error": str(exc)}
+
+
+def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True) -> list[BootstrapFile]:
+    now = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone))
+    return bootstrap_files(workspace(rt), now, chat_type=chat_type, new_session=new_session,
+                           max_chars=rt.config.agents.defaults.bootstrap_max_chars)

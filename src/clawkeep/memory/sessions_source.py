@@ -1,0 +1,79 @@
+"""Transcripts as a memory source (M6): `User: …` / `Assistant: …` lines per session.
+
+Eligible: interactive conversations only. Cron, hook, heartbeat and sub-agent sessions,
+dreaming runs, sessions marked forgotten (`meta.forgotten`), and incognito threads (never on
+disk) are excluded. Each session is one virtual file `sessions/<sessionId>`; its version is
+its message count plus last entry, so an unchanged transcript costs nothing to check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..routing.keys import SYNTHETIC_KINDS
+from ..sessions.transcript import SEARCHABLE_ROLES, plain_text
+from ..storage import AgentStore, SessionRecord
+from ..timeutil import to_iso
+
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass
+class SessionDoc:
+    session: SessionRecord
+    store: AgentStore
+    _lines: list[tuple[str, str, int]] | None = field(default=None, repr=False)  # (line, message id, ts)
+
+    @property
+    def path(self) -> str:
+        return f"sessions/{self.session.session_id}"
+
+    @property
+    def session_key(self) -> str:
+        return self.session.key
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def version(self) -> str:
+        return f"{self.session.message_count}:{self.session.updated_at}"
+
+    def _load(self) -> list[tuple[str, str, int]]:
+        if self._lines is None:
+            self._lines = []
+            for entry in self.store.iter_entries(self.session.session_id, types=("message",)):
+                if entry.role not in SEARCHABLE_ROLES or entry.meta.get("provenance") == "inter-session":
+                    continue
+                text = _SPACES.sub(" ", plain_text(entry.content)).strip()
+                if text and not text.startswith("/"):
+                    self._lines.append((f"{entry.role.capitalize()}: {text}", entry.entry_id, entry.timestamp))
+        return self._lines
+
+    def render(self) -> list[str]:
+        return [line for line, _, _ in self._load()]
+
+    def message_ids(self, start_line: int, end_line: int) -> list[str]:
+        return [mid for _, mid, _ in self._load()[start_line - 1:end_line]]
+
+    def day_of_line(self, line: int) -> str | None:
+        lines = self._load()
+        if not lines:
+            return None
+        stamp = to_iso(lines[min(line, len(lines)) - 1][2])
+        return stamp[:10] if stamp else None
+
+
+def eligible(session: SessionRecord) -> bool:
+    return not (
+        session.kind in SYNTHETIC_KINDS
+        or session.meta.get("incognito")
+        or session.meta.get("forgotten")
+        or session.meta.get("dreaming")
+    )
+
+
+def transcript_docs(store: AgentStore) -> list[SessionDoc]:
+    return [SessionDoc(s, store) for s in store.list_sessions() if eligible(s) and s.message_count]

@@ -1,0 +1,100 @@
+"""The memory-index storage interface (M2): files, chunks, keyword index, vectors, cache.
+
+The Markdown files are the source of truth; everything behind this interface can be
+rebuilt from them (and from transcripts, for the `sessions` source).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class FileRecord:
+    path: str  # workspace-relative, "/" separated; transcripts use "sessions/<sessionId>"
+    source: str  # "memory" | "sessions"
+    hash: str
+    mtime: float
+    size: int
+
+
+@dataclass
+class ChunkRecord:
+    path: str
+    source: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    text: str
+    hash: str
+    tokens: str = ""  # analysed text for the keyword index
+    weight: float = 1.0  # < 1 for superseded or expired facts (M8)
+    day: str | None = None  # YYYY-MM-DD the content belongs to (temporal decay); None = evergreen
+    meta: dict = field(default_factory=dict)
+    id: int = 0
+
+
+class MemoryStore(abc.ABC):
+    """One agent's memory index."""
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abc.abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    @abc.abstractmethod
+    def files(self, source: str | None = None) -> dict[str, FileRecord]: ...
+
+    @abc.abstractmethod
+    def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
+                     vectors: np.ndarray | None, vector_key: str | None) -> None:
+        """Swap a file's chunks (and their vectors) atomically."""
+
+    @abc.abstractmethod
+    def touch_file(self, record: FileRecord) -> None:
+        """Update a file's stat data without touching its chunks."""
+
+    @abc.abstractmethod
+    def remove_file(self, path: str) -> None: ...
+
+    @abc.abstractmethod
+    def clear(self) -> None:
+        """Drop every file, chunk and vector (full rebuild); the embedding cache survives."""
+
+    @abc.abstractmethod
+    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]: ...
+
+    @abc.abstractmethod
+    def chunk_count(self) -> int: ...
+
+    @abc.abstractmethod
+    def keyword_search(self, match: str, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
+        """(chunk id, bm25 rank — lower is better, analysed tokens) for a safe match expression."""
+
+    @abc.abstractmethod
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, float32 matrix) of every stored vector made with `vector_key`."""
+
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """Bumped on every change, so in-process caches know when to reload."""
+
+    @abc.abstractmethod
+    def cached_embeddings(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    @abc.abstractmethod
+    def cache_embeddings(self, key: str, items: dict[str, np.ndarray]) -> None: ...

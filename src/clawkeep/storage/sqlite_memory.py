@@ -1,0 +1,237 @@
+"""SQLite memory index: `agents/<id>/memory.sqlite` (WAL), vectors as float32 BLOBs.
+
+Vector top-k runs in process with numpy (measured ~4.5x faster than sqlite-vec at 100k×384
+here, and stdlib sqlite3 on this Python cannot load extensions anyway).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .memory_base import ChunkRecord, FileRecord, MemoryStore
+from .sqlite import _storage_error
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS files (
+        path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL, mtime REAL NOT NULL, size INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, source TEXT NOT NULL,
+        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL,
+        weight REAL NOT NULL DEFAULT 1, day TEXT, meta TEXT NOT NULL DEFAULT '{}')""",
+    "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(tokens, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts_vocab USING fts5vocab(chunks_fts, 'row')",
+    """CREATE TABLE IF NOT EXISTS vectors (
+        chunk_id INTEGER PRIMARY KEY, vector_key TEXT NOT NULL, source TEXT NOT NULL, vec BLOB NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS embedding_cache (
+        key TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (key, hash))""",
+]
+
+_CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
+
+
+class SqliteMemoryStore(MemoryStore):
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
+        # The index can always be rebuilt from Markdown, so it does not pay for FULL fsyncs.
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                         timeout=busy_timeout_ms / 1000)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            with self.transaction():
+                if self._conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    for statement in _SCHEMA:
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.Error as exc:
+            raise _storage_error(self.path, exc) from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            try:
+                if outer:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                if outer:
+                    self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if outer and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _storage_error(self.path, exc) from None
+                raise
+
+    def _rows(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _storage_error(self.path, exc) from None
+
+    def _bump(self) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    # --- meta -------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    # --- files and chunks -------------------------------------------------------
+    def files(self, source: str | None = None) -> dict[str, FileRecord]:
+        where, params = ("WHERE source = ?", (source,)) if source else ("", ())
+        rows = self._rows(f"SELECT path, source, hash, mtime, size FROM files {where}", params)
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def _delete_chunks(self, path: str) -> None:
+        ids = [r[0] for r in self._conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        for start in range(0, len(ids), 500):
+            batch = ids[start:start + 500]
+            marks = ", ".join("?" for _ in batch)
+            self._conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", batch)
+            self._conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", batch)
+        self._conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+
+    def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
+                     vectors: np.ndarray | None, vector_key: str | None) -> None:
+        with self.transaction():
+            self._delete_chunks(record.path)
+            for i, chunk in enumerate(chunks):
+                cursor = self._conn.execute(
+                    "INSERT INTO chunks (path, source, start_line, end_line, hash, text, weight, day, meta) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (chunk.path, chunk.source, chunk.start_line, chunk.end_line, chunk.hash, chunk.text,
+                     chunk.weight, chunk.day, json.dumps(chunk.meta, ensure_ascii=False)),
+                )
+                chunk.id = cursor.lastrowid
+                self._conn.execute("INSERT INTO chunks_fts(rowid, tokens) VALUES (?, ?)", (chunk.id, chunk.tokens))
+                if vectors is not None and vector_key:
+                    self._conn.execute(
+                        "INSERT INTO vectors(chunk_id, vector_key, source, vec) VALUES (?, ?, ?, ?)",
+                        (chunk.id, vector_key, chunk.source, np.asarray(vectors[i], dtype=np.float32).tobytes()),
+                    )
+            self._conn.execute(
+                "INSERT OR REPLACE INTO files(path, source, hash, mtime, size) VALUES (?, ?, ?, ?, ?)",
+                (record.path, record.source, record.hash, record.mtime, record.size),
+            )
+            self._bump()
+
+    def touch_file(self, record: FileRecord) -> None:
+        with self.transaction():
+            self._conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
+                               (record.mtime, record.size, record.path))
+
+    def remove_file(self, path: str) -> None:
+        with self.transaction():
+            self._delete_chunks(path)
+            self._conn.execute("DELETE FROM files WHERE path = ?", (path,))
+            self._bump()
+
+    def clear(self) -> None:
+        with self.transaction():
+            for table in ("chunks_fts", "vectors", "chunks", "files"):
+                self._conn.execute(f"DELETE FROM {table}")
+            self._bump()
+
+    @staticmethod
+    def _chunk(row: tuple) -> ChunkRecord:
+        cid, path, source, start, end, digest, text, weight, day, meta = row
+        return ChunkRecord(path, source, start, end, text, digest, weight=weight, day=day,
+                           meta=json.loads(meta), id=cid)
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]:
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        found: dict[int, ChunkRecord] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start:start + 500]
+            marks = ", ".join("?" for _ in batch)
+            for row in self._rows(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
+                found[row[0]] = self._chunk(row)
+        return found
+
+    def chunk_count(self) -> int:
+        return self._rows("SELECT count(*) FROM chunks")[0][0]
+
+    # --- search -----------------------------------------------------------------
+    def keyword_search(self, match: str, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
+        marks = ", ".join("?" for _ in sources)
+        return self._rows(
+            "SELECT f.rowid, f.rank, f.tokens FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+            f"WHERE chunks_fts MATCH ? AND c.source IN ({marks}) ORDER BY f.rank LIMIT ?",
+            [match, *sources, int(limit)],
+        )
+
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
+        unique = list(dict.fromkeys(tokens))
+        if not unique:
+            return {}
+        rows = self._rows(f"SELECT term, doc FROM chunks_fts_vocab WHERE term IN ({', '.join('?' for _ in unique)})",
+                          unique)
+        found = dict(rows)
+        return {t: found.get(t, 0) for t in unique}
+
+    def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        marks = ", ".join("?" for _ in sources)
+        rows = self._rows(f"SELECT chunk_id, vec FROM vectors WHERE vector_key = ? AND source IN ({marks})",
+                          [vector_key, *sources])
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return ids, matrix
+
+    # --- embedding cache --------------------------------------------------------
+    def cached_embeddings(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 500):
+            batch = unique[start:start + 500]
+            marks = ", ".join("?" for _ in batch)
+            for digest, blob in self._rows(
+                f"SELECT hash, vec FROM embedding_cache WHERE key = ? AND hash IN ({marks})", [key, *batch]
+            ):
+                found[digest] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def cache_embeddings(self, key: str, items: dict[str, np.ndarray]) -> None:
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embedding_cache(key, hash, vec) VALUES (?, ?, ?)",
+                [(key, digest, np.asarray(vec, dtype=np.float32).tobytes()) for digest, vec in items.items()],
+            )
