@@ -16,6 +16,7 @@ from .config import Config, config_from_dict, load_config
 from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
+from .memory import service as memory
 from .sessions import history, maintenance, search, service
 from .sessions.visibility import Caller
 from .timeutil import parse_iso
@@ -140,6 +141,42 @@ class Engine:
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> dict[str, Any]:
         return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
+
+    # --- memory ---------------------------------------------------------------------
+    def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        return memory.search(self.runtime, query, limit=limit, mode=mode)
+
+    def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
+        return memory.get(self.runtime, path, from_line=from_line, lines=lines)
+
+    def memory_remember(self, text: str, *, force: bool = False) -> dict[str, Any]:
+        return memory.remember(self.runtime, text, force=force).to_json(memory.today(self.runtime))
+
+    def memory_items(self, *, status: str | None = None) -> list[dict[str, Any]]:
+        return memory.list_items(self.runtime, status=status)
+
+    def memory_edit(self, item_id: str, text: str) -> dict[str, Any]:
+        return memory.edit_item(self.runtime, item_id, text)
+
+    def memory_delete(self, item_id: str) -> dict[str, Any]:
+        return memory.delete_item(self.runtime, item_id)
+
+    def memory_sweep(self) -> dict[str, Any]:
+        return memory.sweep(self.runtime)
+
+    def memory_index(self, *, force: bool = False, progress: Any = None) -> dict[str, Any]:
+        return memory.index(self.runtime, force=force, progress=progress).to_json()
+
+    def memory_status(self, *, deep: bool = False) -> dict[str, Any]:
+        return memory.status(self.runtime, deep=deep)
+
+    def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True) -> list[dict[str, Any]]:
+        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session)
+        return [{"path": f.path, "text": f.text, "truncated": f.truncated, "originalChars": f.original_chars}
+                for f in files]
+
+    def memory_watch(self) -> Any:
+        return memory.watch(self.runtime)
 
     def status(self) -> dict[str, Any]:
         rt = self.runtime

@@ -260,3 +260,14 @@ def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: boo
     now = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone))
     return bootstrap_files(workspace(rt), now, chat_type=chat_type, new_session=new_session,
                            max_chars=rt.config.agents.defaults.bootstrap_max_chars)
+
+
+def watch(rt: Runtime):
+    """Start a file watcher that re-indexes after edits (for long-running processes)."""
+    from .watcher import MemoryWatcher  # noqa: PLC0415 - only long-running processes need watchdog
+
+    idx = open_index(rt)
+    watcher = MemoryWatcher(ensure_workspace(workspace(rt)), idx.sync,
+                            rt.config.agents.defaults.memory_search.sync.watch_debounce_ms).start()
+    rt.on_close(watcher.stop)
+    return watcher
