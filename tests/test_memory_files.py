@@ -1,0 +1,233 @@
+"""Memory files (M1), chunking (M2), remember/items/filters/supersession/expiry (M7-M9), memory_get (M4)."""
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import open_engine
+
+from clawkeep.errors import InputError, NotFoundError
+from clawkeep.memory import items
+from clawkeep.memory.chunking import chunk_lines, estimate_tokens
+from clawkeep.memory.timeparse import event_day
+from clawkeep.memory.workspace import bootstrap_files
+
+KEYWORD_ONLY = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+
+
+@pytest.fixture
+def mem(home):
+    eng = open_engine(home, KEYWORD_ONLY)
+    yield eng
+    eng.close()
+
+
+def workspace(eng) -> Path:
+    return Path(eng.memory_status()["workspace"])
+
+
+def test_workspace_defaults_inside_home_and_is_reported(mem, home):
+    assert workspace(mem) == home / "workspace"
+    other = open_engine(home, KEYWORD_ONLY, agent="ops")
+    assert Path(other.memory_status()["workspace"]) == home / "workspace-ops"
+
+
+def test_remember_durable_fact_goes_to_memory_md(mem):
+    result = mem.memory_remember("Remember that I prefer TypeScript")
+    assert result["status"] == "stored" and result["item"]["path"] == "MEMORY.md"
+    assert result["item"]["text"] == "I prefer TypeScript"
+    text = (workspace(mem) / "MEMORY.md").read_text()
+    assert "- I prefer TypeScript <!-- ck:id=" in text
+
+
+def test_remember_time_bound_fact_goes_to_todays_note_with_expiry(mem):
+    result = mem.memory_remember("下周二我去上海出差")
+    today = date.today().isoformat()
+    assert result["item"]["path"] == f"memory/{today}.md"
+    assert result["item"]["expires"] > today
+
+
+def test_duplicate_is_not_written_twice(mem):
+    first = mem.memory_remember("I live in Lisbon")
+    again = mem.memory_remember("i live in lisbon")
+    assert again["status"] == "duplicate" and again["item"]["id"] == first["item"]["id"]
+    assert (workspace(mem) / "MEMORY.md").read_text().count("Lisbon") == 1
+
+
+@pytest.mark.parametrize("text, why", [
+    ("my OpenAI key is sk-proj-abc123def456ghi789jkl012", "secret"),
+    ("password=hunter2isnotsafe9", "secret"),
+    ("restart the staging server now", "operational"),
+    ("ugh I hate mondays so annoying", "venting"),
+    ("烦死了", "venting"),
+    ("马上帮我重启服务器", "operational"),
+])
+def test_write_filters_refuse(mem, text, why):
+    result = mem.memory_remember(text)
+    assert result["status"] == "refused" and why in result["reason"]
+    assert not (workspace(mem) / "MEMORY.md").exists()
+
+
+def test_force_overrides_filters_but_never_secrets(mem):
+    assert mem.memory_remember("restart the staging server now", force=True)["status"] == "stored"
+    assert mem.memory_remember("token=abc123secretvalue99", force=True)["status"] == "refused"
+
+
+def test_secrets_stored_redacted_when_configured(home):
+    eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {
+        "provider": "none", "writeFilters": {"allowSecrets": True}}}}})
+    result = eng.memory_remember("the staging db password=hunter2isnotsafe9")
+    assert result["status"] == "stored" and "hunter2" not in result["item"]["text"]
+    assert "hunter2" not in (workspace(eng) / "MEMORY.md").read_text()
+
+
+def test_contradiction_supersedes_old_fact_kept_and_linked(mem):
+    old = mem.memory_remember("I prefer JavaScript")["item"]
+    new = mem.memory_remember("I prefer TypeScript")
+    assert new["superseded"] == [old["id"]] and new["item"]["supersedes"] == old["id"]
+    listed = {i["id"]: i for i in mem.memory_items()}
+    assert listed[old["id"]]["status"] == "superseded" and listed[old["id"]]["supersededBy"] == new["item"]["id"]
+    assert "JavaScript" in (workspace(mem) / "MEMORY.md").read_text()  # kept, never silently deleted
+    hits = mem.memory_search("prefer JavaScript TypeScript", limit=5)["results"]
+    assert "TypeScript" in hits[0]["snippet"]  # the superseded fact is down-weighted below the new one
+
+
+def test_chinese_contradiction_supersedes(mem):
+    old = mem.memory_remember("我住在北京")["item"]
+    new = mem.memory_remember("我住在上海")
+    assert new["superseded"] == [old["id"]]
+
+
+def test_edit_and_delete_go_to_markdown_and_reindex(mem):
+    item = mem.memory_remember("My dentist is Dr. Alvarez")["item"]
+    assert mem.memory_search("dentist")["results"]
+    mem.memory_edit(item["id"], "My dentist is Dr. Okafor")
+    assert "Okafor" in (workspace(mem) / "MEMORY.md").read_text()
+    assert "Okafor" in mem.memory_search("dentist")["results"][0]["snippet"]
+    mem.memory_delete(item["id"])
+    assert "Okafor" not in (workspace(mem) / "MEMORY.md").read_text()
+    assert mem.memory_search("dentist Okafor")["results"] == []
+    with pytest.raises(NotFoundError, match="not found"):
+        mem.memory_delete(item["id"])
+
+
+def test_hand_written_bullets_are_items_too(mem):
+    ws = workspace(mem)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("# Notes\n\n- Cat is called Miso\n* Allergic to peanuts\n")
+    listed = mem.memory_items()
+    assert [i["text"] for i in listed] == ["Cat is called Miso", "Allergic to peanuts"]
+    mem.memory_delete(listed[0]["id"])
+    assert (ws / "MEMORY.md").read_text() == "# Notes\n\n* Allergic to peanuts\n"
+
+
+def test_expired_items_are_down_weighted_then_swept_after_grace(mem):
+    ws = workspace(mem)
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "memory" / "2020-01-01.md").write_text(
+        "- Flight to Oslo on Friday <!-- ck:id=m-old00001; at=2020-01-01; expires=2020-01-03 -->\n"
+        "- Flight to Oslo next month maybe <!-- ck:id=m-new00001; at=2020-01-01; expires=2999-01-01 -->\n")
+    statuses = {i["id"]: i["status"] for i in mem.memory_items()}
+    assert statuses == {"m-old00001": "expired", "m-new00001": "active"}
+    hits = mem.memory_search("flight oslo", limit=5)["results"]
+    assert "next month" in hits[0]["snippet"]
+    swept = mem.memory_sweep()["removed"]
+    assert [i["id"] for i in swept] == ["m-old00001"]
+    assert "Friday" not in (ws / "memory" / "2020-01-01.md").read_text()
+    assert "Friday" in (ws / "memory" / ".archive" / "expired.md").read_text()
+    assert mem.memory_sweep()["removed"] == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("next Tuesday I fly to Shanghai", date(2026, 12, 8)),
+    ("I fly on Friday", date(2026, 12, 4)),
+    ("tomorrow is the dentist", date(2026, 12, 1)),
+    ("下周二我去上海", date(2026, 12, 8)),
+    ("明天开会", date(2026, 12, 1)),
+    ("3天后出发", date(2026, 12, 3)),
+    ("12月24日聚餐", date(2026, 12, 24)),
+    ("来週の火曜日に東京へ行きます", date(2026, 12, 8)),
+    ("다음주 화요일에 서울에 가요", date(2026, 12, 8)),
+    ("the launch is on 2027-01-15", date(2027, 1, 15)),
+    ("meet on 8 May", date(2027, 5, 8)),
+    ("I prefer TypeScript", None),
+])
+def test_event_day(text, expected):
+    assert event_day(text, date(2026, 11, 30)) == expected  # a Monday
+
+
+def test_token_estimate_counts_cjk_as_one_token_each():
+    assert estimate_tokens("abcd" * 100) == 100
+    assert estimate_tokens("上海" * 50) == 100
+
+
+def test_chunks_are_about_400_tokens_with_80_overlap():
+    lines = [f"line {i} " + "word " * 30 for i in range(200)]  # ~40 tokens a line
+    chunks = chunk_lines(lines)
+    assert len(chunks) > 5
+    for chunk in chunks[:-1]:
+        assert 300 <= estimate_tokens(chunk.text) <= 440
+    for prev, nxt in zip(chunks, chunks[1:]):
+        overlap = prev.end_line - nxt.start_line + 1
+        assert overlap >= 2  # at least 80 tokens of trailing lines carried over
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 200
+
+
+def test_long_cjk_line_is_sliced_within_budget():
+    chunks = chunk_lines(["上海出差" * 300], chunk_tokens=400, overlap_tokens=0)
+    assert len(chunks) == 3 and all(estimate_tokens(c.text) <= 400 for c in chunks)
+    assert "".join(c.text for c in chunks) == "上海出差" * 300
+
+
+def test_bootstrap_loads_memory_at_dm_session_start_with_budget(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    big = "\n".join(f"- fact {i} " + "x" * 50 for i in range(1000))
+    (ws / "MEMORY.md").write_text(big)
+    (ws / "memory" / "2026-11-29.md").write_text("yesterday note")
+    (ws / "memory" / "2026-11-30.md").write_text("today note")
+    (ws / "memory" / "2026-11-28.md").write_text("older note")
+    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    files = bootstrap_files(ws, now, chat_type="direct", new_session=True, max_chars=5000)
+    assert [f.path for f in files] == ["MEMORY.md", "memory/2026-11-29.md", "memory/2026-11-30.md"]
+    assert files[0].truncated and len(files[0].text) < 5200 and "truncated" in files[0].text
+    assert (ws / "MEMORY.md").read_text() == big  # the file on disk is never cut
+    group = bootstrap_files(ws, now, chat_type="group", new_session=True, max_chars=5000)
+    assert [f.path for f in group] == ["memory/2026-11-29.md", "memory/2026-11-30.md"]
+    later = bootstrap_files(ws, now, chat_type="direct", new_session=False, max_chars=5000)
+    assert "MEMORY.md" not in [f.path for f in later]
+
+
+@pytest.mark.parametrize("path", ["../secrets.md", "/etc/passwd", "memory/../../x.md", "~/.ssh/id_rsa"])
+def test_memory_get_refuses_paths_outside(mem, path):
+    mem.memory_remember("I prefer tea")
+    with pytest.raises(InputError, match="outside the workspace|not a Markdown"):
+        mem.memory_get(path)
+
+
+def test_memory_get_refuses_symlink_escape(mem, tmp_path):
+    mem.memory_remember("I prefer tea")
+    secret = tmp_path / "outside.md"
+    secret.write_text("top secret")
+    (workspace(mem) / "memory" / "link.md").symlink_to(secret)
+    with pytest.raises(InputError, match="outside the workspace"):
+        mem.memory_get("memory/link.md")
+
+
+def test_memory_get_line_ranges(mem):
+    ws = workspace(mem)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("\n".join(f"line {i}" for i in range(1, 11)))
+    got = mem.memory_get("MEMORY.md", from_line=3, lines=2)
+    assert got["text"] == "line 3\nline 4" and got["from"] == 3 and got["to"] == 4 and got["totalLines"] == 10
+    with pytest.raises(NotFoundError):
+        mem.memory_get("memory/nope.md")
+    with pytest.raises(InputError, match="--from"):
+        mem.memory_get("MEMORY.md", from_line=0)
+
+
+def test_item_marker_round_trip():
+    text, attrs = items.parse_marker("- x <!-- ck:id=m-1; at=2026-01-01; expires=2026-02-01 -->")
+    assert text == "- x" and attrs == {"id": "m-1", "at": "2026-01-01", "expires": "2026-02-01"}
+    assert items.parse_marker(text + items.render_marker(attrs)) == (text, attrs)
