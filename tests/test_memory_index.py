@@ -1,0 +1,214 @@
+"""Memory index and memory_search (M2, M3, M6): incremental sync, rebuilds, bad files, ranking options."""
+
+import os
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import open_engine
+
+from clawkeep.errors import InputError
+
+
+def cfg(**memory_search):
+    return {"agents": {"defaults": {"memorySearch": {"provider": "none", **memory_search}}}}
+
+
+def ws(eng) -> Path:
+    path = Path(eng.memory_status()["workspace"])
+    (path / "memory").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_sync_is_incremental(home):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "MEMORY.md").write_text("- I keep bees\n")
+    (w / "memory" / "2026-01-01.md").write_text("- New year walk by the river\n")
+    first = eng.memory_index()
+    assert sorted(first["indexed"]) == ["MEMORY.md", "memory/2026-01-01.md"] and first["rebuilt"]
+    again = eng.memory_index()
+    assert again["indexed"] == [] and not again["rebuilt"]
+    os.utime(w / "MEMORY.md", (time.time() + 5, time.time() + 5))  # touched, same content
+    assert eng.memory_index()["indexed"] == []
+
+
+def test_search_after_an_edit_is_never_stale(home, cli):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "MEMORY.md").write_text("- The spare key is under the blue pot\n")
+    assert "blue pot" in eng.memory_search("where is the spare key")["results"][0]["snippet"]
+    (w / "MEMORY.md").write_text("- The spare key is with the neighbour Ana\n")
+    assert "Ana" in eng.memory_search("where is the spare key")["results"][0]["snippet"]
+    (w / "MEMORY.md").unlink()
+    assert eng.memory_search("spare key")["results"] == []
+
+
+def test_full_rebuild_when_chunking_changes(home):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "MEMORY.md").write_text("\n".join(f"- fact number {i} " + "word " * 40 for i in range(60)))
+    before = eng.memory_index()["chunks"]
+    eng.close()
+    smaller = open_engine(home, cfg(chunking={"tokens": 100, "overlap": 10}))
+    report = smaller.memory_index()
+    assert report["rebuilt"] and report["chunks"] > before
+
+
+def test_force_rebuilds(home):
+    eng = open_engine(home, cfg())
+    (ws(eng) / "MEMORY.md").write_text("- a fact\n")
+    eng.memory_index()
+    forced = eng.memory_index(force=True)
+    assert forced["rebuilt"] and forced["indexed"] == ["MEMORY.md"]
+
+
+def test_binary_huge_and_non_utf8_files_are_skipped_with_a_reason(home):
+    eng = open_engine(home, cfg(maxFileBytes=2048))
+    w = ws(eng)
+    (w / "memory" / "blob.md").write_bytes(b"\x00\x01\x02binary")
+    (w / "memory" / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    (w / "memory" / "huge.md").write_text("x" * 5000)
+    (w / "MEMORY.md").write_text("- fine file about kayaks\n")
+    report = eng.memory_index()
+    assert set(report["skipped"]) == {"memory/blob.md", "memory/latin1.md", "memory/huge.md"}
+    assert "too large" in report["skipped"]["memory/huge.md"]
+    assert report["indexed"] == ["MEMORY.md"]
+    assert eng.memory_search("kayaks")["results"]
+
+
+def test_keyword_path_handles_natural_language_questions(home):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "MEMORY.md").write_text("- Caroline adopted a dog named Rex in 2022\n\n" + "\n".join(
+        f"- unrelated note {i} about gardening and tomatoes" for i in range(30)))
+    hits = eng.memory_search("What is the name of the dog that Caroline adopted?")["results"]
+    assert "Rex" in hits[0]["snippet"]
+    assert hits[0]["source"].startswith("Source: MEMORY.md#L")
+
+
+def test_keyword_path_rewards_term_coverage(home):
+    eng = open_engine(home, cfg(chunking={"tokens": 32, "overlap": 0}))
+    w = ws(eng)
+    (w / "memory" / "notes.md").write_text(
+        "- tomato tomato tomato tomato tomato harvest\n\n" + "filler line\n" * 40
+        + "- the tomato soup recipe from grandma uses basil\n")
+    hits = eng.memory_search("grandma tomato soup recipe")["results"]
+    assert "grandma" in hits[0]["snippet"]
+
+
+def test_cjk_memory_search(home):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "MEMORY.md").write_text("- 下周二我去上海出差，记得带护照\n- 我喜欢喝乌龙茶\n")
+    assert "护照" in eng.memory_search("护照")["results"][0]["snippet"]
+    assert "乌龙茶" in eng.memory_search("乌龙茶")["results"][0]["snippet"]
+
+
+def test_query_validation(home):
+    eng = open_engine(home, cfg())
+    with pytest.raises(InputError, match="empty"):
+        eng.memory_search("  ")
+    with pytest.raises(InputError, match="4096"):
+        eng.memory_search("x" * 5000)
+    with pytest.raises(InputError, match="mode"):
+        eng.memory_search("x", mode="fuzzy")
+
+
+def _dated_notes(eng, today):
+    w = ws(eng)
+    old = (today - timedelta(days=400)).isoformat()
+    mid = (today - timedelta(days=60)).isoformat()
+    new = (today - timedelta(days=1)).isoformat()
+    (w / "memory" / f"{old}.md").write_text("- The wifi password for the cabin is written on the router\n")
+    (w / "memory" / f"{mid}.md").write_text("- cabin trip went fine\n")
+    (w / "memory" / f"{new}.md").write_text("- the cabin trip: remember the router\n")
+    (w / "MEMORY.md").write_text("- cabin address: 12 Fjord Road\n")
+    return old, mid, new
+
+
+def test_decay_off_by_default_keeps_the_best_old_match_first(home):
+    eng = open_engine(home, cfg())
+    old, _, _ = _dated_notes(eng, date.today())
+    assert eng.memory_search("cabin wifi password router")["results"][0]["path"] == f"memory/{old}.md"
+
+
+def test_decay_on_prefers_newer_but_never_drops_a_strong_old_match(home):
+    eng = open_engine(home, cfg(query={"hybrid": {"temporalDecay": {"enabled": True}}}))
+    old, mid, new = _dated_notes(eng, date.today())
+    paths = [r["path"] for r in eng.memory_search("cabin trip", limit=4)["results"]]
+    assert paths.index(f"memory/{new}.md") < paths.index(f"memory/{mid}.md")
+    strong = [r["path"] for r in eng.memory_search("cabin wifi password router", limit=2)["results"]]
+    assert f"memory/{old}.md" in strong
+    # evergreen MEMORY.md never decays
+    assert "MEMORY.md" in [r["path"] for r in eng.memory_search("cabin address", limit=2)["results"]]
+
+
+def test_mmr_diversifies(home):
+    base = {"chunking": {"tokens": 32, "overlap": 0}}
+    eng = open_engine(home, cfg(**base))
+    w = ws(eng)
+    same = "- espresso machine descaling every month with citric acid and filtered water only"
+    (w / "memory" / "a.md").write_text(f"{same}\n\n{same}\n\n{same}\n")
+    (w / "memory" / "b.md").write_text("- espresso beans from the roaster on main street\n")
+    (w / "memory" / "c.md").write_text("\n\n".join(f"- unrelated chore number {i} for the garden" for i in range(200)))
+    plain = [r["path"] for r in eng.memory_search("espresso machine descaling", limit=2)["results"]]
+    eng.close()
+    diverse = open_engine(home, cfg(**base, query={"hybrid": {"mmr": {"enabled": True, "lambda": 0.3}}}))
+    mixed = [r["path"] for r in diverse.memory_search("espresso machine descaling", limit=2)["results"]]
+    assert plain == ["memory/a.md", "memory/a.md"]
+    assert sorted(mixed) == ["memory/a.md", "memory/b.md"]
+
+
+def test_citations_off(home):
+    eng = open_engine(home, {**cfg(), "memory": {"citations": "off"}})
+    (ws(eng) / "MEMORY.md").write_text("- I like sailing\n")
+    assert eng.memory_search("sailing")["results"][0]["source"] is None
+
+
+TRANSCRIPTS = {"experimental": {"sessionMemory": True}, "sources": ["memory", "sessions"]}
+
+
+def test_transcript_indexing_is_opt_in(home):
+    eng = open_engine(home, cfg())
+    eng.message("my bike lock code is in the drawer")
+    assert eng.memory_search("bike lock code")["results"] == []
+    assert eng.memory_status()["sources"] == ["memory"]
+
+
+def test_transcripts_are_indexed_redacted_and_exclusions_apply(home):
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    first = eng.message("I booked the dolphin tour for Saturday", channel="telegram", sender="alice")
+    eng.message("Great, the dolphin tour leaves at 9", role="assistant", channel="telegram", sender="alice")
+    eng.message("my token is sk-abc123def456ghi789jkl012mno", channel="telegram", sender="alice")
+    eng.message("dolphin cron report", channel="cron", sender="nightly")
+    eng.message("dolphin heartbeat", channel="heartbeat")
+    hits = eng.memory_search("when does the dolphin tour leave", limit=10)["results"]
+    assert hits and all(h["origin"] == "sessions" for h in hits)
+    assert {h["sessionKey"] for h in hits} == {first.session_key}
+    assert "User: I booked the dolphin tour" in hits[0]["snippet"]
+    assert first.message_id in hits[0]["messageIds"]
+    everything = eng.memory_search("token sk-abc123def456ghi789jkl012mno", limit=10)["results"]
+    assert all("abc123def456" not in h["snippet"] for h in everything)
+    # new messages are picked up by the next search (the staleness check)
+    eng.message("also the whale museum on Sunday", channel="telegram", sender="alice")
+    assert eng.memory_search("whale museum")["results"]
+
+
+def test_watcher_reindexes_after_an_edit(home):
+    eng = open_engine(home, cfg(sync={"watchDebounceMs": 200}))
+    w = ws(eng)
+    eng.memory_index()
+    eng.memory_watch()
+    (w / "MEMORY.md").write_text("- the garage code is 4711\n")
+    from clawkeep.memory import service
+    index = service.open_index(eng.runtime)
+    deadline = time.monotonic() + 20
+    while index.store.chunk_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert index.store.files().get("MEMORY.md") is not None
+    hits = eng.memory_search("garage code")["results"]
+    assert "4711" in hits[0]["snippet"]
+    eng.close()
