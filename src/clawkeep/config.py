@@ -212,12 +212,30 @@ class StorageConfig(_Model):
     busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0)
 
 
+class HookEntry(_Model):
+    enabled: bool = True
+    messages: int = Field(15, ge=1, le=200)  # session-memory: how many messages the excerpt keeps
+    llm_slug: bool = Field(False, alias="llmSlug")
+
+
+class InternalHooks(_Model):
+    entries: dict[str, HookEntry] = Field(default_factory=dict)
+
+
+class HooksConfig(_Model):
+    internal: InternalHooks = Field(default_factory=InternalHooks)
+
+    def entry(self, name: str) -> HookEntry:
+        return self.internal.entries.get(name) or HookEntry()
+
+
 class Config(_Model):
     session: SessionConfig = Field(default_factory=SessionConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
     plugins: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Any] = Field(default_factory=dict)
 

@@ -123,7 +123,7 @@ def _run_command(rt: Runtime, session: SessionRecord, command: tuple[str, str], 
         status = service.session_status(rt, session.key)
         return MessageResult(session.key, session.session_id, None, "user", command="status", status=status)
     store = rt.store_for_key(session.key)
-    service.append_reset(store, session, at, reason="manual")
+    service.append_reset(rt, store, session, at, reason="manual")
     result = MessageResult(session.key, session.session_id, None, "user", command="reset", reset="manual")
     if rest:  # "/new tell me a joke": the rest is the first message of the new interval
         entry = record_message(rt, session, "user", rest, at, request.message_id, True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class Runtime:
         self._stores: dict[str, AgentStore] = {}
         self._incognito: dict[str, AgentStore] = {}
         self._closers: list = []
+        self.warnings: list[str] = []
 
     def now(self) -> int:
         return now_ms()
@@ -72,6 +74,11 @@ class Runtime:
         if own.meta.get("incognito"):
             siblings += self.store(own.agent_id).list_sessions()
         return scope_for(self.config, caller, own, siblings)
+
+    def log_warning(self, message: str) -> None:
+        """Warnings that must not fail the operation (hooks, background sync)."""
+        self.warnings.append(message)
+        logging.getLogger("clawkeep").warning(message)
 
     def on_close(self, closer) -> None:
         """Register something (an index, a watcher) to close with the runtime."""

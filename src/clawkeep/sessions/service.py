@@ -87,12 +87,14 @@ def open_session(rt: Runtime, route: Route, at: int, *, interactive: bool) -> tu
             assert session is not None
     reason = lifecycle.stale_reason(rt.config.session, session, at) if interactive else None
     if reason:
-        append_reset(store, session, at, reason=reason)
+        append_reset(rt, store, session, at, reason=reason)
     return session, reason
 
 
-def append_reset(store: AgentStore, session: SessionRecord, at: int, *, reason: str) -> EntryRecord:
-    """Close the current interval: same key, same id, a boundary entry (S1/S3)."""
+def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int, *, reason: str) -> EntryRecord:
+    """Close the current interval: same key, same id, a boundary entry (S1/S3); then the
+    session-memory hook (C3) keeps an excerpt of the closed interval."""
+    start, _ = transcript.interval_bounds(store, session.session_id)
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
         dropped = len(fresh.meta.pop("pendingNotices", []))
@@ -105,13 +107,34 @@ def append_reset(store: AgentStore, session: SessionRecord, at: int, *, reason: 
         fresh.meta["resetCount"] = fresh.meta.get("resetCount", 0) + 1
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
+    _session_memory_hook(rt, store, session, start, entry, reason)
     return entry
+
+
+def _session_memory_hook(rt: Runtime, store: AgentStore, session: SessionRecord, start: int,
+                         boundary: EntryRecord, reason: str) -> None:
+    hook = rt.config.hooks.entry("session-memory")
+    if not hook.enabled:
+        return
+    from ..hooks.session_memory import write_session_memory  # noqa: PLC0415
+    from ..memory.workspace import workspace_dir  # noqa: PLC0415
+
+    workspace = workspace_dir(rt.home, rt.config, session.agent_id)
+    try:
+        written = write_session_memory(workspace, session, store, after_seq=start, before_seq=boundary.seq,
+                                       at=boundary.timestamp, reason=reason, limit=hook.messages)
+    except OSError as exc:  # a read-only workspace must not break the reset itself
+        rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
+        return
+    if written is not None:
+        boundary.meta["sessionMemoryFile"] = str(written.relative_to(workspace))
 
 
 def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> dict[str, Any]:
     store, session = find_session(rt, ref, caller)
-    entry = append_reset(store, session, at or rt.now(), reason="manual")
-    return {"sessionKey": session.key, "sessionId": session.session_id, "boundaryId": entry.entry_id}
+    entry = append_reset(rt, store, session, at or rt.now(), reason="manual")
+    return {"sessionKey": session.key, "sessionId": session.session_id, "boundaryId": entry.entry_id,
+            "memoryFile": entry.meta.get("sessionMemoryFile")}
 
 
 def fork_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None,

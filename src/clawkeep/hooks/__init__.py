@@ -1,0 +1,1 @@
+"""Post-event hooks (session-memory on reset, …)."""

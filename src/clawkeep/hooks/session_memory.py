@@ -1,0 +1,75 @@
+"""session-memory hook (C3): when an interval closes (/new, /reset, daily or idle reset),
+write `memory/YYYY-MM-DD-HHMM.md` with the last N user and assistant messages of it.
+
+An excerpt, not a summary: slash commands, tool messages, inter-session input, reasoning
+and tool-call scaffolding are filtered out; a reply that is empty or only `NO_REPLY` after
+sanitising is elided. On by default (`hooks.internal.entries.session-memory.enabled`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..routing.keys import SYNTHETIC_KINDS
+from ..sessions.history_view import sanitize_text
+from ..sessions.transcript import plain_text
+from ..storage import AgentStore, EntryRecord, SessionRecord
+
+NO_REPLY = "NO_REPLY"
+ELIDED = "[malformed turn elided]"
+
+
+def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
+    lines: list[str] = []
+    for entry in entries:
+        if entry.type != "message" or entry.role not in ("user", "assistant"):
+            continue
+        if entry.meta.get("provenance") == "inter-session":
+            continue
+        text = plain_text(entry.content)
+        if not text or text.lstrip().startswith("/"):
+            continue
+        if entry.role == "assistant":
+            cleaned = sanitize_text(text)
+            if not cleaned.strip() or cleaned.strip() == NO_REPLY:
+                continue
+            stripped_share = 1 - len(cleaned) / max(1, len(text))
+            text = ELIDED if stripped_share > 0.5 and len(cleaned) < 80 else cleaned
+        lines.append(f"{entry.role}: {' '.join(text.split())}")
+    return lines[-limit:] if limit else lines
+
+
+def write_session_memory(workspace: Path, session: SessionRecord, store: AgentStore, *, after_seq: int,
+                         before_seq: int, at: int, reason: str, limit: int = 15, slug: str | None = None) -> Path | None:
+    """Write the excerpt of the interval (after_seq, before_seq); None when there is nothing to keep."""
+    if session.meta.get("incognito") or session.kind in SYNTHETIC_KINDS:
+        return None
+    entries = list(store.iter_entries(session.session_id, after_seq=after_seq, before_seq=before_seq,
+                                      types=("message",)))
+    lines = excerpt_lines(entries, limit)
+    if not lines:
+        return None
+    moment = datetime.fromtimestamp(at / 1000, tz=UTC)
+    folder = workspace / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{moment:%Y-%m-%d}-{slug or moment.strftime('%H%M')}"
+    path = folder / f"{stem}.md"
+    counter = 2
+    while path.exists():
+        path = folder / f"{stem}-{counter}.md"
+        counter += 1
+    body = [
+        f"# Session: {moment:%Y-%m-%d %H:%M:%S} UTC",
+        "",
+        f"- Session key: {session.key}",
+        f"- Session id: {session.session_id}",
+        f"- Reason: {reason} reset",
+        "",
+        "## Conversation",
+        "",
+        *lines,
+        "",
+    ]
+    path.write_text("\n".join(body), encoding="utf-8")
+    return path
