@@ -189,14 +189,62 @@ class MemoryConfig(_Model):
     citations: Literal["auto", "on", "off"] = "auto"
 
 
+class ModelRefConfig(_Model):
+    primary: str | None = None  # "<provider>/<model>" from `models.providers`; None = record mode
+    fallbacks: list[str] = Field(default_factory=list)
+
+
+class MemoryFlushConfig(_Model):
+    enabled: bool = True
+    soft_threshold_tokens: int = Field(4000, alias="softThresholdTokens", ge=0)
+    force_flush_transcript_bytes: int = Field(2 * 1024 * 1024, alias="forceFlushTranscriptBytes", ge=0)
+    model: str | None = None
+
+
+class CompactionConfig(_Model):
+    reserve_tokens_floor: int = Field(20_000, alias="reserveTokensFloor", ge=0)
+    keep_recent_tokens: int = Field(20_000, alias="keepRecentTokens", ge=0)
+    identifier_policy: Literal["strict", "off", "custom"] = Field("strict", alias="identifierPolicy")
+    identifier_instructions: str | None = Field(None, alias="identifierInstructions")
+    model: str | None = None
+    truncate_after_compaction: bool = Field(False, alias="truncateAfterCompaction")
+    max_active_transcript_bytes: int | None = Field(None, alias="maxActiveTranscriptBytes", ge=1024)
+    notify_user: bool = Field(True, alias="notifyUser")
+    memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig, alias="memoryFlush")
+
+
+class SoftTrimConfig(_Model):
+    max_chars: int = Field(4000, alias="maxChars", ge=100)
+    head_chars: int = Field(1500, alias="headChars", ge=0)
+    tail_chars: int = Field(1500, alias="tailChars", ge=0)
+
+
+class ContextPruningConfig(_Model):
+    # None = automatic: cache-ttl for Anthropic models, off otherwise (S9)
+    mode: Literal["cache-ttl", "off"] | None = None
+    ttl: str = "5m"
+    keep_last_assistants: int = Field(3, alias="keepLastAssistants", ge=0)
+    soft_trim_ratio: float = Field(0.3, alias="softTrimRatio", ge=0, le=1)
+    hard_clear_ratio: float = Field(0.5, alias="hardClearRatio", ge=0, le=1)
+    min_prunable_tool_chars: int = Field(50_000, alias="minPrunableToolChars", ge=0)
+    soft_trim: SoftTrimConfig = Field(default_factory=SoftTrimConfig, alias="softTrim")
+
+    @field_validator("ttl")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+
 class AgentDefaults(_Model):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     workspace: str | None = None  # main agent's workspace; default <home>/workspace
     # MEMORY.md is injected at DM session start up to this many characters (the file is never cut).
     bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
-    compaction: dict[str, Any] = Field(default_factory=dict)
-    context_pruning: dict[str, Any] = Field(default_factory=dict, alias="contextPruning")
+    model: ModelRefConfig = Field(default_factory=ModelRefConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    context_pruning: ContextPruningConfig = Field(default_factory=ContextPruningConfig, alias="contextPruning")
 
 
 class AgentsConfig(_Model):
@@ -275,7 +323,17 @@ def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
     except ValidationError as exc:
         problems = "; ".join(_describe_error(err) for err in exc.errors())
         raise InputError(f"{source}: invalid configuration: {problems}") from None
-    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config)]
+    unknown = _unknown_keys(config)
+    try:
+        from .recall.settings import active_memory_config  # noqa: PLC0415 - the plugin's own typed section
+
+        plugin = active_memory_config(config)
+    except ValidationError as exc:
+        prefix = ("plugins", "entries", "active-memory")
+        problems = "; ".join(_describe_error({**err, "loc": prefix + tuple(err["loc"])}) for err in exc.errors())
+        raise InputError(f"{source}: invalid configuration: {problems}") from None
+    unknown += _unknown_keys(plugin, "plugins.entries.active-memory.")
+    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in unknown]
     return config
 
 

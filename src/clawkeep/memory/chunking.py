@@ -4,15 +4,16 @@ Tokens are estimated, not tokenised: every CJK ideograph, kana or Hangul syllabl
 one token and every other character as a quarter token (≈ 4 characters per English token).
 A chunk holds at most `chunk_tokens` (default 400) and starts with trailing lines of the
 previous chunk covering at least `overlap_tokens` (default 80). Lines longer than a chunk
-are sliced. Lines with different weights (active, superseded, expired facts) never share
-a chunk, so a down-weighted fact cannot drag its neighbours down with it.
+are sliced. Lines of different classes (active, superseded or time-bound facts, or facts of
+different sessions) never share a chunk, so a down-weighted fact cannot drag its neighbours
+down with it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 _CJK = re.compile(
@@ -38,7 +39,7 @@ class Chunk:
     start_line: int  # 1-based, inclusive
     end_line: int
     text: str
-    weight: float = 1.0
+    klass: Hashable = None
 
     @property
     def hash(self) -> str:
@@ -61,18 +62,18 @@ def _slice_line(line: str, budget: int) -> list[str]:
 
 
 def chunk_lines(lines: Sequence[str], *, chunk_tokens: int = 400, overlap_tokens: int = 80,
-                weights: Sequence[float] | None = None) -> list[Chunk]:
+                classes: Sequence[Hashable] | None = None) -> list[Chunk]:
     budget = max(32, chunk_tokens * 4)
     overlap = max(0, overlap_tokens * 4)
-    units: list[tuple[int, str, float]] = []  # (line number, text, weight)
+    units: list[tuple[int, str, Hashable]] = []  # (line number, text, class)
     for number, line in enumerate(lines, start=1):
-        weight = weights[number - 1] if weights else 1.0
+        weight = classes[number - 1] if classes else None
         if weighted_length(line) > budget:
             units += [(number, piece, weight) for piece in _slice_line(line, budget)]
         else:
             units.append((number, line, weight))
     chunks: list[Chunk] = []
-    current: list[tuple[int, str, float]] = []
+    current: list[tuple[int, str, Hashable]] = []
     size = 0
 
     def emit() -> None:
@@ -92,9 +93,9 @@ def chunk_lines(lines: Sequence[str], *, chunk_tokens: int = 400, overlap_tokens
     return chunks
 
 
-def _carry_over(lines: list[tuple[int, str, float]], overlap: int) -> list[tuple[int, str, float]]:
+def _carry_over(lines: list[tuple[int, str, Hashable]], overlap: int) -> list[tuple[int, str, Hashable]]:
     """Trailing lines covering at least `overlap` weighted characters, never the whole chunk."""
-    kept: list[tuple[int, str, float]] = []
+    kept: list[tuple[int, str, Hashable]] = []
     size = 0
     for unit in reversed(lines[1:]):
         if size >= overlap:

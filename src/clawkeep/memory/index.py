@@ -10,9 +10,9 @@ index: the file is indexed for keywords only and retried on the next sync.
 from __future__ import annotations
 
 import json
+from datetime import date
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from . import items
 from .chunking import chunk_lines, text_hash
 from .sessions_source import SessionDoc
 
-INDEX_FORMAT = "1"  # bump when chunk rendering or token analysis changes
+INDEX_FORMAT = "2"  # bump when chunk rendering or token analysis changes
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -149,20 +149,23 @@ class MemoryIndex:
 
     def _file_chunks(self, rel: str, text: str) -> list[ChunkRecord]:
         lines = text.splitlines()
-        today = date.today()
-        weights, expiries = zip(*(items.line_weight(line, today) for line in lines), strict=True) if lines else ((), ())
-        classes = [w if e is None else -1.0 for w, e in zip(weights, expiries, strict=True)]
+        states = items.line_states(lines)
+        classes = [(st.weight, st.expires is not None, st.session) for st in states]
         chunks = chunk_lines([items.parse_marker(line)[0] for line in lines],
                              chunk_tokens=self.settings.chunking.tokens,
-                             overlap_tokens=self.settings.chunking.overlap, weights=classes)
+                             overlap_tokens=self.settings.chunking.overlap, classes=classes)
         day = _day_of(rel)
         out = []
         for chunk in chunks:
-            span = range(chunk.start_line - 1, chunk.end_line)
-            expiry = max((expiries[i] for i in span if expiries[i]), default=None)
+            span = states[chunk.start_line - 1:chunk.end_line]
+            meta: dict[str, Any] = {}
+            if expiry := max((st.expires for st in span if st.expires), default=None):
+                meta["expires"] = expiry
+            if span[0].session:
+                meta["sessionKey"] = span[0].session
             out.append(ChunkRecord(rel, "memory", chunk.start_line, chunk.end_line, chunk.text, chunk.hash,
-                                   tokens=analyze_document(chunk.text), weight=max(0.0, min(weights[i] for i in span)),
-                                   day=day, meta={"expires": expiry} if expiry else {}))
+                                   tokens=analyze_document(chunk.text), weight=min(st.weight for st in span),
+                                   day=day, meta=meta))
         return out
 
     def _write_chunks(self, record: FileRecord, chunks: list[ChunkRecord], report: SyncReport) -> None:

@@ -93,12 +93,26 @@ def parse_items(path: str, text: str) -> list[Item]:
     return items
 
 
-def line_weight(line: str, today: date) -> tuple[float, str | None]:
-    """(weight, expiry) of one Markdown line for the index."""
-    _, attrs = parse_marker(line)
-    if attrs.get("supersededBy"):
-        return SUPERSEDED_WEIGHT, None
-    return 1.0, attrs.get("expires")
+@dataclass(frozen=True)
+class LineState:
+    weight: float
+    expires: str | None
+    session: str | None  # the conversation a note came from (flush notes, session excerpts)
+
+
+_SESSION_HEADER = re.compile(r"^- Session key: (\S+)\s*$")
+
+
+def line_states(lines: list[str]) -> list[LineState]:
+    """Index-time state of every line: weight, expiry and originating session."""
+    header = next((m[1] for line in lines[:12] if (m := _SESSION_HEADER.match(line))), None)
+    states = []
+    for line in lines:
+        _, attrs = parse_marker(line)
+        weight = SUPERSEDED_WEIGHT if attrs.get("supersededBy") else 1.0
+        expires = None if attrs.get("supersededBy") else attrs.get("expires")
+        states.append(LineState(weight, expires, attrs.get("session") or header))
+    return states
 
 
 # --- write filters (M7) ---------------------------------------------------------------

@@ -1,0 +1,73 @@
+"""Active Memory settings: `plugins.entries.active-memory` (A1–A5), typed and validated."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..config import Config, _Model
+
+PROMPT_STYLES = ("balanced", "strict", "contextual", "recall-heavy", "precision-heavy", "preference-only")
+DEFAULT_STYLE = {"message": "strict", "recent": "balanced", "full": "contextual"}
+CORE_TOOLS_IGNORED = ("exec", "write", "message", "web", "browser")
+
+
+class CircuitBreakerConfig(_Model):
+    max_timeouts: int = Field(3, alias="maxTimeouts", ge=1, le=20)
+    cooldown_ms: int = Field(60_000, alias="cooldownMs", ge=5_000, le=600_000)
+
+
+class LaneOneConfig(_Model):
+    min_score: float = Field(0.65, alias="minScore", ge=0, le=1)
+    max_entries: int = Field(3, alias="maxEntries", ge=1, le=10)
+    max_chars: int = Field(1800, alias="maxChars", ge=100, le=10_000)
+
+
+class ActiveMemoryOptions(_Model):
+    agents: list[str] = Field(default_factory=list)  # empty: every agent
+    allowed_chat_types: list[Literal["direct", "group", "channel", "explicit"]] = Field(
+        default_factory=lambda: ["direct"], alias="allowedChatTypes")
+    allowed_chat_ids: list[str] = Field(default_factory=list, alias="allowedChatIds")
+    denied_chat_ids: list[str] = Field(default_factory=list, alias="deniedChatIds")
+    mode: Literal["escalate", "always", "off"] = "escalate"
+    query_mode: Literal["message", "recent", "full"] = Field("recent", alias="queryMode")
+    prompt_style: Literal[PROMPT_STYLES] | None = Field(None, alias="promptStyle")  # type: ignore[valid-type]
+    model: str | None = None
+    model_fallback: str | None = Field(None, alias="modelFallback")
+    timeout_ms: int = Field(15_000, alias="timeoutMs", ge=250, le=120_000)
+    max_summary_chars: int = Field(220, alias="maxSummaryChars", ge=40, le=1000)
+    tools_allow: list[str] = Field(default_factory=lambda: ["memory_search", "memory_get"], alias="toolsAllow")
+    persist_transcripts: bool = Field(False, alias="persistTranscripts")
+    remember_across_conversations: bool | None = Field(None, alias="rememberAcrossConversations")
+    circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig, alias="circuitBreaker")
+    recent_user_turns: int = Field(2, alias="recentUserTurns", ge=0, le=4)
+    recent_assistant_turns: int = Field(1, alias="recentAssistantTurns", ge=0, le=3)
+    lane_one: LaneOneConfig = Field(default_factory=LaneOneConfig, alias="laneOne")
+
+    @property
+    def style(self) -> str:
+        return self.prompt_style or DEFAULT_STYLE[self.query_mode]
+
+    def allowed_tools(self) -> list[str]:
+        """Only memory tools: wildcards and core tools are ignored (A3)."""
+        return [t for t in self.tools_allow if t.startswith("memory_") and "*" not in t
+                and t not in CORE_TOOLS_IGNORED]
+
+
+class ActiveMemoryConfig(_Model):
+    enabled: bool = True
+    config: ActiveMemoryOptions = Field(default_factory=ActiveMemoryOptions)
+
+
+def active_memory_config(config: Config) -> ActiveMemoryConfig:
+    entry = (config.plugins.get("entries") or {}).get("active-memory") or {}
+    return ActiveMemoryConfig.model_validate(entry)
+
+
+def remember_across_conversations(config: Config) -> bool:
+    """A5: on by default only when DMs all share the main session; an explicit value wins."""
+    explicit = active_memory_config(config).config.remember_across_conversations
+    if explicit is not None:
+        return explicit
+    return config.session.dm_scope == "main"
