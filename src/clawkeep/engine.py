@@ -16,7 +16,10 @@ from .config import Config, config_from_dict, load_config
 from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
+from . import turn
 from .memory import service as memory
+from .recall import service as recall_service
+from .recall.detector import classify
 from .sessions import history, maintenance, search, service
 from .sessions.visibility import Caller
 from .timeutil import parse_iso
@@ -52,7 +55,10 @@ class Engine:
         agent: str = "main",
     ) -> Engine:
         home_path = Path(home).expanduser() if home is not None else default_home()
-        return cls(Runtime(home_path, resolve_config(home_path, config), agent))
+        runtime = Runtime(home_path, resolve_config(home_path, config), agent)
+        if isinstance(config, (str, os.PathLike)):
+            runtime.config_path = Path(config)  # /active-memory --global writes here
+        return cls(runtime)
 
     @property
     def config(self) -> Config:
@@ -177,6 +183,16 @@ class Engine:
 
     def memory_watch(self) -> Any:
         return memory.watch(self.runtime)
+
+    # --- recall ---------------------------------------------------------------------
+    def recall(self, text: str, *, session: str) -> dict[str, Any]:
+        """Active Memory for a would-be user message in `session`, without storing it."""
+        model = turn.chat_model(self.runtime)
+        return recall_service.recall(self.runtime, text, session, model=model).to_json()
+
+    def classify(self, text: str) -> dict[str, Any]:
+        found = classify(text)
+        return {"pastQuestion": found.past_question, "language": found.language}
 
     def status(self) -> dict[str, Any]:
         rt = self.runtime

@@ -14,14 +14,17 @@ from .errors import DuplicateError, InputError
 from .redact import redact_secrets
 from .routing.router import Inbound, Route, route
 from .runtime import Runtime
+from . import commands, turn
 from .sessions import service, transcript
 from .sessions.visibility import Caller
 from .storage import EntryRecord, SessionRecord
 
 RESET_COMMANDS = ("/new", "/reset")
 STATUS_COMMANDS = ("/status",)
-# Commands of the reply pipeline that this version does not run yet: refused, never stored as chat.
-PENDING_COMMANDS = ("/compact", "/active-memory", "/verbose", "/trace", "/dreaming")
+TURN_COMMANDS = ("/compact", "/active-memory", "/verbose", "/trace")
+# Commands of subsystems this version does not run yet: refused, never stored as chat.
+PENDING_COMMANDS = ("/dreaming",)
+ALL_COMMANDS = ", ".join((*RESET_COMMANDS, *STATUS_COMMANDS, *TURN_COMMANDS))
 _MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
 
 
@@ -44,6 +47,14 @@ class MessageResult:
     duplicate: bool = False
     reset: str | None = None  # automatic or manual reset that this message caused
     status: dict[str, Any] | None = None
+    reply: str | None = None
+    active_memory: dict[str, Any] | None = None
+    mode: str | None = None  # "record" when no model is configured
+    note: str | None = None
+    compaction: dict[str, Any] | None = None
+    flush: dict[str, Any] | None = None
+    verbose: str | None = None
+    trace: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sessionKey": self.session_key, "sessionId": self.session_id,
@@ -56,6 +67,9 @@ class MessageResult:
             out["reset"] = self.reset
         if self.status is not None:
             out["status"] = self.status
+        optional = {"reply": self.reply, "activeMemory": self.active_memory, "mode": self.mode, "note": self.note,
+                    "compaction": self.compaction, "flush": self.flush, "verbose": self.verbose, "trace": self.trace}
+        out.update({k: v for k, v in optional.items() if v is not None})
         return out
 
 
@@ -64,8 +78,8 @@ def parse_command(text: str) -> tuple[str, str] | None:
     head, _, rest = text.strip().partition(" ")
     name = head.lower()
     if name in PENDING_COMMANDS:
-        raise InputError(f"{name} is not available in this version; available commands: /new, /reset, /status")
-    if name in RESET_COMMANDS or name in STATUS_COMMANDS:
+        raise InputError(f"{name} is not available in this version; available commands: {ALL_COMMANDS}")
+    if name in RESET_COMMANDS or name in STATUS_COMMANDS or name in TURN_COMMANDS:
         return name, rest.strip()
     return None
 
@@ -99,10 +113,31 @@ def handle_message(rt: Runtime, request: MessageRequest) -> MessageResult:
     session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
     if command is not None:
         return _run_command(rt, session, command, request, at, auto_reset)
+    recalled = turn.before_user_message(rt, session, request.text, turn.chat_model(rt)) if interactive else None
     entry = record_message(rt, session, request.role, request.text, at, request.message_id, interactive)
     if entry is None:
         return _already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
-    return MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset)
+    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset)
+    if request.role == "user" and routed.origin == "chat":
+        _finish_turn(rt, session, request.text, recalled, at, result)
+    return result
+
+
+def _finish_turn(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: int,
+                 result: MessageResult) -> None:
+    outcome = turn.after_user_message(rt, session, text, recalled, at)
+    result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
+    result.reply = outcome.reply
+    result.compaction, result.flush = outcome.compaction, outcome.flush
+    if outcome.record_mode:
+        result.mode, result.note = "record", turn.RECORD_MODE_NOTE
+    if recalled is not None:
+        result.active_memory = recalled.to_json()
+        if session.meta.get("verbose") == "on":
+            result.verbose = (f"Active Memory: {recalled.status}, {recalled.elapsed_ms} ms, query mode "
+                              f"{recalled.query_mode}, summary {len(recalled.summary or '')} chars")
+        if session.meta.get("trace") == "on" and recalled.summary:
+            result.trace = f"Active Memory recalled: {recalled.summary}"
 
 
 def _already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> MessageResult | None:
@@ -119,6 +154,9 @@ def _already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> Mes
 def _run_command(rt: Runtime, session: SessionRecord, command: tuple[str, str], request: MessageRequest,
                  at: int, auto_reset: str | None) -> MessageResult:
     name, rest = command
+    if name in TURN_COMMANDS:
+        label, details = commands.run_turn_command(rt, session, name, rest, at)
+        return MessageResult(session.key, session.session_id, None, "user", command=label, status=details)
     if name in STATUS_COMMANDS:
         status = service.session_status(rt, session.key)
         return MessageResult(session.key, session.session_id, None, "user", command="status", status=status)

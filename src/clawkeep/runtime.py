@@ -27,6 +27,7 @@ class Runtime:
         self._incognito: dict[str, AgentStore] = {}
         self._closers: list = []
         self.warnings: list[str] = []
+        self.config_path: Path | None = None
 
     def now(self) -> int:
         return now_ms()

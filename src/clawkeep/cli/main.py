@@ -141,6 +141,7 @@ OVERVIEW = [
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
+    ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("status", "this overview and the engine's state"),
 ]
 
@@ -337,6 +338,29 @@ def sessions_notify(
             f"event {d['eventId']} → {d['sessionKey']} ({d['pendingNotices']} queued)", highlight=False
         ),
     )
+
+
+# --- recall -------------------------------------------------------------------------------
+@app.command()
+def recall(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="The would-be user message."),
+    session: str | None = typer.Option(None, "--session", help="Session key (required unless --classify)."),
+    classify_only: bool = typer.Option(False, "--classify", help="Only say whether TEXT asks about the past."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run Active Memory for a message without storing it (or just classify it)."""
+    eng = engine(ctx)
+    if classify_only:
+        emit(eng.classify(text), as_json, lambda d: out.print(
+            f"past question: {d['pastQuestion']} (language {d['language']})", highlight=False))
+        return
+    if not session:
+        raise InputError("recall needs --session KEY (or --classify)")
+    data = eng.recall(text, session=session)
+    emit(data, as_json, lambda d: out.print(
+        f"{d['status']} (lane {d['lane']}, {d['elapsedMs']} ms): {d['summary'] or d.get('reason') or 'nothing'}",
+        highlight=False))
 
 
 # --- memory ------------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""Compaction (C1): older turns of the current interval become one summary entry.
+
+The transcript keeps everything: a compaction appends a `compaction` entry (summary, first
+kept entry, token counts) in one transaction, and context assembly then reads the summary
+plus the entries from the first kept one on. Recent turns (`keepRecentTokens`) stay verbatim
+and a split never separates a tool call from its result.
+
+Summarisers are pluggable and tried in order: the configured model (compaction.model, else
+the session's chain), then the built-in extractive summary, which needs no model and keeps
+every opaque identifier, the open tasks and the last user intent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import ClawkeepError, InputError
+from ..memory.chunking import estimate_tokens
+from ..routing.keys import new_session_id
+from ..sessions import transcript
+from ..storage import AgentStore, EntryRecord, SessionRecord
+from ..timeutil import to_iso
+
+_IDENTIFIER = re.compile(
+    r"https?://[^\s<>\"')\]]+"                                   # URLs
+    r"|[\w.+-]+@[\w-]+\.[\w.-]+"                                  # e-mail addresses
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
+    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"             # paths
+    r"|\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*\b"  # INV-2024-0042, user_id42
+    r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"     # A1B2C3, git SHAs
+    r"|\bv?\d+\.\d+(?:\.\d+)+\b"                                  # versions 2.3.1
+    r"|#\d{2,}\b",                                                # issue refs
+    re.IGNORECASE,
+)
+_TASK = re.compile(
+    r"\b(todo|to-do|need to|needs to|have to|must|should|i'll|i will|we'll|we will|let's|remind me|"
+    r"don't forget|follow up|next step|pending|please)\b|待办|需要|记得|别忘了|下一步|提醒|要做|稍后",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+MAX_TASKS = 12
+MAX_KEY_LINES = 16
+
+
+def extract_identifiers(text: str) -> list[str]:
+    return list(dict.fromkeys(m.group(0).rstrip(".,;:") for m in _IDENTIFIER.finditer(text)))
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
+                  custom_rule: str | None) -> str: ...
+
+
+def _line(entry: EntryRecord) -> str:
+    return f"{entry.role}: {' '.join(transcript.plain_text(entry.content).split())}"
+
+
+@dataclass
+class ExtractiveSummarizer:
+    """No model: keep identifiers, open tasks, the last user intent and the key lines."""
+
+    name: str = "extractive"
+
+    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
+                  custom_rule: str | None) -> str:
+        texts = [(e, transcript.plain_text(e.content)) for e in messages if e.role in ("user", "assistant")]
+        identifiers = extract_identifiers("\n".join(t for _, t in texts))
+        tasks = [s.strip() for e, t in texts for s in _SENTENCE.split(t) if s.strip() and _TASK.search(s)]
+        key_lines = [_line(e) for e, t in texts if extract_identifiers(t) or re.search(r"\d", t)]
+        last_user = next((t for e, t in reversed(texts) if e.role == "user"), "")
+        span = f"{to_iso(messages[0].timestamp)} – {to_iso(messages[-1].timestamp)}" if messages else ""
+        parts = [f"Summary of {len(messages)} earlier messages ({span}), extracted without a model."]
+        if instructions:
+            parts.append(f"Focus requested: {instructions}")
+        if key_lines:
+            parts.append("Key lines:\n" + "\n".join(f"- {line[:300]}" for line in key_lines[-MAX_KEY_LINES:]))
+        if tasks:
+            parts.append("Open tasks and commitments:\n" + "\n".join(f"- {t[:300]}" for t in tasks[-MAX_TASKS:]))
+        if identifiers and policy != "off":
+            parts.append("Identifiers (verbatim): " + ", ".join(identifiers))
+        if last_user:
+            parts.append(f"Last user intent: {' '.join(last_user.split())[:500]}")
+        return "\n\n".join(parts)
+
+
+@dataclass
+class ModelSummarizer:
+    model: Any  # a ChatModel
+    name: str = "model"
+
+    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
+                  custom_rule: str | None) -> str:
+        rules = ["Summarise the conversation so the assistant can continue it without the full text.",
+                 "Keep decisions, facts about the user, open tasks and the user's latest intent."]
+        if policy == "strict":
+            rules.append("Copy every identifier (ids, codes, URLs, paths, versions, numbers) exactly as written.")
+        elif policy == "custom" and custom_rule:
+            rules.append(custom_rule)
+        if instructions:
+            rules.append(f"Additional instructions: {instructions}")
+        body = "\n".join(_line(e) for e in messages if e.role in ("user", "assistant"))
+        result = self.model.complete([{"role": "user", "content": body}], system="\n".join(rules))
+        summary = result.text.strip()
+        if not summary:
+            raise ClawkeepError("the compaction model returned an empty summary")
+        return summary
+
+
+@dataclass
+class CompactionResult:
+    compacted: bool
+    reason: str
+    summary: str | None = None
+    summarizer: str | None = None
+    compacted_messages: int = 0
+    kept_messages: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    session_id: str | None = None  # the successor's id with truncateAfterCompaction
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compacted": self.compacted, "reason": self.reason, "summarizer": self.summarizer,
+                "compactedMessages": self.compacted_messages, "keptMessages": self.kept_messages,
+                "tokensBefore": self.tokens_before, "tokensAfter": self.tokens_after,
+                "sessionId": self.session_id, "errors": self.errors}
+
+
+def message_tokens(entry: EntryRecord) -> int:
+    return estimate_tokens(transcript.plain_text(entry.content)) + sum(
+        estimate_tokens(str(b.get("content", b.get("arguments", "")))) for b in entry.content
+        if b.get("type") in ("toolResult", "toolCall")) + 4
+
+
+def active_messages(store: AgentStore, session: SessionRecord) -> tuple[list[EntryRecord], EntryRecord | None]:
+    """Messages the model sees now (after the boundary and the latest compaction), and that compaction."""
+    after, _ = transcript.interval_bounds(store, session.session_id)
+    entries = list(store.iter_entries(session.session_id, after_seq=after, types=("message", "compaction")))
+    latest = next((e for e in reversed(entries) if e.type == "compaction"), None)
+    first_kept = latest.meta.get("firstKeptSeq", latest.seq) if latest else 0
+    return [e for e in entries if e.type == "message" and e.seq >= first_kept], latest
+
+
+def split_point(messages: Sequence[EntryRecord], keep_recent_tokens: int) -> int:
+    """Index of the first kept message; never between a tool call and its result."""
+    kept, index = 0, len(messages)
+    while index > 0 and kept + message_tokens(messages[index - 1]) <= keep_recent_tokens:
+        index -= 1
+        kept += message_tokens(messages[index])
+    while 0 < index < len(messages) and messages[index].role == "tool":
+        index -= 1  # keep the assistant tool call together with its result
+    return index
+
+
+def compact(store: AgentStore, session: SessionRecord, summarizers: Sequence[Summarizer], *, at: int,
+            keep_recent_tokens: int, policy: str = "strict", custom_rule: str | None = None,
+            instructions: str | None = None, reason: str = "manual") -> CompactionResult:
+    messages, previous = active_messages(store, session)
+    tokens_before = sum(message_tokens(m) for m in messages) + (
+        estimate_tokens(previous.meta.get("summary", "")) if previous else 0)
+    cut = split_point(messages, keep_recent_tokens)
+    if cut == 0:
+        return CompactionResult(False, "nothing old enough to compact", tokens_before=tokens_before,
+                                tokens_after=tokens_before, kept_messages=len(messages))
+    older = messages[:cut]
+    prior = [_as_summary_entry(previous)] if previous else []
+    summary, used, errors = _summarize([*prior, *older], summarizers, instructions, policy, custom_rule)
+    if policy == "strict":
+        summary = _ensure_identifiers(summary, [*prior, *older])
+    kept = messages[cut:]
+    tokens_after = estimate_tokens(summary) + sum(message_tokens(m) for m in kept)
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "compaction", at, meta={
+        "summary": summary, "firstKeptEntryId": kept[0].entry_id if kept else None,
+        "firstKeptSeq": kept[0].seq if kept else 2**62, "tokensBefore": tokens_before,
+        "tokensAfter": tokens_after, "compactedMessages": len(older), "summarizer": used,
+        "instructions": instructions, "reason": reason,
+    })
+    with store.transaction():  # one transaction: a crash leaves the transcript as it was
+        transcript.append(store, entry)
+        fresh = store.get_session(session.session_id) or session
+        fresh.meta["compactionCount"] = fresh.meta.get("compactionCount", 0) + 1
+        fresh.updated_at = max(fresh.updated_at, at)
+        store.update_session(fresh)
+    session.__dict__.update(fresh.__dict__)
+    return CompactionResult(True, reason, summary, used, len(older), len(kept), tokens_before, tokens_after,
+                            session.session_id, errors)
+
+
+def _as_summary_entry(previous: EntryRecord) -> EntryRecord:
+    text = f"(earlier summary) {previous.meta.get('summary', '')}"
+    return EntryRecord(previous.entry_id, previous.session_id, "message", previous.timestamp, role="assistant",
+                       content=transcript.text_blocks(text), seq=previous.seq)
+
+
+def _summarize(messages: list[EntryRecord], summarizers: Sequence[Summarizer], instructions: str | None,
+               policy: str, custom_rule: str | None) -> tuple[str, str, list[str]]:
+    errors = []
+    for summarizer in [*summarizers, ExtractiveSummarizer()]:
+        try:
+            return summarizer.summarize(messages, instructions=instructions, policy=policy,
+                                        custom_rule=custom_rule), summarizer.name, errors
+        except ClawkeepError as exc:  # a failing provider falls back to the next one
+            errors.append(f"{summarizer.name}: {exc}")
+    raise AssertionError("the extractive summarizer cannot fail")
+
+
+def _ensure_identifiers(summary: str, messages: Sequence[EntryRecord]) -> str:
+    """identifierPolicy strict: any identifier the summary dropped is appended verbatim."""
+    wanted = extract_identifiers("\n".join(transcript.plain_text(m.content) for m in messages))
+    missing = [i for i in wanted if i not in summary]
+    return summary + ("\n\nIdentifiers (verbatim): " + ", ".join(missing) if missing else "")
+
+
+def successor_session(store: AgentStore, session: SessionRecord, *, at: int) -> SessionRecord:
+    """truncateAfterCompaction: a new transcript for the same key starting from the latest
+    compaction (summary + kept messages); the old one is archived, never deleted."""
+    messages, latest = active_messages(store, session)
+    if latest is None:
+        raise InputError("truncateAfterCompaction needs a compaction first")
+    successor = SessionRecord(**{**session.__dict__, "session_id": new_session_id(), "version": 0,
+                                 "created_at": at, "updated_at": at, "message_count": len(messages),
+                                 "meta": {**session.meta, "predecessorSessionId": session.session_id}})
+    with store.transaction():
+        old = store.get_session(session.session_id) or session
+        old.archived_at = at
+        store.update_session(old)
+        store.insert_session(successor)
+        transcript.append(store, EntryRecord(transcript.new_entry_id(), successor.session_id, "session", at,
+                                             meta={"key": successor.key, "predecessorSessionId": session.session_id}))
+        transcript.append(store, EntryRecord(transcript.new_entry_id(), successor.session_id, "compaction", at,
+                                             meta={**latest.meta, "firstKeptSeq": 0, "copiedFrom": latest.entry_id}))
+        for message in messages:
+            copy = EntryRecord(f"{message.entry_id}~{successor.session_id[:8]}", successor.session_id, "message",
+                               message.timestamp, role=message.role, content=message.content,
+                               meta={**message.meta, "copiedFrom": message.entry_id})
+            store.append_entry(copy)  # not re-indexed: the original stays searchable
+    return successor

@@ -1,0 +1,149 @@
+"""Pre-compaction memory flush (C2): before old turns are summarised, keep what is durable.
+
+Trigger: the context reaches (compaction threshold − softThresholdTokens) or the active
+transcript exceeds forceFlushTranscriptBytes (2 MiB); once per compaction cycle. It writes
+only to today's `memory/YYYY-MM-DD.md`, append-only: MEMORY.md, DREAMS.md and the other
+bootstrap files are read-only here. Skipped for incognito, heartbeat and other synthetic
+sessions, coding/CLI-runtime sessions and read-only workspaces.
+
+With a model: a silent turn asks it for durable notes (or NO_REPLY). Without one: a
+rule-based extractor keeps dates, places, numbers, named entities, stated preferences,
+decisions and commitments; every note passes the write filters (M7).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..errors import ClawkeepError
+from ..memory import items
+from ..memory.timeparse import event_day
+from ..memory.workspace import daily_note
+from ..routing.keys import SYNTHETIC_KINDS
+from ..sessions import transcript
+from ..storage import EntryRecord, SessionRecord
+
+NO_REPLY = "NO_REPLY"
+MAX_NOTES = 20
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_SIGNALS = [
+    ("preference", re.compile(r"\b(i|we) (prefer|like|love|hate|dislike|always|never|usually)\b|我(喜欢|偏好|讨厌|不喜欢|习惯)"
+                              r"|が好き|좋아해", re.IGNORECASE)),
+    ("decision", re.compile(r"\b(we|i) (decided|agreed|chose|picked|settled on|will go with)\b|决定|定了|选了|決めた|결정",
+                            re.IGNORECASE)),
+    ("commitment", re.compile(r"\b(i will|i'll|we will|we'll|i promise|i need to|i have to|remind me|deadline|due)\b"
+                              r"|我(会|要|得|需要)|记得|提醒|截止|までに|할게", re.IGNORECASE)),
+    ("fact", re.compile(r"\b(my|our) [a-z ]{2,30} (is|are|was)\b|\bi (live|work|am|moved|flew|fly|go|went)\b"
+                        r"|我(住|在|是|叫|去|到)|私は|저는", re.IGNORECASE)),
+]
+_NUMBER = re.compile(r"\d")
+_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
+
+
+@dataclass
+class FlushResult:
+    ran: bool
+    reason: str
+    path: str | None = None
+    notes: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ran": self.ran, "reason": self.reason, "path": self.path, "notes": self.notes,
+                "refused": len(self.refused)}
+
+
+def flush_due(*, context_tokens: int, threshold_tokens: int, soft_threshold: int, transcript_bytes: int,
+              force_bytes: int, session: SessionRecord) -> bool:
+    if session.meta.get("memoryFlushCompactionCount") == session.meta.get("compactionCount", 0):
+        return False  # once per compaction cycle
+    by_tokens = context_tokens >= max(0, threshold_tokens - soft_threshold)
+    by_bytes = bool(force_bytes) and transcript_bytes >= force_bytes
+    return by_tokens or by_bytes
+
+
+def skip_reason(session: SessionRecord, workspace: Path) -> str | None:
+    if session.meta.get("incognito"):
+        return "incognito session"
+    if session.kind in SYNTHETIC_KINDS:
+        return f"{session.kind} session"
+    if session.kind == "coding":
+        return "CLI runtime session"
+    if workspace.exists() and not os.access(workspace, os.W_OK):
+        return "read-only workspace"
+    return None
+
+
+def extract_notes(messages: Sequence[EntryRecord], today: date) -> list[str]:
+    """Rule-based: sentences of the user that carry a durable signal."""
+    notes: list[str] = []
+    for entry in messages:
+        if entry.role != "user":
+            continue
+        for sentence in _SENTENCES.split(transcript.plain_text(entry.content)):
+            sentence = " ".join(sentence.split())
+            if len(sentence) < 6 or sentence.startswith("/"):
+                continue
+            if _is_signal(sentence, today):
+                notes.append(sentence)
+    return list(dict.fromkeys(notes))[-MAX_NOTES:]
+
+
+def _is_signal(sentence: str, today: date) -> bool:
+    if any(pattern.search(sentence) for _, pattern in _SIGNALS):
+        return True
+    if event_day(sentence, today) is not None:
+        return True  # dates
+    return bool(_NUMBER.search(sentence) and _CAPITALISED.search(sentence))  # numbers with named entities
+
+
+def model_notes(model: Any, messages: Sequence[EntryRecord], day: str) -> list[str]:
+    prompt = (f"Pre-compaction memory flush. Write durable memories from the conversation below as short "
+              f"bullet lines for memory/{day}.md (append-only). Only facts, preferences, decisions and "
+              f"commitments worth keeping; no secrets. MEMORY.md and other files are read-only. "
+              f"Reply {NO_REPLY} if there is nothing to store.")
+    body = "\n".join(f"{e.role}: {transcript.plain_text(e.content)}" for e in messages
+                     if e.role in ("user", "assistant"))
+    text = model.complete([{"role": "user", "content": body}], system=prompt).text.strip()
+    if not text or text.upper().startswith(NO_REPLY):
+        return []
+    return [line.lstrip("-*• ").strip() for line in text.splitlines() if line.strip().lstrip("-*• ").strip()]
+
+
+def flush(workspace: Path, session: SessionRecord, messages: Sequence[EntryRecord], *, today: date,
+          model: Any | None = None, allow_secrets: bool = False) -> FlushResult:
+    reason = skip_reason(session, workspace)
+    if reason:
+        return FlushResult(False, f"skipped: {reason}")
+    notes: list[str] = []
+    source = "rules"
+    if model is not None:
+        try:
+            notes = model_notes(model, messages, today.isoformat())
+            source = "model"
+        except ClawkeepError:
+            notes = extract_notes(messages, today)  # a failing model must not lose the flush
+    else:
+        notes = extract_notes(messages, today)
+    kept, refused = [], []
+    for note in notes:
+        (refused if items.filter_reason(note, allow_secrets=allow_secrets) else kept).append(note)
+    if not kept:
+        return FlushResult(True, f"nothing durable ({source})", refused=refused)
+    rel = daily_note(workspace, today.isoformat()).relative_to(workspace).as_posix()
+    existing = {i.text for i in items.all_items(workspace) if i.path == rel}
+    for note in kept:
+        if note in existing:
+            continue
+        attrs = {"id": items.new_item_id(), "at": today.isoformat(), "from": "flush", "session": session.key}
+        expiry = event_day(note, today)
+        if expiry is not None:
+            attrs["expires"] = expiry.isoformat()
+        items.append_item(workspace, rel, note, attrs, heading=f"# {today.isoformat()}")
+    return FlushResult(True, f"flushed ({source})", rel, kept, refused)

@@ -1,0 +1,177 @@
+"""Active Memory lanes (A2, A3).
+
+Lane 1 (no model): promoted trusted entries only — the active bullet items of MEMORY.md.
+Each entry's trigger phrases (a `trigger=a|b` attribute or `<!-- trigger: a; b -->`, else
+the entry's own words) are scored against the message: a one-word trigger scores 0.85 when
+present; a longer one 0.8·coverage + 0.2·min(1, overlap/2). entryScore = 0.8·best phrase +
+0.2·word overlap. Strong when ≥ 0.65; at most 3 entries and 1800 characters are injected.
+
+Lane 2: evidence from the allowed memory tools (memory_search over the memory index and,
+with rememberAcrossConversations, the other direct-message transcripts of the agent), then
+either a model condenses it to NONE or one line, or — without a model — the best evidence
+sentence is condensed deterministically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..memory import items
+from ..memory.workspace import MEMORY_FILE
+from ..text.analyzer import analyze_document
+from ..text.query import parse_query
+from ..text import stopwords
+
+NONE_ANSWERS = {"", "none", "no_reply", "nothing useful", "no relevant memory", "no relevant memories",
+                "n/a", "null", "[]", "{}", "timeout"}
+_TRIGGER_COMMENT = re.compile(r"<!--\s*trigger:\s*(.*?)\s*-->", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+
+
+_STOP = stopwords.ENGLISH | stopwords.CJK
+
+
+def _words(text: str) -> set[str]:
+    return {t for t in analyze_document(text).split() if len(t) > 1 and t not in _STOP}
+
+
+@dataclass
+class LaneOneHit:
+    item_id: str
+    text: str
+    score: float
+    citation: str
+
+
+def _triggers(raw_line: str, item: items.Item) -> list[str]:
+    explicit = item.attrs.get("trigger")
+    found = [t for t in re.split(r"[|;\n,]", explicit) if t.strip()] if explicit else []
+    comment = _TRIGGER_COMMENT.search(raw_line)
+    if comment:
+        found += [t for t in re.split(r"[|;\n,]", comment[1]) if t.strip()]
+    return found or [item.text]
+
+
+def phrase_score(trigger: str, message_words: set[str]) -> float:
+    words = _words(trigger)
+    if not words:
+        return 0.0
+    overlap = len(words & message_words)
+    if len(words) == 1:
+        return 0.85 if overlap else 0.0
+    if not overlap:
+        return 0.0
+    return 0.8 * overlap / len(words) + 0.2 * min(1.0, overlap / 2)
+
+
+def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: int, max_chars: int,
+             today: Any) -> tuple[list[LaneOneHit], str | None]:
+    """(strong hits, rendered block or None)."""
+    path = workspace / MEMORY_FILE
+    lines = items.read_lines(path) if path.is_file() else []
+    message_words = _words(message)
+    if not message_words or not lines:
+        return [], None
+    hits = []
+    for item in items.parse_items(MEMORY_FILE, "\n".join(lines)):
+        if item.status(today) != "active" or item.attrs.get("trust") == "untrusted":
+            continue
+        raw = lines[item.line - 1]
+        best = max(phrase_score(t, message_words) for t in _triggers(raw, item))
+        retrieval = len(_words(item.text) & message_words) / max(1, len(message_words))
+        score = 0.8 * best + 0.2 * min(1.0, retrieval)
+        if score >= min_score:
+            hits.append(LaneOneHit(item.id, item.text, score, f"{MEMORY_FILE}#L{item.line}"))
+    hits.sort(key=lambda h: (-h.score, h.item_id))
+    hits = hits[:max_entries]
+    if not hits:
+        return [], None
+    block = "\n".join(f"- {h.text} (Source: {h.citation})" for h in hits)
+    return hits, block[:max_chars]
+
+
+@dataclass
+class Evidence:
+    text: str
+    score: float
+    origin: str  # "memory" | "transcript"
+    when: str | None = None
+    citation: str | None = None
+
+
+def normalise_summary(text: str, max_chars: int) -> str | None:
+    """One line, cut at a word boundary with "…"; None for the NONE family of answers."""
+    line = " ".join((text or "").split())
+    if line.strip(" .").lower() in NONE_ANSWERS or line.upper().startswith("NONE"):
+        return None
+    if len(line) <= max_chars:
+        return line
+    cut = line[: max_chars - 1]
+    if " " in cut[max_chars // 2:]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def best_sentence(evidence: Evidence, query: str) -> str:
+    """The sentence of the evidence that shares the most query words."""
+    query_words = _words(query)
+    sentences = [s.strip() for s in _SENTENCE.split(evidence.text) if s.strip()] or [evidence.text]
+    return max(sentences, key=lambda s: (len(_words(s) & query_words), -len(s)))
+
+
+def deterministic_summary(evidence: list[Evidence], query: str, max_chars: int) -> str | None:
+    """Lane 2 without a model: condense the best hit to one line, or NONE."""
+    parsed = parse_query(query)
+    if not evidence or parsed is None:
+        return None
+    query_words = _words(query)
+    top = max(evidence, key=lambda e: (len(_words(e.text) & query_words), e.score))
+    if not _words(top.text) & query_words:
+        return None
+    sentence = best_sentence(top, query)
+    sentence = re.sub(r"^(User|Assistant):\s*", "", sentence)
+    sentence = re.sub(r"^[-*]\s+", "", sentence)
+    if top.origin == "transcript":
+        prefix = f"The user said{' on ' + top.when if top.when else ''}: "
+    else:
+        prefix = f"Memory ({top.citation}): " if top.citation else "Memory: "
+    return normalise_summary(prefix + sentence, max_chars)
+
+
+STYLE_RULES = {
+    "balanced": "Return the single most relevant remembered fact for the latest message.",
+    "strict": "Only return a fact that directly answers the latest message; otherwise NONE.",
+    "contextual": "Use the whole conversation to pick the remembered fact that helps most.",
+    "recall-heavy": "Prefer returning a relevant fact over NONE when anything plausibly helps.",
+    "precision-heavy": "Return NONE unless the evidence is clearly about what is asked.",
+    "preference-only": "Only return the user's stated preferences; otherwise NONE.",
+}
+
+
+def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: str, max_chars: int,
+                  timeout_s: float) -> str | None:
+    """Lane 2 with a model: it sees only what the allowed memory tools returned."""
+    lines = [f"[{e.origin}{' ' + e.when if e.when else ''}] {e.text}" for e in evidence[:8]]
+    system = (
+        "You are a memory recall helper. Using ONLY the memory search results below, write NONE or one "
+        f"plain-text line under {max_chars} characters about the user (not addressed to the user), with no "
+        "bullets, labels, XML, JSON or markdown. Flag mutable operational facts as possibly stale. "
+        + STYLE_RULES[style]
+    )
+    prompt = "Bounded memory search query:\n" + query[:480] + "\n\nMemory search results:\n" + (
+        "\n".join(lines) or "(none)")
+    result = model.complete([{"role": "user", "content": prompt}], system=system, max_tokens=200,
+                            timeout_s=timeout_s)
+    return normalise_summary(result.text, max_chars)
+
+
+def gather(search_memory: Callable[[str], list[Evidence]], search_transcripts: Callable[[str], list[Evidence]] | None,
+           query: str) -> list[Evidence]:
+    found = search_memory(query)
+    if search_transcripts is not None:
+        found += search_transcripts(query)
+    return sorted(found, key=lambda e: e.score, reverse=True)

@@ -1,0 +1,189 @@
+"""Active Memory (A1–A5): recall before a reply, never blocking it.
+
+recall() = gates → lane 1 (trusted MEMORY.md entries) → lane 2 when the message asks about
+the past and lane 1 had no strong hit (escalate mode) → a one-line summary or nothing.
+Failures and timeouts return a status, never an exception: a reply must not wait on memory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ClawkeepError
+from ..memory import service as memory
+from ..memory.sessions_source import eligible as transcript_eligible
+from ..routing.keys import SYNTHETIC_KINDS, parse_key
+from ..runtime import Runtime
+from ..sessions import transcript
+from ..sessions.service import find_session
+from ..storage import SessionRecord
+from ..text.query import parse_query, rerank
+from ..timeutil import to_iso
+from . import lanes
+from .detector import classify
+from .settings import ActiveMemoryOptions, active_memory_config, remember_across_conversations
+
+DM_KINDS = ("main", "direct", "dashboard")
+
+
+@dataclass
+class RecallResult:
+    status: str  # ok | none | skipped | timeout | error
+    lane: int | None
+    past_question: bool
+    summary: str | None
+    elapsed_ms: int
+    reason: str | None = None
+    query_mode: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"status": self.status, "lane": self.lane, "pastQuestion": self.past_question,
+               "summary": self.summary, "elapsedMs": self.elapsed_ms}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def gate(rt: Runtime, session: SessionRecord, *, options: ActiveMemoryOptions, enabled: bool,
+         inter_session: bool = False) -> str | None:
+    """Why Active Memory must not run for this turn (None = it may)."""
+    if not enabled:
+        return "plugin disabled"
+    if options.agents and session.agent_id not in options.agents:
+        return f"agent {session.agent_id} not targeted"
+    if session.kind in SYNTHETIC_KINDS or session.kind == "coding":
+        return f"{session.kind} runs never trigger Active Memory"
+    if session.meta.get("incognito"):
+        return "incognito sessions are not persistent"
+    if inter_session:
+        return "inter-session data is not a user message"
+    chat = session.chat_type or "direct"
+    if chat not in options.allowed_chat_types:
+        return f"chat type {chat} not in allowedChatTypes"
+    ids = {session.key.lower(), *(p.lower() for p in session.key.split(":")[2:])}
+    if ids & {c.lower() for c in options.denied_chat_ids}:
+        return "chat id denied"
+    if options.allowed_chat_ids and not ids & {c.lower() for c in options.allowed_chat_ids}:
+        return "chat id not allowed"
+    if session.meta.get("activeMemory") == "off":
+        return "paused for this session (/active-memory off)"
+    return None
+
+
+class CircuitBreaker:
+    """N consecutive timeouts for an agent+model open the circuit for a cooldown (A4)."""
+
+    def __init__(self) -> None:
+        self._state: dict[tuple[str, str], tuple[int, float]] = {}
+
+    def open(self, key: tuple[str, str]) -> bool:
+        _, until = self._state.get(key, (0, 0.0))
+        return time.monotonic() < until
+
+    def record(self, key: tuple[str, str], *, timed_out: bool, max_timeouts: int, cooldown_ms: int) -> None:
+        if not timed_out:
+            self._state.pop(key, None)
+            return
+        count, _ = self._state.get(key, (0, 0.0))
+        count += 1
+        until = time.monotonic() + cooldown_ms / 1000 if count >= max_timeouts else 0.0
+        self._state[key] = (0 if until else count, until)
+
+
+def breaker(rt: Runtime) -> CircuitBreaker:
+    if not hasattr(rt, "_recall_breaker"):
+        rt._recall_breaker = CircuitBreaker()  # type: ignore[attr-defined]
+    return rt._recall_breaker  # type: ignore[attr-defined]
+
+
+def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False) -> RecallResult:
+    started = time.monotonic()
+
+    def done(status: str, lane: int | None, past: bool, summary: str | None = None,
+             reason: str | None = None) -> RecallResult:
+        return RecallResult(status, lane, past, summary, int((time.monotonic() - started) * 1000), reason,
+                            options.query_mode)
+
+    settings = active_memory_config(rt.config)
+    options = settings.config
+    _, session = find_session(rt, session_ref)
+    past = classify(text).past_question
+    blocked = gate(rt, session, options=options, enabled=settings.enabled, inter_session=inter_session)
+    if blocked:
+        return done("skipped", None, past, reason=blocked)
+    try:
+        hits, block = lanes.lane_one(memory.workspace(rt), text, min_score=options.lane_one.min_score,
+                                     max_entries=options.lane_one.max_entries, max_chars=options.lane_one.max_chars,
+                                     today=memory.today(rt))
+        if hits:
+            return done("ok", 1, past, block, reason="strong-lane-one-hit")
+        if options.mode == "off":
+            return done("none", None, past, reason="mode-off")
+        if options.mode == "escalate" and not past:
+            return done("none", None, past, reason="no-recall-intent")
+        return _lane_two(rt, session, text, options, model, past, done)
+    except ClawkeepError as exc:
+        return done("error", 2, past, reason=str(exc))
+
+
+def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
+              past: bool, done: Any) -> RecallResult:
+    across = remember_across_conversations(rt.config)
+    evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across),
+                            (lambda q: _transcript_evidence(rt, session, q)) if across else None, text)
+    if model is None:
+        summary = lanes.deterministic_summary(evidence, text, options.max_summary_chars)
+        return done("ok" if summary else "none", 2, past, summary)
+    key = (session.agent_id, getattr(model, "model", "model"))
+    circuit = breaker(rt)
+    if circuit.open(key):
+        return done("skipped", 2, past, reason="circuit open after repeated timeouts")
+    from ..models.chat import ModelTimeoutError  # noqa: PLC0415 - only needed with a model
+
+    try:
+        summary = lanes.model_summary(model, evidence, text, style=options.style,
+                                      max_chars=options.max_summary_chars, timeout_s=options.timeout_ms / 1000)
+    except ModelTimeoutError:
+        circuit.record(key, timed_out=True, max_timeouts=options.circuit_breaker.max_timeouts,
+                       cooldown_ms=options.circuit_breaker.cooldown_ms)
+        return done("timeout", 2, past, reason=f"recall model timed out after {options.timeout_ms} ms")
+    circuit.record(key, timed_out=False, max_timeouts=options.circuit_breaker.max_timeouts,
+                   cooldown_ms=options.circuit_breaker.cooldown_ms)
+    return done("ok" if summary else "none", 2, past, summary)
+
+
+def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
+    """memory_search, minus what belongs to other conversations when DMs are isolated."""
+    results = memory.search(rt, query, limit=6)["results"]
+    found = []
+    for hit in results:
+        owner = hit.get("sessionKey")
+        if owner and owner != session.key and not across:
+            continue  # another peer's conversation: never crosses an isolation boundary
+        if owner and owner != session.key and parse_key(owner).kind not in DM_KINDS:
+            continue
+        found.append(lanes.Evidence(hit["snippet"], hit["score"], "memory", None, hit.get("source")))
+    return found
+
+
+def _transcript_evidence(rt: Runtime, session: SessionRecord, query: str) -> list[lanes.Evidence]:
+    """A5: the other direct-message transcripts of this agent (never groups, cron, the current one)."""
+    parsed = parse_query(query)
+    if parsed is None:
+        return []
+    store = rt.store(session.agent_id)
+    allowed = [s.session_id for s in store.list_sessions()
+               if s.session_id != session.session_id and s.kind in DM_KINDS and transcript_eligible(s)]
+    if not allowed:
+        return []
+    selected = parsed.select(store.document_frequency, store.indexed_documents())
+    rows = rerank(store.search(selected.match(), session_ids=allowed, limit=50), selected,
+                  tokens=lambda r: r.tokens, rank=lambda r: r.score)
+    evidence = []
+    for position, row in enumerate(rows[:5]):
+        when = (to_iso(row.entry.timestamp) or "")[:10] or None
+        evidence.append(lanes.Evidence(transcript.plain_text(row.entry.content), 1.0 / (1 + position),
+                                       "transcript", when))
+    return evidence

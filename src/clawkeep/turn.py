@@ -1,0 +1,206 @@
+"""The reply half of a turn: recall → context → (flush, compaction) → model → transcript.
+
+With no model configured the turn runs in record mode: the user message is stored and every
+memory step still runs (Active Memory, the memory flush and compaction with their no-model
+fallbacks), but no reply is generated and the result says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .context import compaction as compaction_mod
+from .context.assembly import TurnContext, assemble, clear_notices
+from .context.flush import FlushResult, flush, flush_due
+from .errors import ClawkeepError
+from .memory import service as memory
+from .recall.service import RecallResult, recall
+from .runtime import Runtime
+from .sessions import transcript
+from .storage import AgentStore, EntryRecord, SessionRecord
+from .timeutil import zone
+
+DEFAULT_CONTEXT_TOKENS = 128_000
+RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
+
+
+def chat_model(rt: Runtime, ref: str | None = None) -> Any | None:
+    """The configured chat model chain (primary + fallbacks), or None for record mode."""
+    defaults = rt.config.agents.defaults.model
+    primary = ref or defaults.primary
+    if not primary:
+        return None
+    cache = rt.__dict__.setdefault("_chat_models", {})
+    if primary not in cache:
+        from .models.chat import create_chain  # noqa: PLC0415 - httpx clients only when a model is used
+
+        cache[primary] = create_chain(primary, [] if ref else defaults.fallbacks, rt.config.models)
+        if cache[primary] is not None:
+            rt.on_close(cache[primary].close)
+    return cache[primary]
+
+
+def window_tokens(rt: Runtime, model: Any | None) -> int:
+    return getattr(model, "context_window", None) or DEFAULT_CONTEXT_TOKENS
+
+
+def compaction_threshold(rt: Runtime, window: int) -> int:
+    reserve = min(rt.config.agents.defaults.compaction.reserve_tokens_floor, window // 4)
+    return window - reserve
+
+
+@dataclass
+class TurnOutcome:
+    reply: str | None = None
+    recall: RecallResult | None = None
+    compaction: dict[str, Any] | None = None
+    flush: dict[str, Any] | None = None
+    notices: list[str] = field(default_factory=list)
+    model: str | None = None
+    record_mode: bool = False
+
+
+def before_user_message(rt: Runtime, session: SessionRecord, text: str, model: Any | None) -> RecallResult | None:
+    """Active Memory runs before the message is stored, so it cannot recall the question itself."""
+    recall_model = chat_model(rt, _recall_model_ref(rt)) if model is not None else None
+    return recall(rt, text, session.key, model=recall_model or model)
+
+
+def _recall_model_ref(rt: Runtime) -> str | None:
+    from .recall.settings import active_memory_config  # noqa: PLC0415
+
+    options = active_memory_config(rt.config).config
+    return options.model or options.model_fallback
+
+
+def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,
+                 context_tokens: int) -> tuple[dict | None, dict | None]:
+    """Flush (once per cycle, before compaction) and automatic compaction near the window."""
+    settings = rt.config.agents.defaults.compaction
+    window = window_tokens(rt, model)
+    threshold = compaction_threshold(rt, window)
+    messages, _ = compaction_mod.active_messages(store, session)
+    transcript_bytes = sum(len(json.dumps(m.content, ensure_ascii=False).encode()) for m in messages)
+    flushed = None
+    if settings.memory_flush.enabled and flush_due(
+            context_tokens=context_tokens, threshold_tokens=threshold,
+            soft_threshold=settings.memory_flush.soft_threshold_tokens, transcript_bytes=transcript_bytes,
+            force_bytes=settings.memory_flush.force_flush_transcript_bytes, session=session):
+        flushed = run_flush(rt, store, session, model, messages).to_json()
+    compacted = None
+    too_big = settings.max_active_transcript_bytes and transcript_bytes > settings.max_active_transcript_bytes
+    if context_tokens >= threshold or too_big:
+        compacted = run_compaction(rt, store, session, model, at=at, reason="threshold").to_json()
+    return flushed, compacted
+
+
+def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None,
+              messages: list[EntryRecord]) -> FlushResult:
+    flush_model = chat_model(rt, rt.config.agents.defaults.compaction.memory_flush.model) or model
+    today = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone)).date()
+    result = flush(memory.workspace(rt), session, messages, today=today, model=flush_model,
+                   allow_secrets=rt.config.agents.defaults.memory_search.write_filters.allow_secrets)
+    with store.transaction():
+        fresh = store.get_session(session.session_id) or session
+        fresh.meta["memoryFlushCompactionCount"] = fresh.meta.get("compactionCount", 0)
+        fresh.meta["memoryFlushAt"] = rt.now()
+        store.update_session(fresh)
+    session.__dict__.update(fresh.__dict__)
+    return result
+
+
+def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, *, at: int,
+                   reason: str, instructions: str | None = None) -> compaction_mod.CompactionResult:
+    settings = rt.config.agents.defaults.compaction
+    summarizer_model = chat_model(rt, settings.model) or model
+    summarizers = [compaction_mod.ModelSummarizer(summarizer_model)] if summarizer_model is not None else []
+    result = compaction_mod.compact(
+        store, session, summarizers, at=at, keep_recent_tokens=settings.keep_recent_tokens,
+        policy=settings.identifier_policy, custom_rule=settings.identifier_instructions,
+        instructions=instructions, reason=reason)
+    if result.compacted and settings.truncate_after_compaction:
+        successor = compaction_mod.successor_session(store, session, at=at)
+        result.session_id = successor.session_id
+        session.__dict__.update(successor.__dict__)
+    return result
+
+
+def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, recall_result: RecallResult | None,
+          model: Any, at: int, *, retried: bool = False) -> tuple[str, dict[str, Any] | None]:
+    """Call the model; on a context overflow compact and retry once."""
+    from .models.chat import ContextOverflowError  # noqa: PLC0415
+
+    context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
+    try:
+        result = model.complete(context.messages, system=context.system or None)
+    except ContextOverflowError:
+        if retried:
+            raise
+        compacted = run_compaction(rt, store, session, model, at=at, reason="overflow").to_json()
+        answer, _ = reply(rt, store, session, text, recall_result, model, at, retried=True)
+        return answer, compacted
+    _record_usage(store, session, result, rt.now())
+    return result.text, None
+
+
+def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: str,
+                  recall_result: RecallResult | None, model: Any | None, at: int, *, exclude_last: bool) -> TurnContext:
+    new_session = not any(e.role == "assistant" for e in compaction_mod.active_messages(store, session)[0])
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=new_session)
+    summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
+    context = assemble(store, session, user_text=text, bootstrap=bootstrap, recall_summary=summary,
+                       pruning=rt.config.agents.defaults.context_pruning, provider=getattr(model, "provider", None),
+                       now_ms=at, window_tokens=window_tokens(rt, model))
+    if exclude_last and len(context.messages) >= 2 and context.messages[-2]["role"] == "user":
+        # the user message is already stored; it must appear once, with the recall block in front
+        context.messages.pop(-2)
+    return context
+
+
+def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: int) -> None:
+    with store.transaction():
+        fresh = store.get_session(session.session_id) or session
+        usage = fresh.meta.setdefault("usage", {"inputTokens": 0, "outputTokens": 0})
+        usage["inputTokens"] += int(result.usage.get("inputTokens") or 0)
+        usage["outputTokens"] += int(result.usage.get("outputTokens") or 0)
+        fresh.meta["lastModelCallAt"] = now
+        fresh.model = f"{result.provider}/{result.model}"
+        store.update_session(fresh)
+    session.__dict__.update(fresh.__dict__)
+
+
+def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
+                       at: int) -> TurnOutcome:
+    """Everything after the user message is stored: context, memory steps, the reply."""
+    store = rt.store_for_key(session.key)
+    model = chat_model(rt)
+    outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
+                          model=getattr(model, "ref", None) if model is not None else None)
+    context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
+    outcome.notices = context.notices
+    try:
+        outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, context.estimated_tokens)
+    except ClawkeepError as exc:
+        rt.log_warning(f"memory steps failed: {exc}")
+    if model is not None:
+        answer, overflow_compaction = reply(rt, store, session, text, recall_result, model, at)
+        outcome.reply = answer
+        outcome.compaction = overflow_compaction or outcome.compaction
+        _record_reply(store, session, answer, outcome.model, rt.now())
+    clear_notices(store, session)
+    return outcome
+
+
+def _record_reply(store: AgentStore, session: SessionRecord, text: str, model: str | None, at: int) -> None:
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role="assistant",
+                        content=transcript.text_blocks(text), meta={"model": model})
+    with store.transaction():  # the reply and the session counters land together
+        transcript.append(store, entry)
+        fresh = store.get_session(session.session_id) or session
+        fresh.message_count += 1
+        fresh.updated_at = max(fresh.updated_at, at)
+        store.update_session(fresh)
+    session.__dict__.update(fresh.__dict__)
