@@ -7,9 +7,9 @@ def test_message_json_shape_and_defaults(cli):
     result = cli("message", "hello from the cli", "--json")
     assert result.code == 0, result.stderr
     data = result.json()
-    assert set(data) == {"sessionKey", "sessionId", "messageId", "role"}
+    assert {"sessionKey", "sessionId", "messageId", "role"} <= set(data)
     assert data["sessionKey"] == "agent:main:main" and data["role"] == "user"
-    assert "reply" not in data
+    assert "reply" not in data and data["mode"] == "record" and "no reply" in data["note"]
 
 
 def test_full_session_flow_through_the_cli(cli):
@@ -66,7 +66,10 @@ def test_user_mistakes_exit_2_without_traceback(cli):
         ("message", "hi", "--at", "yesterday-ish"),
         ("message", "hi", "--message-id", "has space"),
         ("message", ""),
-        ("message", "/compact now"),
+        ("message", "/dreaming on"),
+        ("message", "/verbose sometimes"),
+        ("message", "/active-memory maybe"),
+        ("recall", "what did I say"),
         ("--agent", "Bad Agent", "status"),
         ("sessions", "list", "--active", "-5"),
         ("sessions", "frobnicate"),
