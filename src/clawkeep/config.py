@@ -239,6 +239,8 @@ class ContextPruningConfig(_Model):
 class AgentDefaults(_Model):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     workspace: str | None = None  # main agent's workspace; default <home>/workspace
+    # ro / none: the agent may read but never write memory files (flush skipped, remember refused)
+    workspace_access: Literal["rw", "ro", "none"] = Field("rw", alias="workspaceAccess")
     # MEMORY.md is injected at DM session start up to this many characters (the file is never cut).
     bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")

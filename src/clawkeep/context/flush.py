@@ -68,14 +68,14 @@ def flush_due(*, context_tokens: int, threshold_tokens: int, soft_threshold: int
     return by_tokens or by_bytes
 
 
-def skip_reason(session: SessionRecord, workspace: Path) -> str | None:
+def skip_reason(session: SessionRecord, workspace: Path, access: str = "rw") -> str | None:
     if session.meta.get("incognito"):
         return "incognito session"
     if session.kind in SYNTHETIC_KINDS:
         return f"{session.kind} session"
     if session.kind == "coding":
         return "CLI runtime session"
-    if workspace.exists() and not os.access(workspace, os.W_OK):
+    if access != "rw" or (workspace.exists() and not os.access(workspace, os.W_OK)):
         return "read-only workspace"
     return None
 
@@ -117,8 +117,8 @@ def model_notes(model: Any, messages: Sequence[EntryRecord], day: str) -> list[s
 
 
 def flush(workspace: Path, session: SessionRecord, messages: Sequence[EntryRecord], *, today: date,
-          model: Any | None = None, allow_secrets: bool = False) -> FlushResult:
-    reason = skip_reason(session, workspace)
+          model: Any | None = None, allow_secrets: bool = False, access: str = "rw") -> FlushResult:
+    reason = skip_reason(session, workspace, access)
     if reason:
         return FlushResult(False, f"skipped: {reason}")
     notes: list[str] = []

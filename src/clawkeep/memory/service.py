@@ -146,6 +146,8 @@ class RememberResult:
 def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
     today's note with an expiry. Write filters (M7) and supersession (M8) apply."""
+    if rt.config.agents.defaults.workspace_access != "rw":
+        raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
     fact = items.strip_request(text or "")
     if not fact:
         raise InputError("nothing to remember: the text is empty")
