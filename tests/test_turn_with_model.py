@@ -1,0 +1,139 @@
+"""The full turn with a scripted model over real HTTP (OpenAI-compatible protocol)."""
+
+import pytest
+
+from conftest import open_engine
+from scripted_chat_server import Reply, ScriptedChatServer
+
+from clawkeep.context.compaction import active_messages
+
+
+def completion(text, prompt_tokens=50, completion_tokens=10):
+    return Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}})
+
+
+def overflow():
+    return Reply(status=400, json={"error": {"message": "This model's maximum context length is 8192 tokens. "
+                                             "However, you requested 9000 tokens", "code": "context_length_exceeded"}})
+
+
+@pytest.fixture
+def server():
+    with ScriptedChatServer() as srv:
+        yield srv
+
+
+def model_config(server, *, timeout_ms=5000, retries=0, **extra):
+    return {
+        "models": {"providers": {"local": {"api": "openai", "baseUrl": server.url + "/v1", "timeoutMs": timeout_ms,
+                                           "retries": retries, "models": {"scripted-1": {"contextWindow": 8192}}}}},
+        "agents": {"defaults": {"model": {"primary": "local/scripted-1"},
+                                "memorySearch": {"provider": "none"}, **extra}},
+    }
+
+
+def test_full_turn_injects_recall_before_the_user_message_and_stores_the_reply(home, server):
+    server.script(completion("Noted: Shanghai next Tuesday."),
+                  completion("The user said they go to 上海 next Tuesday."),  # lane 2: the recall sub-agent
+                  completion("You go to Shanghai next Tuesday."))
+    eng = open_engine(home, model_config(server))
+    first = eng.message("下周二我去上海", channel="telegram", sender="alice")
+    assert first.reply == "Noted: Shanghai next Tuesday." and first.mode is None
+    thread = eng.sessions_create()
+    result = eng.message("我下周有什么安排", session=thread["key"])
+    assert result.reply == "You go to Shanghai next Tuesday."
+    assert result.active_memory == {**result.active_memory, "status": "ok", "lane": 2,
+                                    "summary": "The user said they go to 上海 next Tuesday."}
+    recall_prompt = server.requests[1].json["messages"][-1]["content"]
+    assert "下周二我去上海" in recall_prompt  # the sub-agent saw what the memory tools found
+    sent = server.requests[-1].json["messages"]
+    user = sent[-1]
+    assert user["role"] == "user"
+    assert user["content"].index("<active_memory_plugin>") < user["content"].index("我下周有什么安排")
+    assert "Untrusted context" in user["content"] and "上海" in user["content"].split("</active_memory_plugin>")[0]
+    assert all(m["role"] != "system" or "active_memory_plugin" not in m["content"] for m in sent)
+    assert sum("我下周有什么安排" in m["content"] for m in sent) == 1
+    history = eng.sessions_history(thread["key"])["messages"]
+    assert [(m["role"], m["text"]) for m in history] == [
+        ("user", "我下周有什么安排"), ("assistant", "You go to Shanghai next Tuesday.")]
+    assert "active_memory_plugin" not in history[0]["text"]  # the transcript keeps the user's own words
+    status = eng.session_status(thread["key"])
+    assert status["usage"]["inputTokens"] == 50 and status["model"] == "local/scripted-1"
+
+
+def test_bootstrap_and_history_reach_the_model(home, server):
+    server.script(completion("a1"), completion("a2"))
+    eng = open_engine(home, model_config(server))
+    eng.memory_remember("I prefer TypeScript")
+    eng.message("first question")
+    eng.message("second question")
+    first, second = server.requests[0].json["messages"], server.requests[1].json["messages"]
+    assert first[0]["role"] == "system" and "I prefer TypeScript" in first[0]["content"]
+    assert [m["content"] for m in second if m["role"] != "system"] == ["first question", "a1", "second question"]
+
+
+def test_overflow_compacts_then_retries_once(home, server):
+    server.script(completion("ok 1"), completion("ok 2"), completion("ok 3"), overflow(),
+                  completion("summary of earlier turns"), completion("answer after compaction"))
+    eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 50}))
+    for i in range(3):
+        eng.message(f"turn {i} " + "words " * 100)
+    result = eng.message("the question that overflows")
+    assert result.reply == "answer after compaction"
+    assert result.compaction["compacted"] and result.compaction["reason"] == "overflow"
+    assert result.compaction["summarizer"] == "model"
+    store = eng.runtime.store()
+    _, latest = active_messages(store, store.get_session(result.session_id))
+    assert latest.meta["summary"].startswith("summary of earlier turns")
+
+
+def test_overflow_forever_is_an_error_and_nothing_is_lost(home, server):
+    server.script(completion("ok"), overflow(), completion("summary"), overflow())
+    eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 10}))
+    eng.message("first " + "x " * 50)
+    from clawkeep.models.chat import ContextOverflowError
+    with pytest.raises(ContextOverflowError):
+        eng.message("second")
+    texts = [m["text"] for m in eng.sessions_history("agent:main:main")["messages"]]
+    assert texts[-1] == "second"  # the user message was stored before the model failed
+
+
+def test_garbage_and_hanging_models_raise_clear_errors(home, server):
+    from clawkeep.models.chat import ModelResponseError, ModelTimeoutError
+    server.script(Reply(body="this is not json", headers={"Content-Type": "application/json"}), Reply(hang=True))
+    eng = open_engine(home, model_config(server, timeout_ms=300))
+    with pytest.raises(ModelResponseError, match="local/scripted-1"):
+        eng.message("hello")
+    with pytest.raises(ModelTimeoutError):
+        eng.message("hello again")
+    assert len(eng.sessions_history("agent:main:main")["messages"]) == 2
+
+
+def test_recall_circuit_breaker_opens_after_three_timeouts(home, server):
+    config = model_config(server, timeout_ms=60_000)
+    config["plugins"] = {"entries": {"active-memory": {"config": {"timeoutMs": 300}}}}
+    server.script(*[Reply(hang=True) for _ in range(3)])
+    eng = open_engine(home, config)
+    thread = eng.sessions_create()
+    statuses = [eng.recall("what did we decide last time?", session=thread["key"])["status"] for _ in range(3)]
+    assert statuses == ["timeout", "timeout", "timeout"]
+    opened = eng.recall("what did we decide last time?", session=thread["key"])
+    assert opened["status"] == "skipped" and "circuit" in opened["reason"]
+    assert len(server.requests) == 3  # the open circuit sent nothing
+
+
+def test_model_lane_two_returns_one_line_or_none(home, server):
+    config = model_config(server)
+    server.script(completion("The user plans a trip to Shanghai next Tuesday.\nSecond line ignored"),
+                  completion("NONE"))
+    eng = open_engine(home, config)
+    eng.memory_remember("下周二我去上海出差")
+    thread = eng.sessions_create()
+    hit = eng.recall("我下周有什么安排", session=thread["key"])
+    assert hit["status"] == "ok" and hit["summary"] == "The user plans a trip to Shanghai next Tuesday. Second line ignored"
+    prompt = server.requests[0].json["messages"]
+    assert "上海" in prompt[-1]["content"] and "NONE" in prompt[0]["content"]
+    assert eng.recall("我下周有什么安排", session=thread["key"])["status"] == "none"
