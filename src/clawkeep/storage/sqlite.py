@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConflictError, DuplicateError, StorageError
+from ..errors import ConflictError, DuplicateError
 from .base import AgentStore, EntryRecord, SearchRow, SessionRecord
-
-SCHEMA_VERSION = 1
+from .sqlite_base import SqliteConnection
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -81,98 +78,15 @@ _SESSION_COLUMNS = (
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta"
 
 
-def _storage_error(path: str, exc: sqlite3.Error) -> StorageError:
-    text = str(exc)
-    if "locked" in text or "busy" in text:
-        return StorageError(f"database {path} is locked by another process and stayed locked; nothing was changed")
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return StorageError(
-            f"database {path} is corrupt or not a clawkeep database ({text}); nothing was changed. "
-            "Move it aside or restore a backup."
-        )
-    if "readonly" in text or "unable to open" in text:
-        return StorageError(f"database {path} cannot be opened for writing ({text})")
-    return StorageError(f"database {path}: {text}")
-
-
-class SqliteAgentStore(AgentStore):
+class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
     def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 30_000):
         self.agent_id = agent_id
-        self.path = str(path)
-        self._lock = threading.RLock()
-        self._depth = 0
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise _storage_error(self.path, exc) from None
-        except OSError as exc:
-            raise StorageError(f"database {self.path} cannot be created: {exc}") from None
+        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StorageError(
-                f"database {self.path} has schema version {version}; this clawkeep understands up to {SCHEMA_VERSION}"
-            )
-        if version < SCHEMA_VERSION:
-            with self.transaction():
-                # executescript() would commit early; run the statements inside our transaction.
-                for statement in _SCHEMA.split(";\n"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._lock:
-            outer = self._depth == 0
-            try:
-                if outer:
-                    self._conn.execute("BEGIN IMMEDIATE")
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                if outer:
-                    self._conn.execute("COMMIT")
-            except BaseException as exc:
-                if outer and self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise _storage_error(self.path, exc) from None
-                raise
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row | tuple]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise _storage_error(self.path, exc) from None
-
-    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        # Callers hold `transaction()`; statements outside one commit on their own.
-        try:
-            return self._conn.execute(sql, params)
-        except sqlite3.IntegrityError:
-            raise
-        except sqlite3.Error as exc:
-            raise _storage_error(self.path, exc) from None
+    def _schema(self) -> list[str]:
+        return [statement for statement in _SCHEMA.split(";\n") if statement.strip()]
 
     # --- sessions -------------------------------------------------------------------
     @staticmethod

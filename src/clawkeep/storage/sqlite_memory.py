@@ -7,18 +7,13 @@ here, and stdlib sqlite3 on this Python cannot load extensions anyway).
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from .memory_base import ChunkRecord, FileRecord, MemoryStore
-from .sqlite import _storage_error
-
-SCHEMA_VERSION = 1
+from .sqlite_base import SqliteConnection
 
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -40,60 +35,15 @@ _SCHEMA = [
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
 
 
-class SqliteMemoryStore(MemoryStore):
+class SqliteMemoryStore(SqliteConnection, MemoryStore):
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
         # The index can always be rebuilt from Markdown, so it does not pay for FULL fsyncs.
-        self.path = str(path)
-        self._lock = threading.RLock()
-        self._depth = 0
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                         timeout=busy_timeout_ms / 1000)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            with self.transaction():
-                if self._conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    for statement in _SCHEMA:
-                        self._conn.execute(statement)
-                    self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.Error as exc:
-            raise _storage_error(self.path, exc) from None
+        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+    def _schema(self) -> list[str]:
+        return _SCHEMA
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._lock:
-            outer = self._depth == 0
-            try:
-                if outer:
-                    self._conn.execute("BEGIN IMMEDIATE")
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                if outer:
-                    self._conn.execute("COMMIT")
-            except BaseException as exc:
-                if outer and self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise _storage_error(self.path, exc) from None
-                raise
-
-    def _rows(self, sql: str, params: Sequence = ()) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise _storage_error(self.path, exc) from None
+    _rows = SqliteConnection._query
 
     def _bump(self) -> None:
         self._conn.execute(
