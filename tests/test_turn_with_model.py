@@ -137,3 +137,40 @@ def test_model_lane_two_returns_one_line_or_none(home, server):
     prompt = server.requests[0].json["messages"]
     assert "上海" in prompt[-1]["content"] and "NONE" in prompt[0]["content"]
     assert eng.recall("我下周有什么安排", session=thread["key"])["status"] == "none"
+
+
+def test_llm_slug_names_the_session_memory_file(home, server):
+    config = model_config(server)
+    config["hooks"] = {"internal": {"entries": {"session-memory": {"llmSlug": True}}}}
+    server.script(completion("Sure, blue."), completion("Logo Colours!"))
+    eng = open_engine(home, config)
+    eng.message("we picked the blue logo", at="2026-03-01T10:00:00Z")
+    eng.message("/reset", at="2026-03-01T10:05:00Z")
+    names = sorted(p.name for p in (home / "workspace" / "memory").glob("*.md"))
+    assert names == ["2026-03-01-logo-colours.md"]
+
+
+def test_pluggable_compaction_provider_and_notice(home, server):
+    from clawkeep.errors import ClawkeepError
+
+    class Broken:
+        name = "team-summarizer"
+
+        def summarize(self, messages, **kwargs):
+            raise ClawkeepError("down")
+
+    class Good:
+        name = "house-style"
+
+        def summarize(self, messages, **kwargs):
+            return f"{len(messages)} messages about invoices"
+
+    eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"},
+                                                     "compaction": {"keepRecentTokens": 10}}}})
+    eng.register_compaction_provider(Broken())
+    eng.register_compaction_provider(Good())
+    for i in range(4):
+        eng.message(f"invoice INV-{i} " + "w " * 100)
+    result = eng.message("/compact")
+    assert result.status["summarizer"] == "house-style" and result.status["errors"] == ["team-summarizer: down"]
+    assert result.status["notice"].startswith("Context compacted: ")

@@ -184,6 +184,12 @@ class Engine:
     def memory_watch(self) -> Any:
         return memory.watch(self.runtime)
 
+    def register_compaction_provider(self, summarizer: Any) -> None:
+        """A pluggable compaction provider: an object with `name` and
+        `summarize(messages, *, instructions, policy, custom_rule) -> str`. Tried before the model;
+        if it raises a ClawkeepError the next provider (and finally the extractive one) is used."""
+        self.runtime.__dict__.setdefault("compaction_providers", []).append(summarizer)
+
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> dict[str, Any]:
         """Active Memory for a would-be user message in `session`, without storing it."""

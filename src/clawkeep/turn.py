@@ -117,11 +117,17 @@ def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model
                    reason: str, instructions: str | None = None) -> compaction_mod.CompactionResult:
     settings = rt.config.agents.defaults.compaction
     summarizer_model = chat_model(rt, settings.model) or model
-    summarizers = [compaction_mod.ModelSummarizer(summarizer_model)] if summarizer_model is not None else []
+    # registered providers first, then the model, then (inside compact) the extractive fallback
+    summarizers = list(rt.__dict__.get("compaction_providers", []))
+    if summarizer_model is not None:
+        summarizers.append(compaction_mod.ModelSummarizer(summarizer_model))
     result = compaction_mod.compact(
         store, session, summarizers, at=at, keep_recent_tokens=settings.keep_recent_tokens,
         policy=settings.identifier_policy, custom_rule=settings.identifier_instructions,
         instructions=instructions, reason=reason)
+    if result.compacted and settings.notify_user:
+        result.notice = (f"Context compacted: {result.compacted_messages} earlier messages summarised "
+                         f"({result.tokens_before} → {result.tokens_after} tokens).")
     if result.compacted and settings.truncate_after_compaction:
         successor = compaction_mod.successor_session(store, session, at=at)
         result.session_id = successor.session_id

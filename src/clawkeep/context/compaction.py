@@ -123,12 +123,14 @@ class CompactionResult:
     tokens_after: int = 0
     session_id: str | None = None  # the successor's id with truncateAfterCompaction
     errors: list[str] = field(default_factory=list)
+    notice: str | None = None  # shown to the user when compaction.notifyUser is on
 
     def to_json(self) -> dict[str, Any]:
         return {"compacted": self.compacted, "reason": self.reason, "summarizer": self.summarizer,
                 "compactedMessages": self.compacted_messages, "keptMessages": self.kept_messages,
                 "tokensBefore": self.tokens_before, "tokensAfter": self.tokens_after,
-                "sessionId": self.session_id, "errors": self.errors}
+                "sessionId": self.session_id, "errors": self.errors,
+                **({"notice": self.notice} if self.notice else {})}
 
 
 def message_tokens(entry: EntryRecord) -> int:

@@ -8,8 +8,11 @@ sanitising is elided. On by default (`hooks.internal.entries.session-memory.enab
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions.history_view import sanitize_text
@@ -40,8 +43,23 @@ def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
     return lines[-limit:] if limit else lines
 
 
+def model_slug(model: Any, lines: list[str]) -> str | None:
+    """llmSlug: a 1–2 word lowercase hyphenated name for the file; None if the model fails."""
+    from ..errors import ClawkeepError  # noqa: PLC0415
+
+    prompt = "Give a 1-2 word lowercase hyphenated slug naming this conversation. Reply with the slug only."
+    try:
+        answer = model.complete([{"role": "user", "content": "\n".join(lines)[:2000]}], system=prompt,
+                                max_tokens=20, timeout_s=15).text
+    except ClawkeepError:
+        return None
+    slug = re.sub(r"[^a-z0-9]+", "-", answer.strip().lower()).strip("-")[:30].strip("-")
+    return slug or None
+
+
 def write_session_memory(workspace: Path, session: SessionRecord, store: AgentStore, *, after_seq: int,
-                         before_seq: int, at: int, reason: str, limit: int = 15, slug: str | None = None) -> Path | None:
+                         before_seq: int, at: int, reason: str, limit: int = 15,
+                         slugger: Callable[[list[str]], str | None] | None = None) -> Path | None:
     """Write the excerpt of the interval (after_seq, before_seq); None when there is nothing to keep."""
     if session.meta.get("incognito") or session.kind in SYNTHETIC_KINDS:
         return None
@@ -50,6 +68,7 @@ def write_session_memory(workspace: Path, session: SessionRecord, store: AgentSt
     lines = excerpt_lines(entries, limit)
     if not lines:
         return None
+    slug = slugger(lines) if slugger else None
     moment = datetime.fromtimestamp(at / 1000, tz=UTC)
     folder = workspace / "memory"
     folder.mkdir(parents=True, exist_ok=True)

@@ -116,13 +116,19 @@ def _session_memory_hook(rt: Runtime, store: AgentStore, session: SessionRecord,
     hook = rt.config.hooks.entry("session-memory")
     if not hook.enabled:
         return
-    from ..hooks.session_memory import write_session_memory  # noqa: PLC0415
+    from ..hooks.session_memory import model_slug, write_session_memory  # noqa: PLC0415
     from ..memory.workspace import workspace_dir  # noqa: PLC0415
 
+    slugger = None
+    if hook.llm_slug:
+        from ..turn import chat_model  # noqa: PLC0415 - models load only when a slug is wanted
+
+        model = chat_model(rt)
+        slugger = (lambda lines: model_slug(model, lines)) if model is not None else None
     workspace = workspace_dir(rt.home, rt.config, session.agent_id)
     try:
         written = write_session_memory(workspace, session, store, after_seq=start, before_seq=boundary.seq,
-                                       at=boundary.timestamp, reason=reason, limit=hook.messages)
+                                       at=boundary.timestamp, reason=reason, limit=hook.messages, slugger=slugger)
     except OSError as exc:  # a read-only workspace must not break the reset itself
         rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
         return
