@@ -212,3 +212,42 @@ def test_watcher_reindexes_after_an_edit(home):
     hits = eng.memory_search("garage code")["results"]
     assert "4711" in hits[0]["snippet"]
     eng.close()
+
+
+def test_missing_workspace_and_workspace_that_is_a_file(home, tmp_path):
+    eng = open_engine(home, cfg())
+    assert eng.memory_status()["workspaceExists"] is False
+    assert eng.memory_search("anything")["results"] == []  # nothing to find, no crash
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    bad = open_engine(home, {**cfg(), "agents": {"defaults": {"workspace": str(blocker),
+                                                              "memorySearch": {"provider": "none"}}}})
+    with pytest.raises(InputError, match="cannot be created"):
+        bad.memory_index()
+    with pytest.raises(InputError, match="cannot be created"):
+        bad.memory_remember("I like figs")
+    assert blocker.read_text() == "x"
+
+
+def test_config_change_mid_index_leaves_a_consistent_index(home):
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    for i in range(6):
+        (w / "memory" / f"note{i}.md").write_text("\n".join(f"- note {i} line {j} " + "word " * 30 for j in range(40)))
+    other = open_engine(home, cfg(chunking={"tokens": 100, "overlap": 0}))
+    calls = []
+
+    def progress(phase, done, total):
+        if done == 3 and not calls:  # another process with another chunking config runs mid-way
+            calls.append(other.memory_index())
+
+    first = eng.memory_index(progress=progress)
+    assert calls and calls[0]["rebuilt"]
+    assert "another configuration" in first["superseded"]  # the first writer stopped instead of mixing
+    final = other.memory_index()
+    expected = open_engine(home / "fresh", cfg(chunking={"tokens": 100, "overlap": 0}))
+    fresh_ws = ws(expected)
+    for path in (w / "memory").glob("*.md"):
+        (fresh_ws / "memory" / path.name).write_text(path.read_text())
+    assert final["chunks"] == expected.memory_index()["chunks"]
+    assert other.memory_search("note 5 line 39")["results"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..config import MemorySearchConfig
-from ..errors import ClawkeepError
+from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
 from ..text.analyzer import analyze_document
@@ -39,10 +39,12 @@ class SyncReport:
     rebuilt: bool = False
     embedding_error: str | None = None
     chunks: int = 0
+    superseded: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
-                "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks}
+                "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks,
+                **({"superseded": self.superseded} if self.superseded else {})}
 
 
 class MemoryIndex:
@@ -82,9 +84,15 @@ class MemoryIndex:
             self.store.clear()
             self.store.set_meta("fingerprint", fingerprint)
             report.rebuilt = True
-        self._sync_memory_files(report, progress)
-        if "sessions" in self.settings.sources and self._sessions is not None:
-            self._sync_sessions(report, progress)
+        self.store.fingerprint_guard = fingerprint
+        try:
+            self._sync_memory_files(report, progress)
+            if "sessions" in self.settings.sources and self._sessions is not None:
+                self._sync_sessions(report, progress)
+        except ConflictError as exc:
+            report.superseded = str(exc)  # another configuration owns the index now; stop writing
+        finally:
+            self.store.fingerprint_guard = None
         report.chunks = self.store.chunk_count()
         if report.embedding_error:
             self.store.set_meta("lastEmbeddingError", report.embedding_error)

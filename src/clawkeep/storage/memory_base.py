@@ -39,7 +39,14 @@ class ChunkRecord:
 
 
 class MemoryStore(abc.ABC):
-    """One agent's memory index."""
+    """One agent's memory index.
+
+    `fingerprint_guard`: when set, every file write first checks (in its transaction) that the
+    index's stored fingerprint still equals it, and raises ConflictError otherwise — so a sync
+    never mixes chunks of two configurations.
+    """
+
+    fingerprint_guard: str | None = None
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[None]: ...

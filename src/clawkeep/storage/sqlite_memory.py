@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConflictError
 from .memory_base import ChunkRecord, FileRecord, MemoryStore
 from .sqlite_base import SqliteConnection
 
@@ -42,6 +43,15 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     def _schema(self) -> list[str]:
         return _SCHEMA
+
+    def _check_guard(self) -> None:
+        """Inside a write: refuse if another writer switched the index to another configuration."""
+        guard = getattr(self, "fingerprint_guard", None)
+        if guard is None:
+            return
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+        if row is None or row[0] != guard:
+            raise ConflictError(f"memory index {self.path} was rebuilt by a writer with another configuration")
 
     _rows = SqliteConnection._query
 
@@ -81,6 +91,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
     def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
                      vectors: np.ndarray | None, vector_key: str | None) -> None:
         with self.transaction():
+            self._check_guard()
             self._delete_chunks(record.path)
             for i, chunk in enumerate(chunks):
                 cursor = self._conn.execute(
@@ -104,11 +115,13 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     def touch_file(self, record: FileRecord) -> None:
         with self.transaction():
+            self._check_guard()
             self._conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
                                (record.mtime, record.size, record.path))
 
     def remove_file(self, path: str) -> None:
         with self.transaction():
+            self._check_guard()
             self._delete_chunks(path)
             self._conn.execute("DELETE FROM files WHERE path = ?", (path,))
             self._bump()
