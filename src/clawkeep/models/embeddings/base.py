@@ -9,7 +9,6 @@ reaches the index.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -211,10 +210,3 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str):
             raise InputError(f"text {i} to embed is {type(text).__name__}, not a string")
     return items
-
-
-def positive_number(value: Any, key: str) -> float:
-    """A finite positive number from config, or InputError naming the key."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"agents.defaults.memorySearch.{key} must be a positive number, got {value!r}")
-    return float(value)
