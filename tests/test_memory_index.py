@@ -251,3 +251,48 @@ def test_config_change_mid_index_leaves_a_consistent_index(home):
         (fresh_ws / "memory" / path.name).write_text(path.read_text())
     assert final["chunks"] == expected.memory_index()["chunks"]
     assert other.memory_search("note 5 line 39")["results"]
+
+
+def _embedding_reply(texts_count, dims=8):
+    import math
+    return {"object": "list", "model": "tiny", "data": [
+        {"object": "embedding", "index": i, "embedding": [math.sin(i + d) for d in range(dims)]}
+        for i in range(texts_count)]}
+
+
+def _remote_cfg(url, timeout_ms=2000):
+    return {"agents": {"defaults": {"memorySearch": {
+        "provider": "openai", "model": "tiny", "timeoutMs": timeout_ms, "maxRetries": 0,
+        "remote": {"baseUrl": url + "/v1", "apiKey": "test-key"}}}}}
+
+
+@pytest.mark.parametrize("failure", ["server-error", "wrong-dims", "garbage", "timeout"])
+def test_failing_embedding_provider_keeps_keyword_search_and_retries(home, failure):
+    from scripted_http import Reply, ScriptedHTTPServer
+
+    bad = {"server-error": Reply(status=500, json={"error": "boom"}),
+           "wrong-dims": None, "garbage": Reply(body=b"{not json", headers={"Content-Type": "application/json"}),
+           "timeout": Reply(delay=1.0, json=_embedding_reply(1))}[failure]
+    with ScriptedHTTPServer() as server:
+        eng = open_engine(home, _remote_cfg(server.url, timeout_ms=300 if failure == "timeout" else 2000))
+        w = ws(eng)
+        (w / "MEMORY.md").write_text("- The ferry to the island leaves at 7:40\n")
+        if failure == "wrong-dims":
+            server.set_script([Reply(json=_embedding_reply(1, dims=8)), Reply(json=_embedding_reply(1, dims=5))])
+            eng.memory_index()
+            (w / "memory" / "later.md").write_text("- the bakery opens at six\n")
+        else:
+            server.set_script([bad])
+        report = eng.memory_index()
+        assert report["embeddingError"] and "openai" in report["embeddingError"].lower()
+        status = eng.memory_status()
+        assert status["index"]["lastEmbeddingError"]
+        query = "bakery opens" if failure == "wrong-dims" else "ferry island"
+        server.set_script(lambda request: Reply(status=500, json={"error": "still down"}))
+        hits = eng.memory_search(query, mode="hybrid")["results"]
+        assert hits, "keyword search must still answer while the provider is broken"
+        server.set_script(lambda request: _embedding_reply(len(request.json()["input"]), dims=8))
+        retried = eng.memory_index()
+        assert retried["embeddingError"] is None and retried["indexed"]
+        deep = eng.memory_status(deep=True)
+        assert deep["vectorStore"]["vectors"] == deep["index"]["chunks"] and deep["vectorStore"]["dims"] == 8

@@ -71,15 +71,27 @@ class MemoryIndex:
         provider = self.provider
         return provider.fingerprint() if provider is not None else None
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, vector_key: str | None = None, *, probe: bool = True) -> str:
         chunking = self.settings.chunking
-        return json.dumps({"format": INDEX_FORMAT, "vectors": self.vector_key(), "tokens": chunking.tokens,
+        key = self.vector_key() if probe else vector_key
+        return json.dumps({"format": INDEX_FORMAT, "vectors": key, "tokens": chunking.tokens,
                            "overlap": chunking.overlap, "sources": sorted(self.settings.sources)}, sort_keys=True)
+
+    def _current_fingerprint(self, report: SyncReport) -> str:
+        """The index's fingerprint; when the provider cannot even say what it is (down, bad
+        answer), keep the stored one — a broken provider must not trigger a rebuild."""
+        self._vectors_ok = True
+        try:
+            return self.fingerprint()
+        except ClawkeepError as exc:
+            self._vectors_ok = False
+            report.embedding_error = str(exc)
+            return self.store.get_meta("fingerprint") or self.fingerprint(None, probe=False)
 
     # --- sync -------------------------------------------------------------------------
     def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
         report = SyncReport()
-        fingerprint = self.fingerprint()
+        fingerprint = self._current_fingerprint(report)
         if force or self.store.get_meta("fingerprint") != fingerprint:
             self.store.clear()
             self.store.set_meta("fingerprint", fingerprint)
@@ -178,7 +190,9 @@ class MemoryIndex:
 
     def _write_chunks(self, record: FileRecord, chunks: list[ChunkRecord], report: SyncReport) -> None:
         vectors, key = None, None
-        if chunks and self.provider is not None:
+        if chunks and self.provider is not None and not getattr(self, "_vectors_ok", True):
+            record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
+        elif chunks and self.provider is not None:
             try:
                 vectors = self.embed_documents([c.text for c in chunks])
                 key = self.vector_key()

@@ -7,7 +7,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, NotFoundError
+from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage.sqlite_memory import SqliteMemoryStore
@@ -238,16 +238,17 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
     }
     if deep:
         out["provider"] = _provider_health(idx)
-        stale = idx.store.get_meta("fingerprint") != idx.fingerprint()
-        out["index"]["stale"] = stale
-        ids, matrix = idx.store.vectors(idx.vector_key() or "", settings.sources)
+        try:
+            key = idx.vector_key()
+            out["index"]["stale"] = idx.store.get_meta("fingerprint") != idx.fingerprint()
+        except ClawkeepError:
+            key = None  # reported under provider
+        ids, matrix = idx.store.vectors(key or "", settings.sources)
         out["vectorStore"].update({"vectors": int(len(ids)), "dims": int(matrix.shape[1]) if len(ids) else None})
     return out
 
 
 def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
-    from ..errors import ClawkeepError  # noqa: PLC0415
-
     try:
         provider = idx.provider
         if provider is None:
