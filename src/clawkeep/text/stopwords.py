@@ -7,6 +7,9 @@ segmenter (or the script splitter) leaves behind in questions.
 
 from __future__ import annotations
 
+# Contractions whose apostrophe-less form is also a word (she'll/shell, he'll/hell, I'd/ID,
+# I'll/ill, she'd/shed, we'd/wed) are deliberately absent: dropping "shell" or "ID" would lose
+# real query words.
 ENGLISH = frozenset(
     """
     a about above after again against all also am an and any are aren arent as at
@@ -16,9 +19,9 @@ ENGLISH = frozenset(
     each either else ever every
     few for from further
     get gets getting got gotten
-    had hadnt has hasnt have havent having he hed hell hes her here heres hers herself him
+    had hadnt has hasnt have havent having he hed hes her here heres hers herself him
     himself his how hows however
-    i id if ill im in into is isnt it its itself ive
+    i if im in into is isnt it its itself ive
     just
     let lets ll
     m may me might mightnt more most much must mustnt my myself
@@ -26,12 +29,12 @@ ENGLISH = frozenset(
     of off oh ok okay on once one only or other ought our ours ourselves out over own
     please
     re really
-    s same shall shant she shed shell shes should shouldnt shouldve so some such
+    s same shall shant she shes should shouldnt shouldve so some such
     t than that thats the their theirs them themselves then there theres these they theyd
     theyll theyre theyve this those though through thus to too
     under until up upon us
     ve very
-    was wasnt we wed well were werent weve what whats whatever when whens where wheres
+    was wasnt we well were werent weve what whats whatever when whens where wheres
     whether which while who whod whoever whole whom whos whose why whys will with within
     without wont would wouldnt wouldve
     yeah yes yet you youd youll your youre yours yourself yourselves youve
