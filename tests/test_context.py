@@ -294,3 +294,46 @@ def test_identifiers_in_tool_blocks_relative_paths_and_long_numbers_survive(home
     for ident in ("src/api/handlers/users.py", "1947814", "lib/core/engine.rs", "ERR-7731", "88213"):
         assert ident in result.summary
     assert "Decisions:\n- We decided to ship on Monday." in result.summary
+
+
+COMPACTOR = """
+import sys, time
+from clawkeep import Engine
+
+class Slow:
+    name = "slow"
+
+    def summarize(self, messages, **kwargs):
+        print("summarising", flush=True)
+        time.sleep(60)
+        return "never"
+
+eng = Engine.open(home=sys.argv[1])
+eng.register_compaction_provider(Slow())
+eng.message("/compact")
+"""
+
+
+def test_kill_9_mid_compaction_leaves_the_transcript_complete(home, tmp_path):
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+
+    eng = open_engine(home)
+    for i in range(12):
+        eng.message(f"message {i} " + "z " * 400)
+    eng.close()
+    script = tmp_path / "compactor.py"
+    script.write_text(COMPACTOR)
+    proc = subprocess.Popen([sys.executable, str(script), str(home)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "summarising"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    again = open_engine(home)
+    history = again.sessions_history("agent:main:main")["messages"]
+    assert [m["text"].split()[1] for m in history] == [str(i) for i in range(12)]
+    with sqlite3.connect(home / "agents" / "main" / "agent.sqlite") as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM entries WHERE type = 'compaction'").fetchone()[0] == 0
+    assert again.message("/compact").status["compacted"]  # and it can compact afterwards
