@@ -320,6 +320,7 @@ def test_kill_9_mid_compaction_leaves_the_transcript_complete(home, tmp_path):
     import subprocess
     import sys
 
+    (home / "clawkeep.json5").write_text("{agents: {defaults: {compaction: {keepRecentTokens: 100}}}}")
     eng = open_engine(home)
     for i in range(12):
         eng.message(f"message {i} " + "z " * 400)
