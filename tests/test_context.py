@@ -2,10 +2,8 @@
 
 import copy
 from datetime import date
-from pathlib import Path
 
 import pytest
-
 from conftest import open_engine
 
 from clawkeep.config import ContextPruningConfig

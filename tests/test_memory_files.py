@@ -1,10 +1,9 @@
 """Memory files (M1), chunking (M2), remember/items/filters/supersession/expiry (M7-M9), memory_get (M4)."""
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-
 from conftest import open_engine
 
 from clawkeep.errors import InputError, NotFoundError
@@ -168,7 +167,7 @@ def test_chunks_are_about_400_tokens_with_80_overlap():
     assert len(chunks) > 5
     for chunk in chunks[:-1]:
         assert 300 <= estimate_tokens(chunk.text) <= 440
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
         overlap = prev.end_line - nxt.start_line + 1
         assert overlap >= 2  # at least 80 tokens of trailing lines carried over
     assert chunks[0].start_line == 1 and chunks[-1].end_line == 200
@@ -188,7 +187,7 @@ def test_bootstrap_loads_memory_at_dm_session_start_with_budget(tmp_path):
     (ws / "memory" / "2026-11-29.md").write_text("yesterday note")
     (ws / "memory" / "2026-11-30.md").write_text("today note")
     (ws / "memory" / "2026-11-28.md").write_text("older note")
-    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
     files = bootstrap_files(ws, now, chat_type="direct", new_session=True, max_chars=5000)
     assert [f.path for f in files] == ["MEMORY.md", "memory/2026-11-29.md", "memory/2026-11-30.md"]
     assert files[0].truncated and len(files[0].text) < 5200 and "truncated" in files[0].text

@@ -6,7 +6,6 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import open_engine
 
 from clawkeep.errors import InputError
@@ -296,3 +295,124 @@ def test_failing_embedding_provider_keeps_keyword_search_and_retries(home, failu
         assert retried["embeddingError"] is None and retried["indexed"]
         deep = eng.memory_status(deep=True)
         assert deep["vectorStore"]["vectors"] == deep["index"]["chunks"] and deep["vectorStore"]["dims"] == 8
+
+
+# --- windows, de-duplication and transcript dates (M3, M6) ------------------------------------
+
+def _chat(eng, turns, start="2025-03-01T10:00:00+00:00"):
+    from datetime import datetime
+    t0 = datetime.fromisoformat(start)
+    ids = []
+    for i, (role, text) in enumerate(turns):
+        at = (t0 + timedelta(seconds=30 * i)).isoformat()
+        ids.append(eng.message(text, role=role, at=at, message_id=f"m{len(ids):03d}-{start[:10]}").message_id)
+    return ids
+
+
+def _filler(n, offset=0):
+    return [("user" if i % 2 == 0 else "assistant",
+             f"Small talk number {i + offset} about the weather, the traffic and what we had for lunch today.")
+            for i in range(n)]
+
+
+def test_transcript_hits_return_the_matching_turns_not_the_whole_chunk(home):
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    turns = _filler(8) + [("user", "Which kayak did you rent at the lake?"),
+                          ("assistant", "The red one from Nordic Paddle, a two-seater."),
+                          ("user", "Nice, was it expensive?")] + _filler(8, offset=8)
+    ids = _chat(eng, turns)
+    chunk_chars = sum(len(t) + 8 for _, t in turns)
+    assert chunk_chars < 1600  # one chunk holds the whole conversation
+    top = eng.memory_search("kayak rent lake", limit=3)["results"][0]
+    assert "User: Which kayak did you rent at the lake?" in top["snippet"]
+    assert "Assistant: The red one from Nordic Paddle" in top["snippet"]  # the answer after the question
+    assert "Small talk number 0 " not in top["snippet"] and "number 15 " not in top["snippet"]
+    assert len(top["snippet"]) <= 700
+    assert ids[8] in top["messageIds"] and ids[9] in top["messageIds"] and ids[0] not in top["messageIds"]
+    assert top["endLine"] - top["startLine"] <= 3
+    assert top["source"] == f"Source: {top['path']}#L{top['startLine']}-L{top['endLine']}"
+
+
+def test_transcript_windows_start_with_the_date_of_their_conversation(home):
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    _chat(eng, [("user", "I planted the tulip bulbs by the fence"), ("assistant", "Lovely, they bloom in April")])
+    eng.message("/reset", at="2025-04-02T09:00:00+00:00")
+    _chat(eng, [("user", "The tulips by the fence are blooming now"), ("assistant", "Told you so")],
+          start="2025-04-02T09:00:30+00:00")
+    hits = eng.memory_search("planted tulip bulbs fence", limit=5)["results"]
+    sessions = [h for h in hits if h["origin"] == "sessions"]
+    first = next(h for h in sessions if "I planted the tulip bulbs" in h["snippet"])
+    assert first["snippet"].startswith("[2025-03-01 10:00 UTC]\nUser: I planted the tulip bulbs")
+    later = next(h for h in sessions if "blooming now" in h["snippet"])
+    assert "[2025-04-02 09:00 UTC]\nUser: The tulips by the fence are blooming now" in later["snippet"]
+    for hit in sessions:  # date lines are not messages
+        assert all(mid for mid in hit["messageIds"])
+    # context lines never run past a date line into the next conversation
+    assert "blooming" not in first["snippet"].split("Lovely, they bloom in April")[-1] or first is later
+
+
+def test_a_line_is_returned_once_across_overlapping_chunks_and_repeating_notes(home):
+    eng = open_engine(home, cfg(chunking={"tokens": 40, "overlap": 20}, **TRANSCRIPTS))
+    w = ws(eng)
+    lines = [f"- garden task {i}: water the {kind} beds" for i, kind in enumerate(["rose", "herb", "bean"] * 6)]
+    (w / "memory" / "garden.md").write_text("\n".join(lines) + "\n")
+    eng.message("My bike lock code is hidden under the garden gnome", at="2025-03-01T10:00:00+00:00")
+    (w / "memory" / "excerpt.md").write_text("user: My bike lock code is hidden under the garden gnome\n")
+    hits = eng.memory_search("garden beds water", limit=20)["results"]
+    shown = [line for h in hits for line in h["snippet"].split("\n") if line.startswith("- garden task")]
+    assert len(shown) == len(set(shown)) and len(shown) >= 6
+    gnome = eng.memory_search("bike lock code gnome", limit=10)["results"]
+    assert sum("hidden under the garden gnome" in h["snippet"] for h in gnome) == 1
+
+
+def test_pick_window_keeps_context_within_one_conversation_and_the_budget():
+    from clawkeep.memory.search import pick_window
+    lines = ["User: a", "Assistant: b", "[2025-01-02 10:00 UTC]", "User: c", "Assistant: d"]
+    labels = ["[2025-01-01]", "[2025-01-01]", "[2025-01-02 10:00 UTC]", "[2025-01-02 10:00 UTC]",
+              "[2025-01-02 10:00 UTC]"]
+    covs = [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert pick_window(lines, covs, 700, labels, {2}) == [1]  # stops at the date line
+    assert pick_window(lines, [0.0, 0.0, 0.0, 1.0, 0.0], 700, labels, {2}) == [3, 4]
+    assert pick_window(lines, [-1.0, -1.0, 0.0, -1.0, -1.0], 700, labels, {2}) == []  # all shown already
+    # the label counts against the budget: "[2025-01-02 10:00 UTC]" (22) + newline + "User: c" (7) = 30
+    assert pick_window(lines, [0.0, 0.0, 0.0, 1.0, 0.5], 30, labels, {2}) == [3]
+
+
+class _WordVectors:
+    """A tiny deterministic embedding: hashed bag of words (for vector-mode tests)."""
+
+    dims = 64
+
+    def fingerprint(self):
+        return "test|words|64"
+
+    def _vec(self, text):
+        import zlib
+
+        import numpy as np
+        v = np.zeros(self.dims, dtype=np.float32)
+        for word in text.lower().split():
+            v[zlib.crc32(word.strip(".,?!:").encode()) % self.dims] += 1.0
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def embed_documents(self, texts):
+        import numpy as np
+        return np.vstack([self._vec(t) for t in texts])
+
+    def embed_query(self, text):
+        return self._vec(text)
+
+
+def test_vector_mode_windows_use_the_query_words(home):
+    from clawkeep.memory import service
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    index = service.open_index(eng.runtime)
+    index._provider, index._provider_loaded = _WordVectors(), True
+    turns = _filler(1) + [("user", "Where did you park the camper van?"),
+                          ("assistant", "Behind the old sawmill, next to the river.")] + _filler(1, offset=1)
+    _chat(eng, turns)
+    eng.memory_index(force=True)
+    top = eng.memory_search("where did you park the camper van", mode="vector", limit=3)["results"][0]
+    assert "User: Where did you park the camper van?" in top["snippet"]
+    assert "Behind the old sawmill" in top["snippet"]
+    assert "Small talk number 0 " not in top["snippet"]

@@ -4,12 +4,11 @@ from pathlib import Path
 
 import json5
 import pytest
-
 from conftest import open_engine, run_cli
 
+from clawkeep.config import config_from_dict
 from clawkeep.recall.lanes import normalise_summary, phrase_score
 from clawkeep.recall.settings import remember_across_conversations
-from clawkeep.config import config_from_dict
 
 KEYWORD = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 

@@ -1,7 +1,6 @@
 """The full turn with a scripted model over real HTTP (OpenAI-compatible protocol)."""
 
 import pytest
-
 from conftest import open_engine
 from scripted_chat_server import Reply, ScriptedChatServer
 
@@ -133,7 +132,8 @@ def test_model_lane_two_returns_one_line_or_none(home, server):
     eng.memory_remember("下周二我去上海出差")
     thread = eng.sessions_create()
     hit = eng.recall("我下周有什么安排", session=thread["key"])
-    assert hit["status"] == "ok" and hit["summary"] == "The user plans a trip to Shanghai next Tuesday. Second line ignored"
+    assert hit["status"] == "ok"
+    assert hit["summary"] == "The user plans a trip to Shanghai next Tuesday. Second line ignored"
     prompt = server.requests[0].json["messages"]
     assert "上海" in prompt[-1]["content"] and "NONE" in prompt[0]["content"]
     assert eng.recall("我下周有什么安排", session=thread["key"])["status"] == "none"

@@ -12,14 +12,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config import Config, config_from_dict, load_config
-from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
-from .routing.router import Inbound
-from .runtime import Runtime, default_home
 from . import turn
+from .config import Config, config_from_dict, load_config
 from .memory import service as memory
+from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
 from .recall import service as recall_service
 from .recall.detector import classify
+from .routing.router import Inbound
+from .runtime import Runtime, default_home
 from .sessions import history, maintenance, search, service
 from .sessions.visibility import Caller
 from .timeutil import parse_iso

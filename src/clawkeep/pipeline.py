@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DuplicateError, InputError
+from . import commands, turn
+from .errors import ConflictError, DuplicateError, InputError
 from .redact import redact_secrets
 from .routing.router import Inbound, Route, route
 from .runtime import Runtime
-from . import commands, turn
 from .sessions import service, transcript
 from .sessions.visibility import Caller
 from .storage import EntryRecord, SessionRecord
@@ -178,18 +178,30 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
     try:
         with store.transaction():
             transcript.append(store, entry)
-            fresh = store.get_session(session.session_id) or session
-            fresh.message_count += 1
-            fresh.updated_at = max(fresh.updated_at, at)
-            if interactive:
-                fresh.last_interaction_at = max(fresh.last_interaction_at or 0, at)
-            if "title" not in fresh.meta and role == "user":
-                fresh.meta["title"] = redact_secrets(text.strip().splitlines()[0][:80])[0]
-            store.update_session(fresh)
+            fresh = _apply_message(SessionRecord(**{**session.__dict__, "meta": dict(session.meta)}),
+                                   entry, role, text, at, interactive)
+            try:
+                store.update_session(fresh)  # optimistic: our copy is usually current
+            except ConflictError:  # another process wrote the row since we read it
+                fresh = _apply_message(store.get_session(session.session_id) or session, entry, role, text, at,
+                                       interactive)
+                store.update_session(fresh)
     except DuplicateError:
         return None
     session.__dict__.update(fresh.__dict__)
     return entry
+
+
+def _apply_message(fresh: SessionRecord, entry: EntryRecord, role: str, text: str, at: int,
+                   interactive: bool) -> SessionRecord:
+    fresh.message_count += 1
+    fresh.updated_at = max(fresh.updated_at, at)
+    transcript.add_active_size(fresh, entry)
+    if interactive:
+        fresh.last_interaction_at = max(fresh.last_interaction_at or 0, at)
+    if "title" not in fresh.meta and role == "user":
+        fresh.meta["title"] = redact_secrets(text.strip().splitlines()[0][:80])[0]
+    return fresh
 
 
 def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = None, queue: bool = True,

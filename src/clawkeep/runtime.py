@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 from .config import Config
@@ -12,6 +13,8 @@ from .routing.keys import normalize_agent_id, parse_key
 from .sessions.visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
 from .storage import AgentStore, SessionRecord, open_agent_store, open_memory_store
 from .timeutil import now_ms
+
+AGENT_LIST_TTL_S = 5.0
 
 
 def default_home() -> Path:
@@ -49,12 +52,18 @@ class Runtime:
         return self.incognito_store(parsed.agent_id) if parsed.incognito else self.store(parsed.agent_id)
 
     def agent_ids(self) -> list[str]:
-        """Agents with a database under the home, plus the current one."""
+        """Agents with a database under the home, plus the current one (re-listed at most every 5 s:
+        a search must not glob the home each time, a long-running gateway must still see new agents)."""
+        now = time.monotonic()
+        cached = self.__dict__.get("_agents")
+        if cached and now - cached[0] < AGENT_LIST_TTL_S:
+            return cached[1]
         found = {self.agent_id}
         agents_dir = self.home / "agents"
         if agents_dir.is_dir():
             found.update(p.parent.name for p in agents_dir.glob("*/agent.sqlite"))
-        return sorted(found)
+        self._agents = (now, sorted(found))
+        return self._agents[1]
 
     def stores_in(self, scope: Scope) -> list[AgentStore]:
         return [self.store(a) for a in self.agent_ids() if scope.allows_agent(a)]

@@ -7,7 +7,6 @@ fallbacks), but no reply is generated and the result says so.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -78,17 +77,18 @@ def _recall_model_ref(rt: Runtime) -> str | None:
 
 def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,
                  context_tokens: int) -> tuple[dict | None, dict | None]:
-    """Flush (once per cycle, before compaction) and automatic compaction near the window."""
+    """Flush (once per cycle, before compaction) and automatic compaction near the window.
+
+    Decided from the session's running size counters, so a turn does not re-read its history."""
     settings = rt.config.agents.defaults.compaction
-    window = window_tokens(rt, model)
-    threshold = compaction_threshold(rt, window)
-    messages, _ = compaction_mod.active_messages(store, session)
-    transcript_bytes = sum(len(json.dumps(m.content, ensure_ascii=False).encode()) for m in messages)
+    threshold = compaction_threshold(rt, window_tokens(rt, model))
+    transcript_bytes = session.meta.get("activeBytes", 0)
     flushed = None
     if settings.memory_flush.enabled and flush_due(
             context_tokens=context_tokens, threshold_tokens=threshold,
             soft_threshold=settings.memory_flush.soft_threshold_tokens, transcript_bytes=transcript_bytes,
             force_bytes=settings.memory_flush.force_flush_transcript_bytes, session=session):
+        messages, _ = compaction_mod.active_messages(store, session)
         flushed = run_flush(rt, store, session, model, messages).to_json()
     compacted = None
     too_big = settings.max_active_transcript_bytes and transcript_bytes > settings.max_active_transcript_bytes
@@ -155,16 +155,16 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
 
 def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: str,
                   recall_result: RecallResult | None, model: Any | None, at: int, *, exclude_last: bool) -> TurnContext:
-    new_session = not any(e.role == "assistant" for e in compaction_mod.active_messages(store, session)[0])
+    history, compaction = compaction_mod.active_messages(store, session)
+    if exclude_last and history and history[-1].role == "user":
+        # the user message is already stored; it appears once, with the recall block in front
+        history = history[:-1]
+    new_session = compaction is None and not any(e.role == "assistant" for e in history)
     bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=new_session)
     summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
-    context = assemble(store, session, user_text=text, bootstrap=bootstrap, recall_summary=summary,
-                       pruning=rt.config.agents.defaults.context_pruning, provider=getattr(model, "provider", None),
-                       now_ms=at, window_tokens=window_tokens(rt, model))
-    if exclude_last and len(context.messages) >= 2 and context.messages[-2]["role"] == "user":
-        # the user message is already stored; it must appear once, with the recall block in front
-        context.messages.pop(-2)
-    return context
+    return assemble(session, history, compaction, store=store, user_text=text, bootstrap=bootstrap,
+                    recall_summary=summary, pruning=rt.config.agents.defaults.context_pruning,
+                    provider=getattr(model, "provider", None), now_ms=at, window_tokens=window_tokens(rt, model))
 
 
 def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: int) -> None:
@@ -186,10 +186,13 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
     model = chat_model(rt)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
-    context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
-    outcome.notices = context.notices
+    if model is not None:
+        context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
+        outcome.notices, tokens = context.notices, context.estimated_tokens
+    else:  # record mode: nothing to send, so the running counters decide flush and compaction
+        tokens = session.meta.get("activeTokens", 0)
     try:
-        outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, context.estimated_tokens)
+        outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, tokens)
     except ClawkeepError as exc:
         rt.log_warning(f"memory steps failed: {exc}")
     if model is not None:
@@ -207,6 +210,7 @@ def _record_reply(store: AgentStore, session: SessionRecord, text: str, model: s
     with store.transaction():  # the reply and the session counters land together
         transcript.append(store, entry)
         fresh = store.get_session(session.session_id) or session
+        transcript.add_active_size(fresh, entry)
         fresh.message_count += 1
         fresh.updated_at = max(fresh.updated_at, at)
         store.update_session(fresh)

@@ -26,16 +26,16 @@ from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
 
 _IDENTIFIER = re.compile(
-    r"https?://[^\s<>\"')\]]+"                                   # URLs
-    r"|[\w.+-]+@[\w-]+\.[\w.-]+"                                  # e-mail addresses
+    r"https?://[^\s<>\"')\]]+"  # URLs
+    r"|[\w.+-]+@[\w-]+\.[\w.-]+"  # e-mail addresses
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
-    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"             # absolute and ./ paths
-    r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"                 # relative paths with an extension
-    r"|\b\d{5,}\b"                                                   # long numbers: order ids, SHAs
+    r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"  # absolute and ./ paths
+    r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"  # relative paths with an extension
+    r"|\b\d{5,}\b"  # long numbers: order ids, SHAs
     r"|\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*\b"  # INV-2024-0042, user_id42
-    r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"     # A1B2C3, git SHAs
-    r"|\bv?\d+\.\d+(?:\.\d+)+\b"                                  # versions 2.3.1
-    r"|#\d{2,}\b",                                                # issue refs
+    r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"  # A1B2C3, git SHAs
+    r"|\bv?\d+\.\d+(?:\.\d+)+\b"  # versions 2.3.1
+    r"|#\d{2,}\b",  # issue refs
     re.IGNORECASE,
 )
 _TASK = re.compile(
@@ -43,8 +43,10 @@ _TASK = re.compile(
     r"don't forget|follow up|next step|pending|please)\b|待办|需要|记得|别忘了|下一步|提醒|要做|稍后",
     re.IGNORECASE,
 )
-_DECISION = re.compile(r"\b(decided|agreed|chose|settled on|going with|will go with|approved)\b|决定|定了|選んだ|決めた|결정",
-                       re.IGNORECASE)
+_DECISION = re.compile(
+    r"\b(decided|agreed|chose|settled on|going with|will go with|approved)\b|决定|定了|選んだ|決めた|결정",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 MAX_TASKS = 20
 MAX_DECISIONS = 20
@@ -75,14 +77,15 @@ def _sentences(texts: list[tuple[EntryRecord, str]], pattern: re.Pattern[str], l
     for entry, text in texts:
         found[entry.role] += [s.strip() for s in _SENTENCE.split(text) if s.strip() and pattern.search(s)]
     user = list(dict.fromkeys(found["user"]))[-limit:]
-    return user + list(dict.fromkeys(found["assistant"]))[-(limit - len(user)):] if len(user) < limit else user
+    return user + list(dict.fromkeys(found["assistant"]))[-(limit - len(user)) :] if len(user) < limit else user
 
 
 class Summarizer(Protocol):
     name: str
 
-    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
-                  custom_rule: str | None) -> str: ...
+    def summarize(
+        self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str, custom_rule: str | None
+    ) -> str: ...
 
 
 def _line(entry: EntryRecord) -> str:
@@ -95,8 +98,9 @@ class ExtractiveSummarizer:
 
     name: str = "extractive"
 
-    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
-                  custom_rule: str | None) -> str:
+    def summarize(
+        self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str, custom_rule: str | None
+    ) -> str:
         texts = [(e, transcript.plain_text(e.content)) for e in messages if e.role in ("user", "assistant")]
         identifiers = extract_identifiers("\n".join(all_text(e) for e in messages))
         tasks = _sentences(texts, _TASK, MAX_TASKS)
@@ -125,10 +129,13 @@ class ModelSummarizer:
     model: Any  # a ChatModel
     name: str = "model"
 
-    def summarize(self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str,
-                  custom_rule: str | None) -> str:
-        rules = ["Summarise the conversation so the assistant can continue it without the full text.",
-                 "Keep decisions, facts about the user, open tasks and the user's latest intent."]
+    def summarize(
+        self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str, custom_rule: str | None
+    ) -> str:
+        rules = [
+            "Summarise the conversation so the assistant can continue it without the full text.",
+            "Keep decisions, facts about the user, open tasks and the user's latest intent.",
+        ]
         if policy == "strict":
             rules.append("Copy every identifier (ids, codes, URLs, paths, versions, numbers) exactly as written.")
         elif policy == "custom" and custom_rule:
@@ -158,26 +165,45 @@ class CompactionResult:
     notice: str | None = None  # shown to the user when compaction.notifyUser is on
 
     def to_json(self) -> dict[str, Any]:
-        return {"compacted": self.compacted, "reason": self.reason, "summarizer": self.summarizer,
-                "compactedMessages": self.compacted_messages, "keptMessages": self.kept_messages,
-                "tokensBefore": self.tokens_before, "tokensAfter": self.tokens_after,
-                "sessionId": self.session_id, "errors": self.errors,
-                **({"notice": self.notice} if self.notice else {})}
+        return {
+            "compacted": self.compacted,
+            "reason": self.reason,
+            "summarizer": self.summarizer,
+            "compactedMessages": self.compacted_messages,
+            "keptMessages": self.kept_messages,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "sessionId": self.session_id,
+            "errors": self.errors,
+            **({"notice": self.notice} if self.notice else {}),
+        }
 
 
 def message_tokens(entry: EntryRecord) -> int:
-    return estimate_tokens(transcript.plain_text(entry.content)) + sum(
-        estimate_tokens(str(b.get("content", b.get("arguments", "")))) for b in entry.content
-        if b.get("type") in ("toolResult", "toolCall")) + 4
+    return (
+        estimate_tokens(transcript.plain_text(entry.content))
+        + sum(
+            estimate_tokens(str(b.get("content", b.get("arguments", ""))))
+            for b in entry.content
+            if b.get("type") in ("toolResult", "toolCall")
+        )
+        + 4
+    )
 
 
 def active_messages(store: AgentStore, session: SessionRecord) -> tuple[list[EntryRecord], EntryRecord | None]:
-    """Messages the model sees now (after the boundary and the latest compaction), and that compaction."""
+    """Messages the model sees now (after the boundary and the latest compaction), and that compaction.
+
+    Indexed lookups: the latest boundary, the latest compaction after it, then only the
+    messages from the first kept one on — a long, compacted interval is never re-read whole."""
     after, _ = transcript.interval_bounds(store, session.session_id)
-    entries = list(store.iter_entries(session.session_id, after_seq=after, types=("message", "compaction")))
-    latest = next((e for e in reversed(entries) if e.type == "compaction"), None)
-    first_kept = latest.meta.get("firstKeptSeq", latest.seq) if latest else 0
-    return [e for e in entries if e.type == "message" and e.seq >= first_kept], latest
+    latest = next(
+        store.iter_entries(session.session_id, after_seq=after, types=("compaction",), newest_first=True, limit=1), None
+    )
+    start = after
+    if latest is not None:
+        start = max(after, min(latest.meta.get("firstKeptSeq", latest.seq), latest.seq) - 1)
+    return list(store.iter_entries(session.session_id, after_seq=start, types=("message",))), latest
 
 
 def split_point(messages: Sequence[EntryRecord], keep_recent_tokens: int) -> int:
@@ -191,16 +217,31 @@ def split_point(messages: Sequence[EntryRecord], keep_recent_tokens: int) -> int
     return index
 
 
-def compact(store: AgentStore, session: SessionRecord, summarizers: Sequence[Summarizer], *, at: int,
-            keep_recent_tokens: int, policy: str = "strict", custom_rule: str | None = None,
-            instructions: str | None = None, reason: str = "manual") -> CompactionResult:
+def compact(
+    store: AgentStore,
+    session: SessionRecord,
+    summarizers: Sequence[Summarizer],
+    *,
+    at: int,
+    keep_recent_tokens: int,
+    policy: str = "strict",
+    custom_rule: str | None = None,
+    instructions: str | None = None,
+    reason: str = "manual",
+) -> CompactionResult:
     messages, previous = active_messages(store, session)
     tokens_before = sum(message_tokens(m) for m in messages) + (
-        estimate_tokens(previous.meta.get("summary", "")) if previous else 0)
+        estimate_tokens(previous.meta.get("summary", "")) if previous else 0
+    )
     cut = split_point(messages, keep_recent_tokens)
     if cut == 0:
-        return CompactionResult(False, "nothing old enough to compact", tokens_before=tokens_before,
-                                tokens_after=tokens_before, kept_messages=len(messages))
+        return CompactionResult(
+            False,
+            "nothing old enough to compact",
+            tokens_before=tokens_before,
+            tokens_after=tokens_before,
+            kept_messages=len(messages),
+        )
     older = messages[:cut]
     prior = [_as_summary_entry(previous)] if previous else []
     summary, used, errors = _summarize([*prior, *older], summarizers, instructions, policy, custom_rule)
@@ -208,36 +249,65 @@ def compact(store: AgentStore, session: SessionRecord, summarizers: Sequence[Sum
         summary = _ensure_identifiers(summary, [*prior, *older])
     kept = messages[cut:]
     tokens_after = estimate_tokens(summary) + sum(message_tokens(m) for m in kept)
-    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "compaction", at, meta={
-        "summary": summary, "firstKeptEntryId": kept[0].entry_id if kept else None,
-        "firstKeptSeq": kept[0].seq if kept else 2**62, "tokensBefore": tokens_before,
-        "tokensAfter": tokens_after, "compactedMessages": len(older), "summarizer": used,
-        "instructions": instructions, "reason": reason,
-    })
+    entry = EntryRecord(
+        transcript.new_entry_id(),
+        session.session_id,
+        "compaction",
+        at,
+        meta={
+            "summary": summary,
+            "firstKeptEntryId": kept[0].entry_id if kept else None,
+            "firstKeptSeq": kept[0].seq if kept else 2**62,
+            "tokensBefore": tokens_before,
+            "tokensAfter": tokens_after,
+            "compactedMessages": len(older),
+            "summarizer": used,
+            "instructions": instructions,
+            "reason": reason,
+        },
+    )
     with store.transaction():  # one transaction: a crash leaves the transcript as it was
         transcript.append(store, entry)
         fresh = store.get_session(session.session_id) or session
         fresh.meta["compactionCount"] = fresh.meta.get("compactionCount", 0) + 1
+        fresh.meta["activeTokens"] = tokens_after
+        fresh.meta["activeBytes"] = sum(transcript.entry_size(m)[1] for m in kept) + len(summary.encode("utf-8"))
         fresh.updated_at = max(fresh.updated_at, at)
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
-    return CompactionResult(True, reason, summary, used, len(older), len(kept), tokens_before, tokens_after,
-                            session.session_id, errors)
+    return CompactionResult(
+        True, reason, summary, used, len(older), len(kept), tokens_before, tokens_after, session.session_id, errors
+    )
 
 
 def _as_summary_entry(previous: EntryRecord) -> EntryRecord:
     text = f"(earlier summary) {previous.meta.get('summary', '')}"
-    return EntryRecord(previous.entry_id, previous.session_id, "message", previous.timestamp, role="assistant",
-                       content=transcript.text_blocks(text), seq=previous.seq)
+    return EntryRecord(
+        previous.entry_id,
+        previous.session_id,
+        "message",
+        previous.timestamp,
+        role="assistant",
+        content=transcript.text_blocks(text),
+        seq=previous.seq,
+    )
 
 
-def _summarize(messages: list[EntryRecord], summarizers: Sequence[Summarizer], instructions: str | None,
-               policy: str, custom_rule: str | None) -> tuple[str, str, list[str]]:
+def _summarize(
+    messages: list[EntryRecord],
+    summarizers: Sequence[Summarizer],
+    instructions: str | None,
+    policy: str,
+    custom_rule: str | None,
+) -> tuple[str, str, list[str]]:
     errors = []
     for summarizer in [*summarizers, ExtractiveSummarizer()]:
         try:
-            return summarizer.summarize(messages, instructions=instructions, policy=policy,
-                                        custom_rule=custom_rule), summarizer.name, errors
+            return (
+                summarizer.summarize(messages, instructions=instructions, policy=policy, custom_rule=custom_rule),
+                summarizer.name,
+                errors,
+            )
         except ClawkeepError as exc:  # a failing provider falls back to the next one
             errors.append(f"{summarizer.name}: {exc}")
     raise AssertionError("the extractive summarizer cannot fail")
@@ -256,21 +326,51 @@ def successor_session(store: AgentStore, session: SessionRecord, *, at: int) -> 
     messages, latest = active_messages(store, session)
     if latest is None:
         raise InputError("truncateAfterCompaction needs a compaction first")
-    successor = SessionRecord(**{**session.__dict__, "session_id": new_session_id(), "version": 0,
-                                 "created_at": at, "updated_at": at, "message_count": len(messages),
-                                 "meta": {**session.meta, "predecessorSessionId": session.session_id}})
+    successor = SessionRecord(
+        **{
+            **session.__dict__,
+            "session_id": new_session_id(),
+            "version": 0,
+            "created_at": at,
+            "updated_at": at,
+            "message_count": len(messages),
+            "meta": {**session.meta, "predecessorSessionId": session.session_id},
+        }
+    )
     with store.transaction():
         old = store.get_session(session.session_id) or session
         old.archived_at = at
         store.update_session(old)
         store.insert_session(successor)
-        transcript.append(store, EntryRecord(transcript.new_entry_id(), successor.session_id, "session", at,
-                                             meta={"key": successor.key, "predecessorSessionId": session.session_id}))
-        transcript.append(store, EntryRecord(transcript.new_entry_id(), successor.session_id, "compaction", at,
-                                             meta={**latest.meta, "firstKeptSeq": 0, "copiedFrom": latest.entry_id}))
+        transcript.append(
+            store,
+            EntryRecord(
+                transcript.new_entry_id(),
+                successor.session_id,
+                "session",
+                at,
+                meta={"key": successor.key, "predecessorSessionId": session.session_id},
+            ),
+        )
+        transcript.append(
+            store,
+            EntryRecord(
+                transcript.new_entry_id(),
+                successor.session_id,
+                "compaction",
+                at,
+                meta={**latest.meta, "firstKeptSeq": 0, "copiedFrom": latest.entry_id},
+            ),
+        )
         for message in messages:
-            copy = EntryRecord(f"{message.entry_id}~{successor.session_id[:8]}", successor.session_id, "message",
-                               message.timestamp, role=message.role, content=message.content,
-                               meta={**message.meta, "copiedFrom": message.entry_id})
+            copy = EntryRecord(
+                f"{message.entry_id}~{successor.session_id[:8]}",
+                successor.session_id,
+                "message",
+                message.timestamp,
+                role=message.role,
+                content=message.content,
+                meta={**message.meta, "copiedFrom": message.entry_id},
+            )
             store.append_entry(copy)  # not re-indexed: the original stays searchable
     return successor

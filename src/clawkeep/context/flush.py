@@ -33,14 +33,37 @@ NO_REPLY = "NO_REPLY"
 MAX_NOTES = 20
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _SIGNALS = [
-    ("preference", re.compile(r"\b(i|we) (prefer|like|love|hate|dislike|always|never|usually)\b|我(喜欢|偏好|讨厌|不喜欢|习惯)"
-                              r"|が好き|좋아해", re.IGNORECASE)),
-    ("decision", re.compile(r"\b(we|i) (decided|agreed|chose|picked|settled on|will go with)\b|决定|定了|选了|決めた|결정",
-                            re.IGNORECASE)),
-    ("commitment", re.compile(r"\b(i will|i'll|we will|we'll|i promise|i need to|i have to|remind me|deadline|due)\b"
-                              r"|我(会|要|得|需要)|记得|提醒|截止|までに|할게", re.IGNORECASE)),
-    ("fact", re.compile(r"\b(my|our) [a-z ]{2,30} (is|are|was)\b|\bi (live|work|am|moved|flew|fly|go|went)\b"
-                        r"|我(住|在|是|叫|去|到)|私は|저는", re.IGNORECASE)),
+    (
+        "preference",
+        re.compile(
+            r"\b(i|we) (prefer|like|love|hate|dislike|always|never|usually)\b|我(喜欢|偏好|讨厌|不喜欢|习惯)"
+            r"|が好き|좋아해",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "decision",
+        re.compile(
+            r"\b(we|i) (decided|agreed|chose|picked|settled on|will go with)\b|决定|定了|选了|決めた|결정",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "commitment",
+        re.compile(
+            r"\b(i will|i'll|we will|we'll|i promise|i need to|i have to|remind me|deadline|due)\b"
+            r"|我(会|要|得|需要)|记得|提醒|截止|までに|할게",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "fact",
+        re.compile(
+            r"\b(my|our) [a-z ]{2,30} (is|are|was)\b|\bi (live|work|am|moved|flew|fly|go|went)\b"
+            r"|我(住|在|是|叫|去|到)|私は|저는",
+            re.IGNORECASE,
+        ),
+    ),
 ]
 _NUMBER = re.compile(r"\d")
 _CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
@@ -55,12 +78,24 @@ class FlushResult:
     refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ran": self.ran, "reason": self.reason, "path": self.path, "notes": self.notes,
-                "refused": len(self.refused)}
+        return {
+            "ran": self.ran,
+            "reason": self.reason,
+            "path": self.path,
+            "notes": self.notes,
+            "refused": len(self.refused),
+        }
 
 
-def flush_due(*, context_tokens: int, threshold_tokens: int, soft_threshold: int, transcript_bytes: int,
-              force_bytes: int, session: SessionRecord) -> bool:
+def flush_due(
+    *,
+    context_tokens: int,
+    threshold_tokens: int,
+    soft_threshold: int,
+    transcript_bytes: int,
+    force_bytes: int,
+    session: SessionRecord,
+) -> bool:
     if session.meta.get("memoryFlushCompactionCount") == session.meta.get("compactionCount", 0):
         return False  # once per compaction cycle
     by_tokens = context_tokens >= max(0, threshold_tokens - soft_threshold)
@@ -104,20 +139,31 @@ def _is_signal(sentence: str, today: date) -> bool:
 
 
 def model_notes(model: Any, messages: Sequence[EntryRecord], day: str) -> list[str]:
-    prompt = (f"Pre-compaction memory flush. Write durable memories from the conversation below as short "
-              f"bullet lines for memory/{day}.md (append-only). Only facts, preferences, decisions and "
-              f"commitments worth keeping; no secrets. MEMORY.md and other files are read-only. "
-              f"Reply {NO_REPLY} if there is nothing to store.")
-    body = "\n".join(f"{e.role}: {transcript.plain_text(e.content)}" for e in messages
-                     if e.role in ("user", "assistant"))
+    prompt = (
+        f"Pre-compaction memory flush. Write durable memories from the conversation below as short "
+        f"bullet lines for memory/{day}.md (append-only). Only facts, preferences, decisions and "
+        f"commitments worth keeping; no secrets. MEMORY.md and other files are read-only. "
+        f"Reply {NO_REPLY} if there is nothing to store."
+    )
+    body = "\n".join(
+        f"{e.role}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")
+    )
     text = model.complete([{"role": "user", "content": body}], system=prompt).text.strip()
     if not text or text.upper().startswith(NO_REPLY):
         return []
     return [line.lstrip("-*• ").strip() for line in text.splitlines() if line.strip().lstrip("-*• ").strip()]
 
 
-def flush(workspace: Path, session: SessionRecord, messages: Sequence[EntryRecord], *, today: date,
-          model: Any | None = None, allow_secrets: bool = False, access: str = "rw") -> FlushResult:
+def flush(
+    workspace: Path,
+    session: SessionRecord,
+    messages: Sequence[EntryRecord],
+    *,
+    today: date,
+    model: Any | None = None,
+    allow_secrets: bool = False,
+    access: str = "rw",
+) -> FlushResult:
     reason = skip_reason(session, workspace, access)
     if reason:
         return FlushResult(False, f"skipped: {reason}")

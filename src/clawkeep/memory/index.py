@@ -10,9 +10,9 @@ index: the file is indexed for keywords only and retried on the next sync.
 from __future__ import annotations
 
 import json
-from datetime import date
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 

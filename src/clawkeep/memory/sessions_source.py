@@ -4,6 +4,11 @@ Eligible: interactive conversations only. Cron, hook, heartbeat and sub-agent se
 dreaming runs, sessions marked forgotten (`meta.forgotten`), and incognito threads (never on
 disk) are excluded. Each session is one virtual file `sessions/<sessionId>`; its version is
 its message count plus last entry, so an unchanged transcript costs nothing to check.
+
+A date line `[YYYY-MM-DD HH:MM UTC]` precedes the first message after every reset boundary
+and the first message of every new day, so a chunk says when its turns were said (memory_search
+prefixes a transcript snippet with the latest date line before it). Date lines carry no
+message id.
 """
 
 from __future__ import annotations
@@ -17,6 +22,13 @@ from ..storage import AgentStore, SessionRecord
 from ..timeutil import to_iso
 
 _SPACES = re.compile(r"\s+")
+RENDER_VERSION = "2"  # bump when the rendering changes: every transcript is re-indexed
+DATE_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))? UTC\]$")
+
+
+def date_line(timestamp: int) -> str:
+    stamp = to_iso(timestamp) or ""
+    return f"[{stamp[:10]} {stamp[11:16]} UTC]"
 
 
 @dataclass
@@ -39,16 +51,24 @@ class SessionDoc:
 
     @property
     def version(self) -> str:
-        return f"{self.session.message_count}:{self.session.updated_at}"
+        return f"r{RENDER_VERSION}:{self.session.message_count}:{self.session.updated_at}"
 
     def _load(self) -> list[tuple[str, str, int]]:
         if self._lines is None:
             self._lines = []
-            for entry in self.store.iter_entries(self.session.session_id, types=("message",)):
+            boundary, day = True, None
+            for entry in self.store.iter_entries(self.session.session_id, types=("message", "reset")):
+                if entry.type == "reset":
+                    boundary = True
+                    continue
                 if entry.role not in SEARCHABLE_ROLES or entry.meta.get("provenance") == "inter-session":
                     continue
                 text = _SPACES.sub(" ", plain_text(entry.content)).strip()
                 if text and not text.startswith("/"):
+                    stamp = date_line(entry.timestamp)
+                    if boundary or stamp[1:11] != day:
+                        self._lines.append((stamp, "", entry.timestamp))
+                        boundary, day = False, stamp[1:11]
                     self._lines.append((f"{entry.role.capitalize()}: {text}", entry.entry_id, entry.timestamp))
         return self._lines
 
@@ -56,6 +76,7 @@ class SessionDoc:
         return [line for line, _, _ in self._load()]
 
     def message_ids(self, start_line: int, end_line: int) -> list[str]:
+        """One id per line of the range (aligned with the lines); date lines have ""."""
         return [mid for _, mid, _ in self._load()[start_line - 1:end_line]]
 
     def day_of_line(self, line: int) -> str | None:

@@ -13,13 +13,16 @@ _EN_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _JA_DAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
 _KO_DAYS = {"월": 0, "화": 1, "수": 2, "목": 3, "금": 4, "토": 5, "일": 6}
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])}
+_MONTHS = {
+    m: i + 1 for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])
+}
 _ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_EN_MONTH_DAY = re.compile(r"\b(?:on\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
-                           r"|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
+_EN_MONTH_DAY = re.compile(
+    r"\b(?:on\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b"
+)
 _EN_IN = re.compile(r"\bin\s+(\d{1,3}|a|an|one|two|three)\s+(day|week)s?\b")
 _EN_WEEKDAY = re.compile(r"\b(next|this|on|coming)?\s*(" + "|".join(_EN_DAYS) + r")\b")
 _ZH_MONTH_DAY = re.compile(r"(\d{1,2})月(\d{1,2})[日号]")
@@ -81,7 +84,9 @@ def event_day(text: str, today: date) -> date | None:
             return found
     if m := _ZH_WEEKDAY.search(text):
         prefix = m[1] or ""
-        weeks = 2 if prefix.startswith("下下") else 1 if prefix.startswith("下") else -1 if prefix.startswith("上") else 0
+        weeks = (
+            2 if prefix.startswith("下下") else 1 if prefix.startswith("下") else -1 if prefix.startswith("上") else 0
+        )
         return _weekday(today, _ZH_DAYS[m[2]], weeks if prefix else None)
     if m := _JA_WEEKDAY.search(text):
         weeks = {"来週": 1, "今週": 0, "再来週": 2}[m[1]]

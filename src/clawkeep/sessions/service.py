@@ -105,6 +105,7 @@ def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int
         fresh.session_started_at = at
         fresh.updated_at = max(fresh.updated_at, at)
         fresh.meta["resetCount"] = fresh.meta.get("resetCount", 0) + 1
+        fresh.meta["activeTokens"] = fresh.meta["activeBytes"] = 0
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
     _session_memory_hook(rt, store, session, start, entry, reason)

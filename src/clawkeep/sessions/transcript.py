@@ -9,10 +9,11 @@ are searchable (S5); tool results, reasoning and images never reach the index.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
-from ..storage import AgentStore, EntryRecord
+from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..text.analyzer import analyze_document
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -45,10 +46,27 @@ def append(store: AgentStore, entry: EntryRecord) -> EntryRecord:
 
 
 def interval_bounds(store: AgentStore, session_id: str, around_seq: int | None = None) -> tuple[int, int | None]:
-    """(after_seq, before_seq) of the interval holding `around_seq`, or the open interval."""
-    resets = [e.seq for e in store.iter_entries(session_id, types=("reset",))]
+    """(after_seq, before_seq) of the interval holding `around_seq`, or the open interval.
+
+    Two indexed lookups (entries by session, type, seq), whatever the transcript's length."""
+    before = next(store.iter_entries(session_id, types=("reset",), before_seq=around_seq, newest_first=True,
+                                     limit=1), None)
     if around_seq is None:
-        return (resets[-1] if resets else 0), None
-    start = max((s for s in resets if s < around_seq), default=0)
-    end = min((s for s in resets if s > around_seq), default=None)
-    return start, end
+        return (before.seq if before else 0), None
+    after = next(store.iter_entries(session_id, types=("reset",), after_seq=around_seq, limit=1), None)
+    return (before.seq if before else 0), (after.seq if after else None)
+
+
+def entry_size(entry: EntryRecord) -> tuple[int, int]:
+    """(estimated tokens, JSON bytes) an entry adds to the active context."""
+    from ..memory.chunking import estimate_tokens  # noqa: PLC0415 - avoids a package cycle
+
+    raw = json.dumps(entry.content, ensure_ascii=False)
+    return estimate_tokens(raw) + 4, len(raw.encode("utf-8"))
+
+
+def add_active_size(session: SessionRecord, entry: EntryRecord) -> None:
+    """Running size of the active context, so a turn need not re-read it to decide on a flush."""
+    tokens, size = entry_size(entry)
+    session.meta["activeTokens"] = session.meta.get("activeTokens", 0) + tokens
+    session.meta["activeBytes"] = session.meta.get("activeBytes", 0) + size
