@@ -257,8 +257,9 @@ class AgentsConfig(_Model):
 class StorageConfig(_Model):
     # None = embedded SQLite under the home; "postgresql://…" selects PostgreSQL (SPEC D1).
     url: str | None = None
-    # FULL fsyncs the WAL on every commit: an acknowledged message survives power loss too.
-    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # NORMAL (WAL): an acknowledged message survives a crash of the process (kill -9, tested);
+    # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
+    synchronous: Literal["FULL", "NORMAL"] = "NORMAL"
     busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0)
 
 

@@ -84,7 +84,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     schema_version = 2  # 2: index on (session_id, type, seq) for boundaries and compactions
 
-    def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 30_000):
+    def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
         self.agent_id = agent_id
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
