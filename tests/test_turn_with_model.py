@@ -174,3 +174,36 @@ def test_pluggable_compaction_provider_and_notice(home, server):
     result = eng.message("/compact")
     assert result.status["summarizer"] == "house-style" and result.status["errors"] == ["team-summarizer: down"]
     assert result.status["notice"].startswith("Context compacted: ")
+
+
+@pytest.mark.parametrize("mode, expected, absent", [
+    ("message", "Latest user message:", "Recent conversation tail"),
+    ("recent", "Recent conversation tail:", "Full conversation context"),
+    ("full", "Full conversation context:", "Recent conversation tail"),
+])
+def test_query_mode_shapes_the_recall_context(home, server, mode, expected, absent):
+    config = model_config(server)
+    config["plugins"] = {"entries": {"active-memory": {"config": {"queryMode": mode}}}}
+    server.script(completion("hi there"), completion("NONE"))
+    eng = open_engine(home, config)
+    eng.message("we talked about the garden shed roof")
+    eng.recall("what did we decide about the roof?", session="agent:main:main")
+    prompt = server.requests[-1].json["messages"][-1]["content"]
+    assert expected in prompt and absent not in prompt
+    if mode != "message":
+        assert "garden shed roof" in prompt
+
+
+def test_persist_transcripts_keeps_the_recall_exchange(home, server):
+    config = model_config(server)
+    config["plugins"] = {"entries": {"active-memory": {"config": {"persistTranscripts": True}}}}
+    server.script(completion("The user fixed the roof in May."))
+    eng = open_engine(home, config)
+    thread = eng.sessions_create()
+    eng.recall("what did we decide about the roof?", session=thread["key"])
+    subagents = eng.sessions_list(kind="subagent")
+    assert len(subagents) == 1 and subagents[0]["label"] == "active-memory recall"
+    texts = [m["text"] for m in eng.sessions_history(subagents[0]["key"])["messages"]]
+    assert texts[-1] == "The user fixed the roof in May."
+    assert eng.session_status(subagents[0]["key"])["parentSessionId"] == \
+        eng.session_status(thread["key"])["sessionId"]

@@ -212,8 +212,26 @@ STYLE_RULES = {
 }
 
 
+def conversation_context(turns: list[tuple[str, str]], message: str, *, mode: str, user_turns: int,
+                         assistant_turns: int) -> str:
+    """queryMode: `message` = the latest message only; `recent` = the last few user/assistant
+    turns (220/180 chars each) + the message; `full` = every turn + the message."""
+    if mode == "message" or not turns:
+        return f"Latest user message:\n{message}"
+    if mode == "full":
+        lines = [f"{role}: {' '.join(text.split())}" for role, text in turns]
+        return "Full conversation context:\n" + "\n".join(lines) + f"\n\nLatest user message:\n{message}"
+    picked, quota = [], {"user": user_turns, "assistant": assistant_turns}
+    for role, text in reversed(turns):
+        if quota.get(role, 0) > 0:
+            quota[role] -= 1
+            limit = 220 if role == "user" else 180
+            picked.append(f"{role}: {' '.join(text.split())[:limit]}")
+    return "Recent conversation tail:\n" + "\n".join(reversed(picked)) + f"\n\nLatest user message:\n{message}"
+
+
 def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: str, max_chars: int,
-                  timeout_s: float) -> str | None:
+                  timeout_s: float, context: str | None = None) -> str | None:
     """Lane 2 with a model: it sees only what the allowed memory tools returned."""
     lines = [f"[{e.origin}{' ' + e.when if e.when else ''}] {e.text}" for e in evidence[:8]]
     system = (
@@ -224,6 +242,8 @@ def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: st
     )
     prompt = "Bounded memory search query:\n" + query[:480] + "\n\nMemory search results:\n" + (
         "\n".join(lines) or "(none)")
+    if context:
+        prompt += "\n\nConversation context:\n" + context[:25_000]
     result = model.complete([{"role": "user", "content": prompt}], system=system, max_tokens=200,
                             timeout_s=timeout_s)
     return normalise_summary(result.text, max_chars)

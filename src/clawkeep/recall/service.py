@@ -142,16 +142,47 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
         return done("skipped", 2, past, reason="circuit open after repeated timeouts")
     from ..models.chat import ModelTimeoutError  # noqa: PLC0415 - only needed with a model
 
+    context = lanes.conversation_context(_recent_turns(rt, session), text, mode=options.query_mode,
+                                         user_turns=options.recent_user_turns,
+                                         assistant_turns=options.recent_assistant_turns)
     try:
         summary = lanes.model_summary(model, evidence, text, style=options.style,
-                                      max_chars=options.max_summary_chars, timeout_s=options.timeout_ms / 1000)
+                                      max_chars=options.max_summary_chars, timeout_s=options.timeout_ms / 1000,
+                                      context=context)
     except ModelTimeoutError:
         circuit.record(key, timed_out=True, max_timeouts=options.circuit_breaker.max_timeouts,
                        cooldown_ms=options.circuit_breaker.cooldown_ms)
         return done("timeout", 2, past, reason=f"recall model timed out after {options.timeout_ms} ms")
     circuit.record(key, timed_out=False, max_timeouts=options.circuit_breaker.max_timeouts,
                    cooldown_ms=options.circuit_breaker.cooldown_ms)
+    if options.persist_transcripts:
+        _persist_subagent(rt, session, context, summary)
     return done("ok" if summary else "none", 2, past, summary)
+
+
+def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
+    from ..context.compaction import active_messages  # noqa: PLC0415
+
+    messages, _ = active_messages(rt.store_for_key(session.key), session)
+    return [(m.role, transcript.plain_text(m.content)) for m in messages[-40:] if m.role in ("user", "assistant")]
+
+
+def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary: str | None) -> None:
+    """persistTranscripts: keep the recall sub-agent's exchange as a sub-agent session of the turn's
+    session (temporary and unrecorded otherwise)."""
+    from ..routing.keys import subagent_key  # noqa: PLC0415
+    from ..routing.router import Route  # noqa: PLC0415
+    from ..sessions.service import create_session  # noqa: PLC0415
+    from ..storage import EntryRecord  # noqa: PLC0415
+
+    at = rt.now()
+    route = Route(subagent_key(session.agent_id), session.agent_id, "subagent", None, "subagent", None, None,
+                  "subagent")
+    child = create_session(rt, route, at, label="active-memory recall", parent=session)
+    store = rt.store_for_key(child.key)
+    for role, text_ in (("user", context), ("assistant", summary or "NONE")):
+        transcript.append(store, EntryRecord(transcript.new_entry_id(), child.session_id, "message", at,
+                                             role=role, content=transcript.text_blocks(text_)))
 
 
 def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
