@@ -16,7 +16,7 @@ from typing import Any
 
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
-NAMES = ("append", "search", "locomo", "recall")
+NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -126,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                 from .recall_perf import section as recall_section
 
                 section = recall_section(progress, quick=args.quick)
+            elif name in ("memory-locomo", "memory-perf", "bilingual"):
+                from importlib import import_module
+
+                module = import_module(f".{name.replace('-', '_')}", __package__)
+                section = module.run_bench(progress, quick=args.quick)
             else:
                 from .locomo_sessions import run_locomo
 

@@ -365,17 +365,19 @@ def test_a_line_is_returned_once_across_overlapping_chunks_and_repeating_notes(h
     assert sum("hidden under the garden gnome" in h["snippet"] for h in gnome) == 1
 
 
-def test_pick_window_keeps_context_within_one_conversation_and_the_budget():
-    from clawkeep.memory.search import pick_window
-    lines = ["User: a", "Assistant: b", "[2025-01-02 10:00 UTC]", "User: c", "Assistant: d"]
-    labels = ["[2025-01-01]", "[2025-01-01]", "[2025-01-02 10:00 UTC]", "[2025-01-02 10:00 UTC]",
-              "[2025-01-02 10:00 UTC]"]
-    covs = [0.0, 1.0, 0.0, 0.0, 0.0]
-    assert pick_window(lines, covs, 700, labels, {2}) == [1]  # stops at the date line
-    assert pick_window(lines, [0.0, 0.0, 0.0, 1.0, 0.0], 700, labels, {2}) == [3, 4]
-    assert pick_window(lines, [-1.0, -1.0, 0.0, -1.0, -1.0], 700, labels, {2}) == []  # all shown already
-    # the label counts against the budget: "[2025-01-02 10:00 UTC]" (22) + newline + "User: c" (7) = 30
-    assert pick_window(lines, [0.0, 0.0, 0.0, 1.0, 0.5], 30, labels, {2}) == [3]
+def test_window_context_stays_in_its_conversation_and_within_snippet_max_chars(home):
+    eng = open_engine(home, cfg(query={"snippetMaxChars": 160}, **TRANSCRIPTS))
+    _chat(eng, _filler(4) + [("user", "Where did I leave the spare key for the shed?")])
+    eng.message("/reset", at="2025-03-09T08:00:00+00:00")
+    _chat(eng, [("assistant", "Good morning! Here is the tomato soup recipe you wanted."),
+                ("user", "Thanks, I will cook it tonight.")] + _filler(4, offset=4), start="2025-03-09T08:00:30+00:00")
+    hits = eng.memory_search("spare key shed", limit=5)["results"]
+    top = next(h for h in hits if "spare key for the shed" in h["snippet"])
+    assert "tomato soup" not in top["snippet"]  # the next turn belongs to another conversation
+    assert all(len(h["snippet"]) <= 160 for h in hits)
+    soup = eng.memory_search("tomato soup recipe", limit=5)["results"][0]
+    assert soup["snippet"].startswith("[2025-03-09 08:00 UTC]\nAssistant: Good morning! Here is the tomato soup")
+    assert "Thanks, I will cook it tonight." in soup["snippet"]  # the reply after the matching turn
 
 
 class _WordVectors:
@@ -416,3 +418,37 @@ def test_vector_mode_windows_use_the_query_words(home):
     assert "User: Where did you park the camper van?" in top["snippet"]
     assert "Behind the old sawmill" in top["snippet"]
     assert "Small talk number 0 " not in top["snippet"]
+
+
+class _FixedVectors:
+    """Documents mentioning `ferry` point one way, everything else another; every query sits
+    at cosine 0.45 from the ferry documents (a cross-language match with no shared word)."""
+
+    def fingerprint(self):
+        return "test|fixed|3"
+
+    def embed_documents(self, texts):
+        import numpy as np
+        return np.array([[1.0, 0.0, 0.0] if "ferry" in t.lower() else [0.0, 1.0, 0.0] for t in texts],
+                        dtype=np.float32)
+
+    def embed_query(self, text):
+        import numpy as np
+        return np.array([0.45, 0.0, (1 - 0.45 ** 2) ** 0.5], dtype=np.float32)
+
+
+def test_hybrid_keeps_a_strong_vector_match_that_shares_no_word_with_the_query(home):
+    from clawkeep.memory import service
+    eng = open_engine(home, cfg())
+    w = ws(eng)
+    (w / "memory" / "ferry.md").write_text("- The ferry to the island leaves at 7:40 on weekends\n")
+    (w / "memory" / "hike.md").write_text("- 周末我们去爬山，记得带水\n")
+    (w / "memory" / "other.md").write_text("- 周一开会\n- 周二交报告\n")
+    index = service.open_index(eng.runtime)
+    index._provider, index._provider_loaded = _FixedVectors(), True
+    eng.memory_index(force=True)
+    hits = eng.memory_search("周末的渡轮几点出发", limit=5)["results"]
+    # 0.7 × 0.45 is under minScore 0.35, but the vector path alone would return it
+    assert hits[0]["path"] == "memory/ferry.md"
+    # the hike note shares one word (周末); the question's other words occur nowhere, so it covers little
+    assert [h["path"] for h in hits].index("memory/hike.md") > 0

@@ -1,12 +1,20 @@
-"""memory_search (M3): keyword and vector paths merged with weights.
+"""memory_search (M3): keyword and vector paths merged with weights, answered with windows.
 
 Defaults (one place: `MemorySearchConfig`): vectorWeight 0.7, textWeight 0.3, candidates =
 maxResults × candidateMultiplier (≤ 200). The keyword path never AND-joins a question: it
-ORs the informative terms and scores each chunk by its bm25 share and by how many of the
-query's terms it covers (coverage is what a natural-language question needs). When one
-path is unavailable the other runs alone with full weight. Superseded facts are weighted
-×0.3 and expired ones ×0.5. Temporal decay and MMR are options, off by default; decay never
-pushes a strong match out of the results.
+ORs the informative terms and scores each chunk by its bm25 share and by how much of the
+question it covers (coverage is what a natural-language question needs; words no chunk
+contains count against it, so one shared word of a question in another language is weak
+evidence). When one path is unavailable the other runs alone with full weight. A chunk is
+kept when its merged score reaches minScore, or when either path alone would return it (any
+keyword coverage, or vector similarity ≥ minScore). Superseded facts are weighted ×0.3 and
+expired ones ×0.5. Temporal decay and MMR are options, off by default; decay never pushes a
+strong match out of the results.
+
+Results are windows of lines, not whole chunks (see "windows" below): the lines that match
+the question and the turns that answer it, each line returned once, transcript windows
+dated. Measured on LoCoMo (bench/memory_locomo.py): recall within 1,800 / 4,000 characters
+0.548 / 0.659 with whole-chunk snippets, 0.706 / 0.803 with windows.
 """
 
 from __future__ import annotations
@@ -20,14 +28,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import ClawkeepError, InputError
-from ..text.query import parse_query, score_boost
+from ..text.analyzer import analyze_document
+from ..text.query import SearchQuery, parse_query, score_boost
 from ..text.snippet import snippet
 from . import items
 from .index import MemoryIndex
+from .sessions_source import DATE_LINE
 
 MAX_QUERY_CHARS = 4096
 MAX_CANDIDATES = 200
 STRONG_SHARE = 0.8  # under decay, a match within 80% of the best relevance always stays
+KEYWORD_TERMS = 8  # rarest query terms OR-ed into the keyword search ...
+COMMON_RATIO = 0.5  # ... each found in at most this share of the chunks
+WINDOW_TERMS = 16  # query terms that weigh each line of a result (see "windows" below) ...
+WINDOW_COMMON_RATIO = 0.75  # ... each found in at most this share of the chunks
+SMALL_INDEX = 8  # below this many chunks no term counts as common
+SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
 _WORD = re.compile(r"\w+")
 _VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -90,13 +106,14 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     sources = sources or list(index.settings.sources)
     pool = min(MAX_CANDIDATES, max(limit, limit * settings.hybrid.candidate_multiplier))
     candidates: dict[int, _Candidate] = {}
-    parsed = None
-    if mode in ("hybrid", "keyword"):
-        parsed = _keyword(index, text, sources, pool, candidates)
+    terms = _Terms.of(index, text)
+    keyword_ok = False
+    if mode in ("hybrid", "keyword") and terms is not None:
+        keyword_ok = _keyword(index, terms, sources, pool, candidates)
     vector_ok = False
     if mode in ("hybrid", "vector") and index.provider is not None:
         vector_ok = _vector(index, text, sources, pool, candidates)
-    wv, wt = _weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, parsed is not None)
+    wv, wt = _weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
     chunks = index.store.chunks(candidates)
     today = today or date.today()
     scored = []
@@ -107,16 +124,22 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         base = cand.merged(wv, wt) * chunk.weight
         if chunk.meta.get("expires") and chunk.meta["expires"] < today.isoformat():
             base *= items.EXPIRED_WEIGHT
-        keep = base >= settings.min_score or (cand.text is not None and cand.coverage > 0)
+        # a chunk either path would return on its own stays: keyword hits with any coverage,
+        # vector hits as similar as minScore (a cross-language match has no keyword support)
+        keep = (base >= settings.min_score or (cand.text is not None and cand.coverage > 0)
+                or (cand.vector or 0.0) * chunk.weight >= settings.min_score)
         if keep:
             scored.append((base, cand, chunk))
     scored.sort(key=lambda row: row[0], reverse=True)
+    reorder = mode != "vector"
     if settings.hybrid.temporal_decay.enabled:
         scored = _decay(scored, settings.hybrid.temporal_decay.half_life_days, today, limit)
+        reorder = False  # the decay's order stands
     if settings.hybrid.mmr.enabled:
         scored = _mmr(scored, settings.hybrid.mmr.lambda_, limit)
-    return [_hit(score, cand, chunk, parsed, settings.snippet_max_chars, citations)
-            for score, cand, chunk in scored[:limit]]
+        reorder = False
+    # also in vector mode, the query's words pick the lines of each result
+    return _hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder)
 
 
 def _weights(wv: float, wt: float, vector_ok: bool, keyword_ok: bool) -> tuple[float, float]:
@@ -126,24 +149,70 @@ def _weights(wv: float, wt: float, vector_ok: bool, keyword_ok: bool) -> tuple[f
     return (1.0, 0.0) if vector_ok else (0.0, 1.0)
 
 
-def _keyword(index: MemoryIndex, text: str, sources: list[str], pool: int,
-             candidates: dict[int, _Candidate]) -> Any:
-    parsed = parse_query(text)
-    if parsed is None:
-        return None
-    selected = parsed.select(index.store.document_frequency, index.store.chunk_count())
-    rows = index.store.keyword_search(selected.match(), sources=sources, limit=pool)
+@dataclass
+class _Terms:
+    """The query's terms, weighted by idf over the index (one df lookup per search).
+
+    `search`: the rarest KEYWORD_TERMS terms found in at most COMMON_RATIO of the chunks (a
+    chunk holds a dozen turns, so a word in a quarter of them is still telling), OR-ed into
+    the keyword search. `cover`: those plus the query's words that no chunk contains, at the
+    idf of a word in no chunk — coverage is a share of the whole question, so one shared word
+    of a question asked in another language covers little of it. `lines`: up to WINDOW_TERMS
+    terms found in at most WINDOW_COMMON_RATIO of the chunks (picking a line inside a chunk
+    needs the fairly common words too), plus the missing words, to weigh each line. In an
+    index of fewer than SMALL_INDEX chunks such shares mean nothing, so no term is dropped.
+    """
+
+    search: SearchQuery
+    cover: SearchQuery
+    lines: SearchQuery
+
+    @classmethod
+    def of(cls, index: MemoryIndex, text: str) -> _Terms | None:
+        parsed = parse_query(text)
+        if parsed is None:
+            return None
+        tokens = sorted({tok for t in parsed.terms if not t.prefix for form in t.forms for tok in form})
+        counts = index.store.document_frequency(tokens) if tokens else {}
+
+        def df(wanted: Any) -> dict[str, int]:
+            return {tok: counts.get(tok, 0) for tok in wanted}
+
+        total = index.store.chunk_count()
+        small = total < SMALL_INDEX
+        search = parsed.select(df, total, max_terms=KEYWORD_TERMS, common_ratio=1.0 if small else COMMON_RATIO)
+        lines = parsed.select(df, total, max_terms=WINDOW_TERMS, common_ratio=1.0 if small else WINDOW_COMMON_RATIO)
+        missing = tuple(t for t in parsed.terms if not t.prefix
+                        and sum(min(counts.get(tok, 0) for tok in form) for form in t.forms) == 0)
+        absent = math.log(1.0 + (max(total, 1) + 0.5) / 0.5)
+        return cls(search, _with(search, missing, absent), _with(lines, missing, absent))
+
+
+def _with(query: SearchQuery, extra: tuple[Any, ...], weight: float) -> SearchQuery:
+    extra = tuple(t for t in extra if t not in query.terms)
+    if not extra:
+        return query
+    weights = tuple(query.weights or (1.0,) * len(query.terms))
+    return SearchQuery(query.terms + extra, weights + (weight,) * len(extra))
+
+
+def _keyword(index: MemoryIndex, terms: _Terms, sources: list[str], pool: int,
+             candidates: dict[int, _Candidate]) -> bool:
+    rows = index.store.keyword_search(terms.search.match(), sources=sources, limit=pool)
     if not rows:
-        return selected
+        return True
     best = max(-rank for _, rank, _ in rows) or 1.0
+    # bm25 share: relative to the best hit, as far as the index can match the query at all
+    weights = terms.cover.weights or (1.0,) * len(terms.cover.terms)
+    reach = sum(weights[: len(terms.search.terms)]) / (sum(weights) or 1.0)
     for cid, rank, tokens in rows:
-        coverage, exact = score_boost(tokens, selected)
-        share = max(0.0, -rank) / best
+        coverage, exact = score_boost(tokens, terms.cover)
+        share = max(0.0, -rank) / best * reach
         # bm25 share rewards rare words, coverage rewards answering the whole question
         cand = candidates.setdefault(cid, _Candidate(cid))
         cand.coverage = coverage
-        cand.text = min(1.0, 0.5 * share + 0.5 * coverage + 0.1 * exact)
-    return selected
+        cand.text = min(1.0, SHARE_WEIGHT * share + (1 - SHARE_WEIGHT) * coverage + 0.1 * exact)
+    return True
 
 
 def _vector(index: MemoryIndex, text: str, sources: list[str], pool: int, candidates: dict[int, _Candidate]) -> bool:
@@ -217,11 +286,195 @@ def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def _hit(score: float, cand: _Candidate, chunk: Any, parsed: Any, max_chars: int, citations: str) -> MemoryHit:
-    if len(chunk.text) <= max_chars:
-        excerpt = chunk.text
-    else:
-        excerpt = snippet(chunk.text, parsed, max_chars) if parsed is not None else chunk.text[:max_chars] + "…"
-    citation = None if citations == "off" else f"Source: {chunk.path}#L{chunk.start_line}-L{chunk.end_line}"
-    return MemoryHit(chunk.id, chunk.path, chunk.start_line, chunk.end_line, score, excerpt, chunk.source,
-                     citation, cand.vector, cand.text, chunk.meta)
+
+
+# --- windows: return the lines that answer, not the whole chunk ------------------------------
+# A chunk holds ~400 tokens (a dozen chat turns) while an agent injecting memory has a character
+# budget (Active Memory: 1,800), so results are windows of lines, not whole chunks. Every line
+# of the best chunks gets a score: its chunk's score, plus LINE_COVERAGE × the share of the
+# query's terms the line holds (idf-weighted), plus LINE_CONTEXT × the coverage of one of the
+# two lines before it (in a chat the answer follows the question; never across a transcript
+# date line, which starts another conversation). The best lines, in score order, either extend
+# an earlier window of the same chunk they touch (while it fits in snippetMaxChars) or open a
+# new window; windows come out in the order they were opened. A line is returned once: lines of
+# overlapping chunks, and lines another file repeats verbatim (a session excerpt note copying a
+# transcript), go to the better-ranked chunk. Transcript windows start with their date line
+# (`[2023-05-08 13:56 UTC]`, or the chunk's day), so an agent can tell when something was said.
+# Vector mode, temporal decay and MMR keep their chunk order; words then only pick the lines.
+LINE_COVERAGE = 0.75
+LINE_CONTEXT = 0.3
+LINE_POOL = 30  # best lines placed into windows (at least `limit`)
+CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
+GAP = ELLIPSIS = "\u2026"
+_BULLET = re.compile(r"^[\s>*+-]+")
+
+
+@dataclass
+class _Lines:
+    """A chunk's text lines, their line numbers (None when a long line was sliced), which
+    query terms each holds, their coverage, and for transcripts the date label that applies
+    to each line."""
+
+    text: list[str]
+    numbers: list[int] | None
+    terms: list[frozenset[int]]
+    labels: list[str | None]
+    breaks: set[int]  # date lines: never returned as content, never crossed by context
+    covs: list[float] = field(default_factory=list)
+
+
+def _line_key(line: str) -> str:
+    """Identity of a line's text across files: case, spacing and list markers ignored."""
+    return _BULLET.sub("", " ".join(line.split()).casefold())
+
+
+class _Shown:
+    """Lines already claimed: by position within a file (overlapping chunks), and by text
+    across files (a session excerpt note repeating a transcript line)."""
+
+    def __init__(self) -> None:
+        self.positions: set[tuple[str, int]] = set()
+        self.texts: dict[str, set[str]] = {}  # line text -> paths it was claimed from
+
+    def claim(self, path: str, number: int | None, line: str) -> bool:
+        """True if the line is new (and now claimed), False if it was returned already."""
+        key = _line_key(line)
+        paths = self.texts.get(key)
+        if (number is not None and (path, number) in self.positions) or (
+                paths and (number is None or any(p != path for p in paths))):
+            return False
+        if number is not None:
+            self.positions.add((path, number))
+        self.texts.setdefault(key, set()).add(path)
+        return True
+
+
+def _present(padded: str, term: Any) -> bool:
+    for form in term.forms:
+        if " " + " ".join(form) + ("" if term.prefix else " ") in padded:
+            return True
+    return False
+
+
+def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
+    lines = chunk.text.split("\n")
+    numbers = (list(range(chunk.start_line, chunk.end_line + 1))
+               if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
+    labels: list[str | None] = [None] * len(lines)
+    breaks: set[int] = set()
+    if chunk.source == "sessions":
+        label = f"[{chunk.day}]" if chunk.day else None
+        for i, line in enumerate(lines):
+            if DATE_LINE.match(line):
+                breaks.add(i)
+                label = line
+            labels[i] = label
+    terms: list[frozenset[int]] = []
+    for i, line in enumerate(lines):
+        if i in breaks or query is None or not line.strip():
+            terms.append(frozenset())
+            continue
+        padded = f" {analyze_document(line)} "
+        terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
+    weights = list(query.weights or (1.0,) * len(query.terms)) if query is not None else []
+    total = sum(weights) or 1.0
+    covs = [sum(weights[t] for t in held) / total for held in terms]
+    return _Lines(lines, numbers, terms, labels, breaks, covs)
+
+
+def _line_scores(lines: _Lines) -> list[float]:
+    """Own coverage plus context from one of the two lines before (not across a date line)."""
+    out = []
+    for i, cov in enumerate(lines.covs):
+        context = 0.0
+        for back in (1, 2):
+            j = i - back
+            if j < 0 or j in lines.breaks:
+                break
+            context = max(context, lines.covs[j])
+        out.append(LINE_COVERAGE * cov + LINE_CONTEXT * context)
+    return out
+
+
+@dataclass
+class _Window:
+    score: float
+    row: int  # index into the chunk rows
+    lines: list[int]
+
+
+def _render(lines: _Lines, picked: list[int], query: SearchQuery | None, max_chars: int) -> str:
+    parts: list[str] = []
+    label = None
+    for n, i in enumerate(picked):
+        if n and any(j not in lines.breaks for j in range(picked[n - 1] + 1, i)):
+            parts.append(GAP)
+        if lines.labels[i] and lines.labels[i] != label:
+            label = lines.labels[i]
+            parts.append(label)
+        parts.append(lines.text[i])
+    text = "\n".join(parts)
+    if len(text) > max_chars:  # one line longer than the window: cut around the query's words
+        text = snippet(text, query, max_chars) if query is not None else text[:max_chars - 1] + ELLIPSIS
+    return text
+
+
+def _rendered_size(lines: _Lines, picked: list[int]) -> int:
+    labels = {lines.labels[i] for i in picked if lines.labels[i]}
+    gaps = sum(1 for n in range(1, len(picked)) if picked[n] != picked[n - 1] + 1)
+    return sum(len(lines.text[i]) + 1 for i in picked) + sum(len(x) + 1 for x in labels) + 2 * gaps - 1
+
+
+def _hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, citations: str,
+          reorder: bool) -> list[MemoryHit]:
+    rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
+    chunk_lines = [_chunk_lines(chunk, query) for _, _, chunk in rows]
+    shown = _Shown()
+    candidates: list[tuple[float, int, int]] = []  # (score, row, line)
+    for r, ((score, _, chunk), lines) in enumerate(zip(rows, chunk_lines, strict=True)):
+        own = _line_scores(lines)
+        # without reordering, the chunk order stands and words only rank lines within a chunk
+        base = score if reorder else float(len(rows) - r)
+        numbers = lines.numbers or [None] * len(lines.text)
+        matched = any(x > 0 for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
+        for i, line in enumerate(lines.text):
+            if i in lines.breaks or not line.strip() or (matched and own[i] <= 0):
+                continue  # a chunk with matching lines offers those (and their answers) only
+            if not shown.claim(chunk.path, numbers[i], line):
+                continue
+            candidates.append((base + (own[i] if reorder else 1e-3 * own[i]), r, i))
+    candidates.sort(key=lambda c: -c[0])
+    windows: list[_Window] = []
+    for score, r, i in candidates[: max(LINE_POOL, limit)]:
+        lines = chunk_lines[r]
+        touching = next((w for w in windows if w.row == r and w.lines[0] - 1 <= i <= w.lines[-1] + 1), None)
+        if touching is not None:
+            grown = sorted([*touching.lines, i])
+            if _rendered_size(lines, grown) <= max_chars:
+                touching.lines = grown
+                continue
+        windows.append(_Window(score, r, [i]))
+    norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT
+    out = []
+    for w in windows[:limit]:
+        score, cand, chunk = rows[w.row]
+        shown_score = w.score / norm if reorder else score
+        out.append(_hit(shown_score, cand, chunk, chunk_lines[w.row], w.lines, query, max_chars, citations))
+    return out
+
+
+def _hit(score: float, cand: _Candidate, chunk: Any, lines: _Lines, picked: list[int], query: SearchQuery | None,
+         max_chars: int, citations: str) -> MemoryHit:
+    start, end = chunk.start_line, chunk.end_line
+    meta = dict(chunk.meta)
+    ids = meta.get("messageIds")
+    if lines.numbers is not None:
+        start, end = lines.numbers[picked[0]], lines.numbers[picked[-1]]
+        if isinstance(ids, list) and len(ids) == len(lines.text):
+            ids = [ids[i] for i in picked]
+    if isinstance(ids, list):
+        meta["messageIds"] = [i for i in ids if i]  # date lines have no message
+    excerpt = _render(lines, picked, query, max_chars)
+    citation = None if citations == "off" else f"Source: {chunk.path}#L{start}-L{end}"
+    return MemoryHit(chunk.id, chunk.path, start, end, score, excerpt, chunk.source,
+                     citation, cand.vector, cand.text, meta)

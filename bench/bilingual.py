@@ -1,0 +1,134 @@
+"""Bilingual memory_search check (M3, M5): Chinese and English notes in one workspace.
+
+Data: `bench/data/bilingual.json` — 30 Chinese and 30 English one-line notes, each written
+as its own memory file (`memory/zh-01.md`, `memory/en-01.md`, …) in a fresh home. Three
+query sets, each query having exactly one right note among the 60:
+
+- zh→zh paraphrase: a Chinese question reworded away from the note's words
+  (家门的另一把钥匙藏在哪里？ for 我家的备用钥匙放在门口第三个花盆下面。);
+- zh→en: a Chinese question about an English note;
+- en→zh: an English question about a Chinese note.
+
+For hybrid, keyword and vector modes: r@1 and r@5 (the right note's file among the first
+1 / 5 results) and MRR over the first 10. `--provider local-e5` runs the same check with
+the e5 option instead of the default local model.
+
+    python -m bench --only bilingual
+    python -m bench.bilingual [--provider local-e5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python bench/bilingual.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "bench"
+
+from clawkeep import Engine  # noqa: E402
+
+from .common import Section, console, fmt_ms, md_table, percentile, scratch_dir  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data" / "bilingual.json"
+MODES = ("hybrid", "keyword", "vector")
+SETS = (("zh→zh paraphrase", "zh", "zh"), ("zh→en (Chinese question, English note)", "en", "zh"),
+        ("en→zh (English question, Chinese note)", "zh", "en"))
+DEPTH = 10
+
+
+def load() -> dict[str, list[dict[str, str]]]:
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def write_notes(workspace: Path, data: dict[str, list[dict[str, str]]]) -> None:
+    notes = workspace / "memory"
+    notes.mkdir(parents=True, exist_ok=True)
+    for lang in ("zh", "en"):
+        for i, item in enumerate(data[lang], start=1):
+            (notes / f"{lang}-{i:02d}.md").write_text(f"- {item['note']}\n", encoding="utf-8")
+
+
+def run_provider(provider: str) -> dict[str, Any]:
+    data = load()
+    home = scratch_dir("bilingual-")
+    try:
+        config = {"agents": {"defaults": {"memorySearch": {"provider": provider}}}}
+        eng = Engine.open(home=home, config=config)
+        workspace = Path(eng.memory_status()["workspace"])
+        write_notes(workspace, data)
+        start = time.perf_counter()
+        report = eng.memory_index()
+        index_s = time.perf_counter() - start
+        out: dict[str, Any] = {"chunks": report["chunks"], "index_s": index_s, "sets": {}, "latency": []}
+        for label, note_lang, query_lang in SETS:
+            per_mode: dict[str, dict[str, float]] = {}
+            for mode in MODES:
+                r1, r5, rr = [], [], []
+                for i, item in enumerate(data[note_lang], start=1):
+                    want = f"memory/{note_lang}-{i:02d}.md"
+                    t0 = time.perf_counter()
+                    hits = eng.memory_search(item[query_lang], limit=DEPTH, mode=mode)["results"]
+                    out["latency"].append(time.perf_counter() - t0)
+                    paths = [h["path"] for h in hits]
+                    rank = paths.index(want) + 1 if want in paths else None
+                    r1.append(1.0 if rank == 1 else 0.0)
+                    r5.append(1.0 if rank and rank <= 5 else 0.0)
+                    rr.append(1.0 / rank if rank else 0.0)
+                per_mode[mode] = {"r@1": statistics.mean(r1), "r@5": statistics.mean(r5), "mrr": statistics.mean(rr),
+                                  "n": len(r1)}
+            out["sets"][label] = per_mode
+        eng.close()
+        return out
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def run(providers: tuple[str, ...] = ("local",)) -> Section:
+    blocks: list[str] = []
+    data: dict[str, Any] = {}
+    for provider in providers:
+        result = run_provider(provider)
+        data[provider] = result
+        rows = []
+        for label, per_mode in result["sets"].items():
+            n = next(iter(per_mode.values()))["n"]
+            rows.append([label, n] + [f"{per_mode[m][k]:.2f}" for m in MODES for k in ("r@1", "r@5")])
+        overall = {m: {k: statistics.mean(s[m][k] for s in result["sets"].values()) for k in ("r@1", "r@5")}
+                   for m in MODES}
+        rows.append(["**all**", sum(next(iter(s.values()))["n"] for s in result["sets"].values())]
+                    + [f"**{overall[m][k]:.2f}**" for m in MODES for k in ("r@1", "r@5")])
+        name = "default `local` (USE multilingual v3)" if provider == "local" else f"`{provider}`"
+        p50 = fmt_ms(percentile(result["latency"], 50))
+        blocks.append(f"Provider {name}: 60 notes (30 zh, 30 en) as 60 memory files, {result['chunks']} chunks, "
+                      f"indexed in {result['index_s']:.1f} s; search p50 {p50} ms.")
+        blocks.append(md_table(["query set", "queries"] + [f"{m} {k}" for m in MODES for k in ("r@1", "r@5")], rows))
+    blocks.append("Each query has exactly one right note; r@k = the right note's file is among the first k results. "
+                  "Keyword search cannot cross languages (only shared tokens such as `AB`, `MySQL` or digits "
+                  "match), so cross-language recall comes from the vector path.")
+    return Section("bilingual", "Bilingual memory_search (Chinese and English notes)", blocks, data)
+
+
+def run_bench(progress: Any = None, quick: bool = False) -> Section:
+    """Entry point for `python -m bench --only bilingual`."""
+    return run(("local",))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--provider", default="local", help="comma-separated providers (default: local)")
+    args = p.parse_args(argv)
+    providers = tuple(x.strip() for x in args.provider.split(",") if x.strip())
+    console.print(f"bilingual check: {', '.join(providers)}")
+    print(run(providers).markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
