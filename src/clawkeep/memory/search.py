@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -31,6 +34,7 @@ from ..errors import ClawkeepError, InputError
 from ..text.analyzer import analyze_document
 from ..text.query import SearchQuery, parse_query, score_boost
 from ..text.snippet import snippet
+from ..text.tokens import fold, normalise
 from . import items
 from .index import MemoryIndex
 from .sessions_source import DATE_LINE
@@ -43,9 +47,14 @@ COMMON_RATIO = 0.5  # ... each found in at most this share of the chunks
 WINDOW_TERMS = 16  # query terms that weigh each line of a result (see "windows" below) ...
 WINDOW_COMMON_RATIO = 0.75  # ... each found in at most this share of the chunks
 SMALL_INDEX = 8  # below this many chunks no term counts as common
+POSTINGS_BUDGET = 20_000  # postings an OR search may read (FTS5 reads them all): ~15 ms here
 SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
 _WORD = re.compile(r"\w+")
 _VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
+_COUNTS: dict[tuple[str, int], int] = {}
+_FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="clawkeep-memory-vectors")
 
 
 @dataclass
@@ -106,13 +115,18 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     sources = sources or list(index.settings.sources)
     pool = min(MAX_CANDIDATES, max(limit, limit * settings.hybrid.candidate_multiplier))
     candidates: dict[int, _Candidate] = {}
+    # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
+    # keyword path (SQLite FTS5, also outside the GIL)
+    vectors = (_POOL.submit(_vector, index, text, sources, pool)
+               if mode in ("hybrid", "vector") and index.provider is not None else None)
     terms = _Terms.of(index, text)
     keyword_ok = False
     if mode in ("hybrid", "keyword") and terms is not None:
         keyword_ok = _keyword(index, terms, sources, pool, candidates)
-    vector_ok = False
-    if mode in ("hybrid", "vector") and index.provider is not None:
-        vector_ok = _vector(index, text, sources, pool, candidates)
+    similar = vectors.result() if vectors is not None else None
+    vector_ok = similar is not None
+    for cid, sim in similar or ():
+        candidates.setdefault(cid, _Candidate(cid)).vector = sim
     wv, wt = _weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
     chunks = index.store.chunks(candidates)
     today = today or date.today()
@@ -178,14 +192,31 @@ class _Terms:
         def df(wanted: Any) -> dict[str, int]:
             return {tok: counts.get(tok, 0) for tok in wanted}
 
-        total = index.store.chunk_count()
+        total = _chunk_count(index)
         small = total < SMALL_INDEX
-        search = parsed.select(df, total, max_terms=KEYWORD_TERMS, common_ratio=1.0 if small else COMMON_RATIO)
+        search = _within_budget(parsed.select(df, total, max_terms=KEYWORD_TERMS,
+                                              common_ratio=1.0 if small else COMMON_RATIO), counts)
         lines = parsed.select(df, total, max_terms=WINDOW_TERMS, common_ratio=1.0 if small else WINDOW_COMMON_RATIO)
         missing = tuple(t for t in parsed.terms if not t.prefix
                         and sum(min(counts.get(tok, 0) for tok in form) for form in t.forms) == 0)
         absent = math.log(1.0 + (max(total, 1) + 0.5) / 0.5)
         return cls(search, _with(search, missing, absent), _with(lines, missing, absent))
+
+
+def _term_df(term: Any, counts: dict[str, int]) -> int:
+    return sum(min(counts.get(tok, 0) for tok in form) for form in term.forms) if not term.prefix else 0
+
+
+def _within_budget(query: SearchQuery, counts: dict[str, int]) -> SearchQuery:
+    """Drop the commonest search terms while their postings exceed POSTINGS_BUDGET (FTS5 reads
+    every posting of an OR query); the rarest term always stays. Never binds below ~10k chunks."""
+    terms, weights = list(query.terms), list(query.weights or (1.0,) * len(query.terms))
+    while len(terms) > 1 and sum(_term_df(t, counts) for t in terms) > POSTINGS_BUDGET:
+        drop = max(range(len(terms)), key=lambda i: (not terms[i].exact, _term_df(terms[i], counts)))
+        if terms[drop].exact:
+            break
+        del terms[drop], weights[drop]
+    return query if len(terms) == len(query.terms) else SearchQuery(tuple(terms), tuple(weights))
 
 
 def _with(query: SearchQuery, extra: tuple[Any, ...], weight: float) -> SearchQuery:
@@ -215,30 +246,60 @@ def _keyword(index: MemoryIndex, terms: _Terms, sources: list[str], pool: int,
     return True
 
 
-def _vector(index: MemoryIndex, text: str, sources: list[str], pool: int, candidates: dict[int, _Candidate]) -> bool:
+def _vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list[tuple[int, float]] | None:
+    """(chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks; None when unavailable."""
     try:
         ids, matrix = _vectors(index, sources)
         if not len(ids):
-            return False
+            return None
         query = index.provider.embed_query(text)
     except ClawkeepError:
-        return False  # provider down: the keyword path answers alone
+        return None  # provider down: the keyword path answers alone
     sims = matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
     top = np.argpartition(-sims, min(pool, len(sims) - 1))[:pool] if len(sims) > pool else np.arange(len(sims))
-    for i in top:
-        cand = candidates.setdefault(int(ids[i]), _Candidate(int(ids[i])))
-        cand.vector = float(max(0.0, sims[i]))
-    return True
+    return [(int(ids[i]), float(max(0.0, sims[i]))) for i in top]
+
+
+def _vector_key(index: MemoryIndex) -> str:
+    """The provider's fingerprint, computed once per provider (it reads package metadata)."""
+    provider = index.provider
+    if provider is None:
+        return ""
+    try:
+        key = _FINGERPRINTS.get(provider)
+        if key is None:
+            key = _FINGERPRINTS[provider] = index.vector_key() or ""
+        return key
+    except TypeError:  # not weak-referenceable
+        return index.vector_key() or ""
 
 
 def _vectors(index: MemoryIndex, sources: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    key = index.vector_key() or ""
+    key = _vector_key(index)
     cache_key = (getattr(index.store, "path", ""), key, index.store.generation(), tuple(sorted(sources)))
-    if cache_key not in _VECTOR_CACHE:
-        for stale in [k for k in _VECTOR_CACHE if k[:2] == cache_key[:2]]:
-            del _VECTOR_CACHE[stale]
-        _VECTOR_CACHE[cache_key] = index.store.vectors(key, sources)
-    return _VECTOR_CACHE[cache_key]
+    with _CACHE_LOCK:
+        cached = _VECTOR_CACHE.get(cache_key)
+    if cached is None:
+        cached = index.store.vectors(key, sources)
+        with _CACHE_LOCK:
+            for stale in [k for k in _VECTOR_CACHE if k[:2] == cache_key[:2]]:
+                del _VECTOR_CACHE[stale]
+            _VECTOR_CACHE[cache_key] = cached
+    return cached
+
+
+def _chunk_count(index: MemoryIndex) -> int:
+    """Chunks in the index, counted once per index generation (a count scans the table)."""
+    key = (getattr(index.store, "path", ""), index.store.generation())
+    with _CACHE_LOCK:
+        count = _COUNTS.get(key)
+    if count is None:
+        count = index.store.chunk_count()
+        with _CACHE_LOCK:
+            for stale in [k for k in _COUNTS if k[0] == key[0]]:
+                del _COUNTS[stale]
+            _COUNTS[key] = count
+    return count
 
 
 def _decay(scored: list, half_life: float, today: date, limit: int) -> list:
@@ -356,6 +417,36 @@ def _present(padded: str, term: Any) -> bool:
     return False
 
 
+_CONNECTORS = re.compile(r"[-_./:@'\u2019]")
+
+
+def _needles(query: SearchQuery) -> tuple[str, ...]:
+    """Substrings a line must contain to hold any query term (a cheap test before analysis).
+
+    A stem's letters may differ from the word's near its end (happi/happy, die/dying), so a
+    word stem gives its first min(4, len - 1) letters, or its first letter when it has three
+    or fewer; numbers and CJK fragments give themselves.
+    """
+    out: set[str] = set()
+    for term in query.terms:
+        for form in term.forms:
+            for token in form:
+                if token.isascii() and token.isalpha():
+                    keep = 1 if len(token) <= 3 else min(4, len(token) - 1)
+                else:
+                    keep = len(token)
+                out.add(token[:keep])
+    return tuple(out)
+
+
+def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
+    plain = normalise(line).casefold()
+    if not plain.isascii():
+        plain = f"{plain} {fold(plain)}"
+    squeezed = _CONNECTORS.sub("", plain)  # Wi-Fi is also indexed as wifi
+    return any(n in plain or n in squeezed for n in needles)
+
+
 def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
@@ -370,8 +461,9 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
                 label = line
             labels[i] = label
     terms: list[frozenset[int]] = []
+    needles = _needles(query) if query is not None else ()
     for i, line in enumerate(lines):
-        if i in breaks or query is None or not line.strip():
+        if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
             continue
         padded = f" {analyze_document(line)} "
