@@ -266,9 +266,14 @@ def run(sizes: tuple[int, ...] = SIZES, progress: Any = None, profile: bool = Fa
         stage_rows.append([label] + [fmt_ms(r["breakdown"].get(label, float("nan"))) for r in results])
     stages = md_table(["hybrid stage (ms per query, cProfile)"] + [f"{r['n']:,}" for r in results], stage_rows)
     big = results[-1]
-    verdict = "PASS" if big["e2e"]["p50"] <= TARGET_P50_S else "FAIL"
-    notes = (f"Target p50 ≤ {TARGET_P50_S * 1000:.0f} ms at {big['n']:,} chunks (hybrid, end to end, query "
-             f"embedding included): **{verdict}** ({fmt_ms(big['e2e']['p50'])} ms). Times in ms; {big['queries']} "
+    if big["n"] >= 100_000:
+        verdict = "PASS" if big["e2e"]["p50"] <= TARGET_P50_S else "FAIL"
+        target = (f"Target p50 ≤ {TARGET_P50_S * 1000:.0f} ms at 100,000 chunks (hybrid, end to end, query "
+                  f"embedding included): **{verdict}** ({fmt_ms(big['e2e']['p50'])} ms at {big['n']:,}).")
+    else:
+        target = (f"The target (p50 ≤ {TARGET_P50_S * 1000:.0f} ms) is for 100,000 chunks, not measured in this "
+                  f"run (largest size {big['n']:,}).")
+    notes = (f"{target} Times in ms; {big['queries']} "
              f"queries × {REPS} repetitions (50 LoCoMo questions, 20 keyword queries), limit 6. "
              f"Vector matrix load on first search: " + ", ".join(f"{r['n']:,}: {r['matrix_load_s']:.2f} s"
                                                                   for r in results)
