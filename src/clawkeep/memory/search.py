@@ -20,6 +20,7 @@ dated. Measured on LoCoMo (bench/memory_locomo.py): recall within 1,800 / 4,000 
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import weakref
@@ -54,7 +55,14 @@ _VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], tuple[np.ndarray, np.
 _COUNTS: dict[tuple[str, int], int] = {}
 _FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="clawkeep-memory-vectors")
+_POOL: list[Any] = []  # [(pid, executor)]: a forked child starts its own threads
+
+
+def _pool() -> ThreadPoolExecutor:
+    with _CACHE_LOCK:
+        if not _POOL or _POOL[0][0] != os.getpid():
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="clawkeep-memory"))]
+        return _POOL[0][1]
 
 
 @dataclass
@@ -117,7 +125,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     candidates: dict[int, _Candidate] = {}
     # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
     # keyword path (SQLite FTS5, also outside the GIL)
-    vectors = (_POOL.submit(_vector, index, text, sources, pool)
+    vectors = (_pool().submit(_vector, index, text, sources, pool)
                if mode in ("hybrid", "vector") and index.provider is not None else None)
     terms = _Terms.of(index, text)
     keyword_ok = False
