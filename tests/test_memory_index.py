@@ -452,3 +452,36 @@ def test_hybrid_keeps_a_strong_vector_match_that_shares_no_word_with_the_query(h
     assert hits[0]["path"] == "memory/ferry.md"
     # the hike note shares one word (周末); the question's other words occur nowhere, so it covers little
     assert [h["path"] for h in hits].index("memory/hike.md") > 0
+
+
+def _bag_of_words(request):
+    import hashlib
+    import re as _re
+    vectors = []
+    for text in request.json()["input"]:
+        vec = [0.0] * 16
+        for word in _re.findall(r"\w+", text.lower()):
+            vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 16] += 1.0
+        vectors.append(vec if any(vec) else [1.0] + [0.0] * 15)
+    return {"object": "list", "model": "tiny",
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]}
+
+
+def test_sqlite_vec_backend_answers_like_numpy(home):
+    from scripted_http import ScriptedHTTPServer
+
+    with ScriptedHTTPServer(_bag_of_words) as server:
+        results = {}
+        for backend in ("numpy", "sqlite-vec"):
+            config = _remote_cfg(server.url)
+            config["agents"]["defaults"]["memorySearch"]["vectorStore"] = backend
+            eng = open_engine(home / backend, config)
+            w = ws(eng)
+            for i, topic in enumerate(["sailing boats harbour", "sourdough bread oven", "tax return deadline",
+                                       "garden tomatoes basil", "bicycle chain repair"]):
+                (w / "memory" / f"n{i}.md").write_text(f"- notes about {topic}\n")
+            results[backend] = [r["path"] for r in eng.memory_search("bread oven", mode="vector", limit=5)["results"]]
+            deep = eng.memory_status(deep=True)["vectorStore"]
+            assert deep["ok"] and deep["backend"] == backend and deep["vectors"] == 5
+            eng.close()
+        assert results["numpy"] == results["sqlite-vec"] and results["numpy"][0] == "memory/n1.md"

@@ -27,9 +27,8 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import ClawkeepError, InputError
 from ..text.analyzer import analyze_document
@@ -39,6 +38,7 @@ from ..text.tokens import fold, normalise
 from . import items
 from .index import MemoryIndex
 from .sessions_source import DATE_LINE
+from .vectors import open_backend
 
 MAX_QUERY_CHARS = 4096
 MAX_CANDIDATES = 200
@@ -51,7 +51,7 @@ SMALL_INDEX = 8  # below this many chunks no term counts as common
 POSTINGS_BUDGET = 20_000  # postings an OR search may read (FTS5 reads them all): ~15 ms here
 SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
 _WORD = re.compile(r"\w+")
-_VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
+_VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
 _COUNTS: dict[tuple[str, int], int] = {}
 _FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
@@ -257,15 +257,14 @@ def _keyword(index: MemoryIndex, terms: _Terms, sources: list[str], pool: int,
 def _vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list[tuple[int, float]] | None:
     """(chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks; None when unavailable."""
     try:
-        ids, matrix = _vectors(index, sources)
-        if not len(ids):
+        backend = vector_backend(index, sources)
+        if not len(backend):
             return None
         query = index.provider.embed_query(text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
-    sims = matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
-    top = np.argpartition(-sims, min(pool, len(sims) - 1))[:pool] if len(sims) > pool else np.arange(len(sims))
-    return [(int(ids[i]), float(max(0.0, sims[i]))) for i in top]
+    ids, sims = backend.top_k(query, pool)
+    return [(int(i), float(max(0.0, s))) for i, s in zip(ids, sims, strict=True)]
 
 
 def _vector_key(index: MemoryIndex) -> str:
@@ -282,13 +281,17 @@ def _vector_key(index: MemoryIndex) -> str:
         return index.vector_key() or ""
 
 
-def _vectors(index: MemoryIndex, sources: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def vector_backend(index: MemoryIndex, sources: list[str]) -> Any:
+    """The configured top-k backend over the index's vectors, rebuilt once per index generation."""
     key = _vector_key(index)
     cache_key = (getattr(index.store, "path", ""), key, index.store.generation(), tuple(sorted(sources)))
     with _CACHE_LOCK:
         cached = _VECTOR_CACHE.get(cache_key)
     if cached is None:
-        cached = index.store.vectors(key, sources)
+        ids, matrix = index.store.vectors(key, sources)
+        store_path = Path(getattr(index.store, "path", "") or ".")
+        sidecar = store_path.with_name(f"{store_path.stem}-vec-{'-'.join(sorted(sources))}.sqlite")
+        cached = open_backend(index.settings.vector_store, sidecar=sidecar, vector_key=key, ids=ids, matrix=matrix)
         with _CACHE_LOCK:
             for stale in [k for k in _VECTOR_CACHE if k[:2] == cache_key[:2]]:
                 del _VECTOR_CACHE[stale]

@@ -239,12 +239,12 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
     if deep:
         out["provider"] = _provider_health(idx)
         try:
-            key = idx.vector_key()
             out["index"]["stale"] = idx.store.get_meta("fingerprint") != idx.fingerprint()
-        except ClawkeepError:
-            key = None  # reported under provider
-        ids, matrix = idx.store.vectors(key or "", settings.sources)
-        out["vectorStore"].update({"vectors": int(len(ids)), "dims": int(matrix.shape[1]) if len(ids) else None})
+            from .search import vector_backend  # noqa: PLC0415
+
+            out["vectorStore"].update({"ok": True, **vector_backend(idx, settings.sources).describe()})
+        except ClawkeepError as exc:
+            out["vectorStore"].update({"ok": False, "error": str(exc)})
     return out
 
 

@@ -88,7 +88,7 @@ class SqliteVecVectors:
                 conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, "
                              f"embedding float[{dims}] distance_metric=cosine)")
             conn.execute("INSERT OR REPLACE INTO mirror_meta VALUES ('layout', ?)", (layout,))
-        self.count = 0
+        self.count, self.dims = 0, dims or None
         if not dims:
             conn.commit()
             return
@@ -117,7 +117,7 @@ class SqliteVecVectors:
         return ids, sims
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "vectors": self.count, "path": str(self.path)}
+        return {"backend": self.name, "vectors": self.count, "dims": self.dims, "path": str(self.path)}
 
 
 def open_backend(name: str, *, sidecar: Path, vector_key: str, ids: np.ndarray, matrix: np.ndarray) -> Any:
