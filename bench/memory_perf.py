@@ -157,7 +157,8 @@ def measure(n: int, progress: Any, profile: bool = False) -> dict[str, Any]:
     provider.embed_query("warm-up")  # loads the model outside the timings
     qvecs = {q: np.asarray(provider.embed_query(q), dtype=np.float32) for q in queries}
     t0 = time.perf_counter()
-    ids, matrix = search_mod._vectors(index, list(index.settings.sources))  # load + cache the matrix
+    backend = search_mod.vector_backend(index, list(index.settings.sources))  # load + cache the vectors
+    ids, matrix = backend.ids, backend.matrix
     load_s = time.perf_counter() - t0
 
     def search(q: str, mode: str) -> Any:
