@@ -38,9 +38,11 @@ _IDENTIFIER = re.compile(
     r"|#\d{2,}\b",  # issue refs
     re.IGNORECASE,
 )
+# Commitments and to-dos only: "should"/"please" are too common in chat to mark a task.
 _TASK = re.compile(
-    r"\b(todo|to-do|need to|needs to|have to|must|should|i'll|i will|we'll|we will|let's|remind me|"
-    r"don't forget|follow up|next step|pending|please)\b|待办|需要|记得|别忘了|下一步|提醒|要做|稍后",
+    r"\b(todo|to-do|action item|need to|needs to|have to|i'll|i will|we'll|we will|remind me|"
+    r"don't forget|do not forget|follow up|next step|pending|deadline|due by)\b"
+    r"|待办|记得|别忘了|下一步|提醒我|要做|截止",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
@@ -48,7 +50,7 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-MAX_TASKS = 20
+MAX_TASKS = 30
 MAX_DECISIONS = 20
 MAX_KEY_LINES = 16
 
