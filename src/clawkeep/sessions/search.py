@@ -47,8 +47,11 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
         return {"hits": []}
     stores = rt.stores_in(scope)
     # One term selection over all searched stores, so scores stay comparable between them.
-    selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
-                             sum(store.indexed_documents() for store in stores))
+    if all(term.exact for term in parsed.terms):
+        selected = parsed  # identifiers and quoted phrases are always kept: no df lookup needed
+    else:
+        selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
+                                 sum(store.indexed_documents() for store in stores))
     rows: list[SearchRow] = []
     for store in stores:
         rows += store.search(selected.match(), session_ids=scope.session_ids, limit=CANDIDATES)
