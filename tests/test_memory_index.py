@@ -485,3 +485,17 @@ def test_sqlite_vec_backend_answers_like_numpy(home):
             assert deep["ok"] and deep["backend"] == backend and deep["vectors"] == 5
             eng.close()
         assert results["numpy"] == results["sqlite-vec"] and results["numpy"][0] == "memory/n1.md"
+
+
+def test_transcripts_reindex_in_the_background_after_a_debounce(home):
+    eng = open_engine(home, cfg(**TRANSCRIPTS, sync={"sessionsDebounceMs": 200, "watchDebounceMs": 200}))
+    eng.memory_index()
+    eng.memory_watch()
+    from clawkeep.memory import service
+    index = service.open_index(eng.runtime)
+    eng.message("the narwhal documentary is on channel four", channel="telegram", sender="alice")
+    deadline = time.monotonic() + 20
+    while not index.store.files("sessions") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert index.store.files("sessions"), "the poller should have indexed the new transcript"
+    eng.close()

@@ -267,10 +267,18 @@ def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: boo
 
 def watch(rt: Runtime):
     """Start a file watcher that re-indexes after edits (for long-running processes)."""
-    from .watcher import MemoryWatcher  # noqa: PLC0415 - only long-running processes need watchdog
+    from .watcher import MemoryWatcher, TranscriptPoller  # noqa: PLC0415 - only long-running processes
 
     idx = open_index(rt)
-    watcher = MemoryWatcher(ensure_workspace(workspace(rt)), idx.sync,
-                            rt.config.agents.defaults.memory_search.sync.watch_debounce_ms).start()
+    sync_settings = rt.config.agents.defaults.memory_search.sync
+    watcher = MemoryWatcher(ensure_workspace(workspace(rt)), idx.sync, sync_settings.watch_debounce_ms).start()
     rt.on_close(watcher.stop)
+    if "sessions" in idx.settings.sources:
+        store = rt.store()
+
+        def signature() -> object:
+            return tuple((s.session_id, s.message_count, s.updated_at) for s in store.list_sessions())
+
+        poller = TranscriptPoller(signature, idx.sync, sync_settings.sessions_debounce_ms).start()
+        rt.on_close(poller.stop)
     return watcher

@@ -55,3 +55,32 @@ class MemoryWatcher:
         self._handler.cancel()
         self._observer.stop()
         self._observer.join(timeout=5)
+
+
+class TranscriptPoller:
+    """Re-index transcripts (M6) a debounce interval after they change, while a long-running
+    process is up: every `interval_ms` it compares a cheap signature of the sessions (ids,
+    message counts, update times) and syncs only when it moved. Results may lag by that much."""
+
+    def __init__(self, signature: Callable[[], object], on_change: Callable[[], None], interval_ms: int = 5000):
+        self._signature = signature
+        self._on_change = on_change
+        self._interval = max(0.05, interval_ms / 1000)
+        self._stop = threading.Event()
+        self._last = signature()
+        self._thread = threading.Thread(target=self._run, name="clawkeep-transcripts", daemon=True)
+
+    def start(self) -> TranscriptPoller:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            current = self._signature()
+            if current != self._last:
+                self._last = current
+                self._on_change()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
