@@ -133,23 +133,15 @@ def test_labelled_set_shape() -> None:
     assert 0.2 <= test_share <= 0.4
 
 
-@pytest.mark.parametrize("language", ["en", "zh", "ja", "ko"])
-def test_quality_gate_on_dev_split(language: str) -> None:
-    tp = fp = fn = 0
-    misses = []
-    for row in _load():
-        if row["language"] != language or row["split"] != "dev":
-            continue
-        predicted = classify(row["text"]).past_question
-        tp += predicted and row["past"]
-        fp += predicted and not row["past"]
-        fn += row["past"] and not predicted
-        if predicted != row["past"]:
-            misses.append(row["text"])
-    precision = tp / (tp + fp) if tp + fp else 1.0
-    recall = tp / (tp + fn) if tp + fn else 1.0
-    assert precision >= 0.9, (precision, misses)
-    assert recall >= 0.9, (recall, misses)
+def _dev_rows() -> list[dict]:
+    return [row for row in _load() if row["split"] == "dev"]
+
+
+@pytest.mark.parametrize("row", _dev_rows(), ids=lambda row: f"{row['language']}:{row['text'][:30]}")
+def test_dev_sentences_classify_as_labelled(row: dict) -> None:
+    # Behaviour by example: every dev sentence is a regression case. Precision/recall per
+    # language (dev, test and blind batches) is reported by bench/recall_detector.py.
+    assert classify(row["text"]).past_question is row["past"], row.get("note")
 
 
 def test_long_paste_is_scanned_at_both_ends() -> None:
