@@ -136,11 +136,14 @@ def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model
 
 
 def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, recall_result: RecallResult | None,
-          model: Any, at: int, *, retried: bool = False) -> tuple[str, dict[str, Any] | None]:
-    """Call the model; on a context overflow compact and retry once."""
+          model: Any, at: int, *, retried: bool = False,
+          context: TurnContext | None = None) -> tuple[str, dict[str, Any] | None]:
+    """Call the model; on a context overflow compact and retry once. `context` is reused when
+    nothing changed since it was built (no flush, no compaction)."""
     from .models.chat import ContextOverflowError  # noqa: PLC0415
 
-    context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
+    if context is None:
+        context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
     try:
         result = model.complete(context.messages, system=context.system or None)
     except ContextOverflowError:
@@ -186,6 +189,7 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
     model = chat_model(rt)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
+    context = None
     if model is not None:
         context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
         outcome.notices, tokens = context.notices, context.estimated_tokens
@@ -196,7 +200,10 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
     except ClawkeepError as exc:
         rt.log_warning(f"memory steps failed: {exc}")
     if model is not None:
-        answer, overflow_compaction = reply(rt, store, session, text, recall_result, model, at)
+        # a flush changes today's note and a compaction the history: only then build again
+        unchanged = outcome.flush is None and outcome.compaction is None
+        answer, overflow_compaction = reply(rt, store, session, text, recall_result, model, at,
+                                            context=context if unchanged else None)
         outcome.reply = answer
         outcome.compaction = overflow_compaction or outcome.compaction
         _record_reply(store, session, answer, outcome.model, rt.now())
