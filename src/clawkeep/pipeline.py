@@ -55,10 +55,13 @@ class MessageResult:
     flush: dict[str, Any] | None = None
     verbose: str | None = None
     trace: str | None = None
+    client_message_id: str | None = None  # the channel's own id, when it gave one
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sessionKey": self.session_key, "sessionId": self.session_id,
                                "messageId": self.message_id, "role": self.role}
+        if self.client_message_id is not None:
+            out["clientMessageId"] = self.client_message_id
         if self.command:
             out["command"] = self.command
         if self.duplicate:
@@ -112,12 +115,14 @@ def handle_message(rt: Runtime, request: MessageRequest) -> MessageResult:
     interactive = routed.origin == "chat" and request.role == "user"
     session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
     if command is not None:
-        return _run_command(rt, session, command, request, at, auto_reset)
+        return _run_command(rt, session, command, request, at, auto_reset, routed.conversation)
     recalled = turn.before_user_message(rt, session, request.text, turn.chat_model(rt)) if interactive else None
-    entry = record_message(rt, session, request.role, request.text, at, request.message_id, interactive)
+    entry = record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
+                           client_scope=routed.conversation)
     if entry is None:
         return _already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
-    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset)
+    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
+                           client_message_id=request.message_id)
     if request.role == "user" and routed.origin == "chat":
         _finish_turn(rt, session, request.text, recalled, at, result)
     return result
@@ -141,18 +146,22 @@ def _finish_turn(rt: Runtime, session: SessionRecord, text: str, recalled: Any, 
 
 
 def _already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> MessageResult | None:
+    """A re-delivery of a message this conversation already sent (ids are per conversation: the
+    same number from another chat is another message)."""
     if message_id is None:
         return None
-    entry = rt.store_for_key(routed.key).get_entry(message_id)
+    store = rt.store_for_key(routed.key)
+    entry = store.get_entry_by_client_id(routed.conversation, message_id)
     if entry is None:
         return None
-    session = rt.store_for_key(routed.key).get_session(entry.session_id)
+    session = store.get_session(entry.session_id)
     key = session.key if session else routed.key
-    return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", duplicate=True)
+    return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", duplicate=True,
+                         client_message_id=message_id)
 
 
 def _run_command(rt: Runtime, session: SessionRecord, command: tuple[str, str], request: MessageRequest,
-                 at: int, auto_reset: str | None) -> MessageResult:
+                 at: int, auto_reset: str | None, conversation: str) -> MessageResult:
     name, rest = command
     if name in TURN_COMMANDS:
         label, details = commands.run_turn_command(rt, session, name, rest, at)
@@ -164,17 +173,21 @@ def _run_command(rt: Runtime, session: SessionRecord, command: tuple[str, str], 
     service.append_reset(rt, store, session, at, reason="manual")
     result = MessageResult(session.key, session.session_id, None, "user", command="reset", reset="manual")
     if rest:  # "/new tell me a joke": the rest is the first message of the new interval
-        entry = record_message(rt, session, "user", rest, at, request.message_id, True)
-        result.message_id = entry.entry_id if entry else request.message_id
+        entry = record_message(rt, session, "user", rest, at, request.message_id, True,
+                               client_scope=conversation)
+        result.message_id = entry.entry_id if entry else None
+        result.client_message_id = request.message_id
     return result
 
 
 def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at: int,
-                   message_id: str | None, interactive: bool) -> EntryRecord | None:
-    """Append a message and update the session row in one transaction; None if a duplicate id."""
+                   message_id: str | None, interactive: bool, *, client_scope: str | None = None) -> EntryRecord | None:
+    """Append a message and update the session row in one transaction; None if the conversation
+    (`client_scope`) already delivered this client message id."""
     store = rt.store_for_key(session.key)
-    entry = EntryRecord(message_id or transcript.new_entry_id(), session.session_id, "message", at,
-                        role=role, content=transcript.text_blocks(text))
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at,
+                        role=role, content=transcript.text_blocks(text), client_id=message_id,
+                        client_scope=(client_scope or session.key) if message_id else None)
     try:
         with store.transaction():
             transcript.append(store, entry)

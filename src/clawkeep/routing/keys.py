@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from ..errors import InputError
 
 AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_SEGMENT = re.compile(r"^[^\s:\x00-\x1f]{1,200}$")
-MAX_KEY_CHARS = 512
+_SEGMENT = re.compile(r"^[^\s:\x00-\x1f\x7f]{1,600}$")
+MAX_SEGMENT_CHARS = 200  # as given; escaping may lengthen it up to 600
+MAX_KEY_CHARS = 2048
 INCOGNITO_MARK = "incognito-"
 
 KINDS = (
@@ -61,14 +62,36 @@ def normalize_agent_id(agent_id: str) -> str:
     return value
 
 
+# Characters an id keeps as they are inside a key; everything else is percent-escaped so two
+# different ids never become one key (':' separates segments, '%' starts an escape).
+_SAFE_PUNCT = frozenset("._@+-~#/!$&*,()[]=^|")
+
+
+def escape_segment(text: str) -> str:
+    """Percent-escape what would break a key or merge two ids (injective: '%' is escaped too)."""
+    out = []
+    for ch in text:
+        if ch.isalnum() or ch in _SAFE_PUNCT:
+            out.append(ch)
+        else:
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+    return "".join(out)
+
+
 def normalize_segment(value: str, what: str) -> str:
-    """Lowercase an id for use inside a key; ':' and spaces would break the key's shape."""
-    text = re.sub(r"[\s:]+", "-", (value or "").strip().lower())
+    """An id as one key segment: trimmed and lowercased (ids match case-insensitively, as in
+    OpenClaw), every other distinction kept by escaping — `@alice:example.org`,
+    `@alice-example.org` and `@alice example.org` are three different peers."""
+    text = (value or "").strip().lower()
     if not text:
         raise InputError(f"{what} must not be empty")
-    if not _SEGMENT.match(text):
-        raise InputError(f"{what} {value!r} is invalid; use at most 200 printable characters")
-    return text
+    if len(text) > MAX_SEGMENT_CHARS:
+        raise InputError(f"{what} is {len(text)} characters long; at most {MAX_SEGMENT_CHARS} are allowed")
+    escaped = escape_segment(text)
+    if not _SEGMENT.match(escaped):
+        raise InputError(f"{what} {value!r} is too long once escaped for a session key ({len(escaped)} "
+                         "characters; at most 600): use a shorter id")
+    return escaped
 
 
 @dataclass(frozen=True)
@@ -100,26 +123,34 @@ def parse_key(key: str) -> ParsedKey:
 
 
 def _classify(key: str, parts: list[str]) -> ParsedKey:
+    """Classify by position, never by a word appearing anywhere: a channel, account or group
+    literally named `direct`, `dm`, `cron` or `thread` must not change what a key is."""
     agent, rest = parts[1], parts[2:]
-    incognito = any(p.startswith(INCOGNITO_MARK) for p in rest)
+    if len(rest) >= 3 and rest[-2] == "thread":
+        base = _classify(":".join(parts[:-2]), parts[:-2])
+        return ParsedKey(key, agent, "thread", base.chat_type, base.channel, base.incognito)
     head = rest[0]
-    if "thread" in rest[:-1]:
-        base = _classify(":".join(parts[: 2 + rest.index("thread")]), parts[: 2 + rest.index("thread")])
-        return ParsedKey(key, agent, "thread", base.chat_type, base.channel, incognito or base.incognito)
-    if head in ("cron", "hook", "subagent", "dashboard", "coding") and len(rest) >= 2:
-        chat = "direct" if head == "dashboard" else None
-        return ParsedKey(key, agent, head, chat, head if head == "dashboard" else None, incognito)
-    if head == "heartbeat" and len(rest) == 1:
-        return ParsedKey(key, agent, "heartbeat", None, None, incognito)
-    if "direct" in rest[:-1] or "dm" in rest[:-1]:
-        channel = rest[0] if rest[0] not in ("direct", "dm") else None
-        return ParsedKey(key, agent, "direct", "direct", channel, incognito)
-    if len(rest) >= 3 and rest[1] in ("group", "channel", "room"):
-        chat = "channel" if rest[1] == "channel" else "group"
-        return ParsedKey(key, agent, chat, chat, rest[0], incognito)
     if len(rest) == 1:
-        return ParsedKey(key, agent, "main", "direct", None, incognito)
-    return ParsedKey(key, agent, "other", None, None, incognito)
+        if head == "heartbeat":
+            return ParsedKey(key, agent, "heartbeat", None, None, False)
+        return ParsedKey(key, agent, "main", "direct", None, False)
+    if len(rest) == 2:
+        if head == "dashboard":
+            # Incognito comes only from `sessions create --incognito`, which mints this exact shape.
+            incognito = rest[1].startswith(INCOGNITO_MARK)
+            return ParsedKey(key, agent, "dashboard", "direct", "dashboard", incognito)
+        if head in ("cron", "hook", "subagent", "coding"):
+            return ParsedKey(key, agent, head, None, None, False)
+        if head in ("direct", "dm"):
+            return ParsedKey(key, agent, "direct", "direct", None, False)
+    if len(rest) == 3 and rest[1] in ("direct", "dm"):
+        return ParsedKey(key, agent, "direct", "direct", head, False)
+    if len(rest) == 3 and rest[1] in ("group", "channel", "room"):
+        chat = "channel" if rest[1] == "channel" else "group"
+        return ParsedKey(key, agent, chat, chat, head, False)
+    if len(rest) == 4 and rest[2] in ("direct", "dm"):
+        return ParsedKey(key, agent, "direct", "direct", head, False)
+    return ParsedKey(key, agent, "other", None, None, False)
 
 
 def dashboard_key(agent_id: str, *, incognito: bool = False) -> str:

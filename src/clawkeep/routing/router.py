@@ -36,6 +36,9 @@ class Route:
     account: str | None
     peer: str | None
     origin: str  # "chat" or one of SYSTEM_ORIGINS
+    # The chat that numbers the channel's message ids (channel, account, group or DM sender;
+    # threads share their chat's numbering): client message ids are unique only within it.
+    conversation: str = ""
 
 
 def route(inbound: Inbound, agent_id: str, config: SessionConfig) -> Route:
@@ -46,23 +49,26 @@ def route(inbound: Inbound, agent_id: str, config: SessionConfig) -> Route:
         if parsed.agent_id != agent:
             raise InputError(f"session {inbound.session!r} belongs to agent {parsed.agent_id!r}, not {agent!r}")
         return Route(parsed.key, agent, parsed.kind, parsed.chat_type, parsed.channel or inbound.channel,
-                     inbound.account, None, "chat")
+                     inbound.account, None, "chat", conversation=parsed.key)
     channel = normalize_segment(inbound.channel or "unknown", "channel")
     if channel in SYSTEM_ORIGINS:
         return _system_route(agent, channel, inbound)
     if inbound.chat_type not in CHAT_TYPES:
         raise InputError(f"chat type {inbound.chat_type!r} is not allowed; allowed values: {', '.join(CHAT_TYPES)}")
+    account = normalize_segment(inbound.account, "account") if inbound.account else None
     if inbound.chat_type == "direct":
         base, peer = _direct_key(agent, channel, inbound, config), _peer(inbound, channel, config)
+        chat = normalize_segment(inbound.sender, "sender")
     else:
         if not inbound.group:
             raise InputError(f"a {inbound.chat_type} message needs a group id (--group)")
-        base = f"agent:{agent}:{channel}:{inbound.chat_type}:{normalize_segment(inbound.group, 'group id')}"
+        chat = normalize_segment(inbound.group, "group id")
+        base = f"agent:{agent}:{channel}:{inbound.chat_type}:{chat}"
         peer = None
     key = base if not inbound.thread else f"{base}:thread:{normalize_segment(inbound.thread, 'thread id')}"
     parsed = parse_key(key)
-    account = normalize_segment(inbound.account, "account") if inbound.account else None
-    return Route(key, agent, parsed.kind, inbound.chat_type, channel, account, peer, "chat")
+    conversation = f"{channel}:{account or ''}:{inbound.chat_type}:{chat}"
+    return Route(key, agent, parsed.kind, inbound.chat_type, channel, account, peer, "chat", conversation)
 
 
 def _system_route(agent: str, origin: str, inbound: Inbound) -> Route:
@@ -71,14 +77,14 @@ def _system_route(agent: str, origin: str, inbound: Inbound) -> Route:
     else:
         ident = inbound.group or inbound.sender
         key = f"agent:{agent}:{origin}:{normalize_segment(ident, f'{origin} id')}"
-    return Route(key, agent, origin, None, origin, None, None, origin)
+    return Route(key, agent, origin, None, origin, None, None, origin, conversation=key)
 
 
 def _peer(inbound: Inbound, channel: str, config: SessionConfig) -> str:
     sender = normalize_segment(inbound.sender, "sender")
     if config.dm_scope == "main":
         return sender
-    return _linked_peer(sender, channel, config.identity_links) or sender
+    return _linked_peer(inbound.sender, inbound.channel or "unknown", config.identity_links) or sender
 
 
 def _direct_key(agent: str, channel: str, inbound: Inbound, config: SessionConfig) -> str:
@@ -95,8 +101,10 @@ def _direct_key(agent: str, channel: str, inbound: Inbound, config: SessionConfi
 
 
 def _linked_peer(sender: str, channel: str, links: dict[str, list[str]]) -> str | None:
-    """First canonical name (in file order) whose identities include the sender."""
-    candidates = {sender, f"{channel}:{sender}"}
+    """First canonical name (in file order) whose identities include the sender; identities are
+    compared as written (trimmed, case-insensitive), before any escaping for the key."""
+    raw = (sender or "").strip().lower()
+    candidates = {raw, f"{(channel or '').strip().lower()}:{raw}"}
     for canonical, identities in links.items():
         if any(identity.strip().lower() in candidates for identity in identities):
             return normalize_segment(canonical, "identityLinks name")

@@ -27,6 +27,8 @@ def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, messag
     if message_id is not None:
         entry = store.get_entry(message_id)
         if entry is None or entry.session_id != session.session_id:
+            entry = store.find_client_entry(session.session_id, message_id)  # the channel's own id
+        if entry is None or entry.session_id != session.session_id:
             raise NotFoundError(f"message {message_id!r} not found in session {ref!r}")
         around = entry.seq
     entries = interval_messages(rt, store, session, around)
@@ -51,5 +53,8 @@ def interval_messages(rt: Runtime, store: AgentStore, session: SessionRecord, ar
 
 
 def _as_message(entry: EntryRecord) -> dict[str, Any]:
-    return {"messageId": entry.entry_id, "role": entry.role or "system", "timestamp": to_iso(entry.timestamp),
-            "content": entry.content}
+    out = {"messageId": entry.entry_id, "role": entry.role or "system", "timestamp": to_iso(entry.timestamp),
+           "content": entry.content}
+    if entry.client_id:
+        out["clientMessageId"] = entry.client_id
+    return out

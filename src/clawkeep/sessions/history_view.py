@@ -220,12 +220,15 @@ def build_history_view(
 
 
 def _row(msg: dict[str, Any], text: str) -> dict[str, Any]:
-    return {
+    row = {
         "messageId": msg.get("messageId", msg.get("id")),
         "role": msg.get("role"),
         "text": text,
         "timestamp": msg.get("timestamp"),
     }
+    if msg.get("clientMessageId"):
+        row["clientMessageId"] = msg["clientMessageId"]
+    return row
 
 
 def _render_message(

@@ -70,5 +70,8 @@ def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int
 def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
     text = transcript.plain_text(row.entry.content)
     excerpt, _ = redact_secrets(snippet(text, query))
-    return {"sessionKey": row.session_key, "sessionId": row.entry.session_id, "messageId": row.entry.entry_id,
-            "role": row.entry.role, "timestamp": to_iso(row.entry.timestamp), "snippet": excerpt}
+    hit = {"sessionKey": row.session_key, "sessionId": row.entry.session_id, "messageId": row.entry.entry_id,
+           "role": row.entry.role, "timestamp": to_iso(row.entry.timestamp), "snippet": excerpt}
+    if row.entry.client_id:
+        hit["clientMessageId"] = row.entry.client_id
+    return hit

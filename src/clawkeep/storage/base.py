@@ -51,6 +51,10 @@ class EntryRecord:
     meta: dict[str, Any] = field(default_factory=dict)
     parent_entry_id: str | None = None
     seq: int = 0  # assigned by the store; total order of entries within an agent
+    # A channel's own message id and the conversation that numbers it (channel/account/chat):
+    # idempotent re-delivery is per (client_scope, client_id), never per bare id.
+    client_id: str | None = None
+    client_scope: str | None = None
 
 
 @dataclass
@@ -103,6 +107,14 @@ class AgentStore(abc.ABC):
 
     @abc.abstractmethod
     def get_entry(self, entry_id: str) -> EntryRecord | None: ...
+
+    @abc.abstractmethod
+    def get_entry_by_client_id(self, client_scope: str, client_id: str) -> EntryRecord | None:
+        """The entry a conversation's own message id was recorded as (idempotent delivery)."""
+
+    @abc.abstractmethod
+    def find_client_entry(self, session_id: str, client_id: str) -> EntryRecord | None:
+        """An entry of one session by the channel's message id (for re-opening an interval)."""
 
     @abc.abstractmethod
     def iter_entries(

@@ -43,9 +43,13 @@ CREATE TABLE IF NOT EXISTS entries (
     role TEXT,
     ts INTEGER NOT NULL,
     content TEXT NOT NULL DEFAULT '[]',
-    meta TEXT NOT NULL DEFAULT '{}'
+    meta TEXT NOT NULL DEFAULT '{}',
+    client_scope TEXT,
+    client_id TEXT
 );
 CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_client ON entries(client_scope, client_id) WHERE client_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_session_type ON entries(session_id, type, seq);
 
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
@@ -76,13 +80,21 @@ _SESSION_COLUMNS = (
     "model",
     "meta",
 )
-_ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta"
+_ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
+_ENTRY_WIDTH = 11
 
 
 class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
-    schema_version = 2  # 2: index on (session_id, type, seq) for boundaries and compactions
+    # 2: index on (session_id, type, seq) for boundaries and compactions
+    # 3: client message ids scoped to their conversation (client_scope, client_id)
+    schema_version = 3
+
+    def _upgrade(self, from_version: int) -> None:
+        if 0 < from_version < 3:
+            self._conn.execute("ALTER TABLE entries ADD COLUMN client_scope TEXT")
+            self._conn.execute("ALTER TABLE entries ADD COLUMN client_id TEXT")
 
     def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
         self.agent_id = agent_id
@@ -154,7 +166,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     # --- transcript -----------------------------------------------------------------
     @staticmethod
     def _entry(row: Sequence[Any]) -> EntryRecord:
-        seq, entry_id, session_id, parent, etype, role, ts, content, meta = row
+        seq, entry_id, session_id, parent, etype, role, ts, content, meta, client_scope, client_id = row
         return EntryRecord(
             entry_id=entry_id,
             session_id=session_id,
@@ -165,6 +177,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             meta=json.loads(meta),
             parent_entry_id=parent,
             seq=seq,
+            client_id=client_id,
+            client_scope=client_scope,
         )
 
     def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
@@ -172,7 +186,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             try:
                 cursor = self._insert_entry(entry)
             except sqlite3.IntegrityError:
-                raise DuplicateError(f"entry id {entry.entry_id!r} already exists") from None
+                what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
+                raise DuplicateError(f"{what} already exists") from None
             entry.seq = cursor.lastrowid
             if index_text:
                 self._write("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (entry.seq, index_text))
@@ -180,8 +195,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
         return self._write(
-            "INSERT INTO entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta, "
+            "client_scope, client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.entry_id,
                 entry.session_id,
@@ -191,11 +206,23 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                 entry.timestamp,
                 json.dumps(entry.content, ensure_ascii=False),
                 json.dumps(entry.meta, ensure_ascii=False),
+                entry.client_scope if entry.client_id else None,
+                entry.client_id,
             ),
         )
 
     def get_entry(self, entry_id: str) -> EntryRecord | None:
         rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE entry_id = ?", (entry_id,))
+        return self._entry(rows[0]) if rows else None
+
+    def get_entry_by_client_id(self, client_scope: str, client_id: str) -> EntryRecord | None:
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE client_scope = ? AND client_id = ?",
+                           (client_scope, client_id))
+        return self._entry(rows[0]) if rows else None
+
+    def find_client_entry(self, session_id: str, client_id: str) -> EntryRecord | None:
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE client_id = ? AND session_id = ? "
+                           "ORDER BY seq DESC LIMIT 1", (client_id, session_id))
         return self._entry(rows[0]) if rows else None
 
     def iter_entries(
@@ -250,7 +277,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             "JOIN entries_fts f ON f.rowid = top.rowid ORDER BY top.score",
             params,
         )
-        return [SearchRow(self._entry(r[:9]), r[9], r[10], r[11]) for r in rows]
+        w = _ENTRY_WIDTH
+        return [SearchRow(self._entry(r[:w]), r[w], r[w + 1], r[w + 2]) for r in rows]
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         if not tokens:

@@ -63,9 +63,13 @@ class SqliteConnection(abc.ABC):
                                f"this clawkeep understands up to {self.schema_version}")
         if version < self.schema_version:
             with self.transaction():  # executescript() would commit early: one statement at a time
+                self._upgrade(version)
                 for statement in self._schema():
                     self._conn.execute(statement)
                 self._conn.execute(f"PRAGMA user_version = {self.schema_version}")
+
+    def _upgrade(self, from_version: int) -> None:
+        """Changes CREATE ... IF NOT EXISTS cannot express (new columns), run before the schema."""
 
     def close(self) -> None:
         with self._lock:
