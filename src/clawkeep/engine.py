@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from . import turn
+from . import validation as check
 from .config import Config, config_from_dict, load_config
 from .memory import service as memory
+from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
 from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
 from .recall import service as recall_service
 from .recall.detector import classify
@@ -39,8 +41,13 @@ def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[st
     return load_config(default) if default.exists() else Config()
 
 
-def _at(value: str | int | None) -> int | None:
-    return parse_iso(value) if isinstance(value, str) else value
+def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
+    """A caller's time: ISO-8601 text or epoch ms, inside the accepted window (validation.py)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = parse_iso(check.ident(value, name), name)
+    return check.time_ms(value, name, rt.now())
 
 
 class Engine:
@@ -54,7 +61,12 @@ class Engine:
         config: str | os.PathLike[str] | Config | dict[str, Any] | None = None,
         agent: str = "main",
     ) -> Engine:
+        check.path(home, "home", optional=True)
+        if not isinstance(config, (Config, dict)):
+            check.path(config, "config file", optional=True)
+        check.ident(agent, "agent id")
         home_path = Path(home).expanduser() if home is not None else default_home()
+        check.path(home_path, "home")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
@@ -89,6 +101,12 @@ class Engine:
         at: str | int | None = None,
         session: str | None = None,
     ) -> MessageResult:
+        check.text(text, "message text")
+        for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
+            check.ident(value, name)
+        for name, value in (("account", account), ("group", group), ("thread", thread), ("message id", message_id),
+                            ("session", session)):
+            check.ident(value, name, optional=True)
         inbound = Inbound(
             channel=channel,
             account=account,
@@ -98,12 +116,16 @@ class Engine:
             thread=thread,
             session=session,
         )
-        return handle_message(self.runtime, MessageRequest(text, inbound, role, message_id, _at(at)))
+        at_ms = _at(self.runtime, at)
+        return handle_message(self.runtime, MessageRequest(text, inbound, role, message_id, at_ms))
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
     ) -> dict[str, Any]:
-        return record_system_event(self.runtime, session, text, at=_at(at), queue=queue)
+        check.ident(session, "session")
+        check.text(text, "system event text")
+        check.flag(queue, "queue")
+        return record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue)
 
     # --- sessions -------------------------------------------------------------------
     def sessions_list(
@@ -118,66 +140,109 @@ class Engine:
         recent_messages: int = 0,
         caller: str | None = None,
     ) -> list[dict[str, Any]]:
+        for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
+            check.ident(value, name, optional=True)
+        check.text(search_text, "search text", optional=True)
+        check.integer(active_minutes, "active minutes", 0, check.MAX_INT)
+        check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
+        check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
         return service.list_sessions(self.runtime, flt, Caller(caller))
 
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
     ) -> dict[str, Any]:
+        check.ident(session, "session")
+        check.ident(message_id, "message id", optional=True)
+        check.ident(caller, "caller", optional=True)
+        check.flag(include_tools, "include tools")
         return history.sessions_history(
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools
         )
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> dict[str, Any]:
+        check.text(query, "search query")
+        check.integer(limit, "limit", 1, search.MAX_LIMIT)
+        check.ident(caller, "caller", optional=True)
         return search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> dict[str, Any]:
+        check.ident(session, "session", optional=True)
+        check.ident(caller, "caller", optional=True)
         return service.session_status(self.runtime, session, Caller(caller))
 
     def sessions_reset(self, session: str, *, at: str | int | None = None, caller: str | None = None) -> dict[str, Any]:
-        return service.reset_session(self.runtime, session, Caller(caller), at=_at(at))
+        check.ident(session, "session")
+        check.ident(caller, "caller", optional=True)
+        return service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> dict[str, Any]:
+        check.ident(session, "session")
+        check.ident(label, "label", optional=True)
+        check.ident(caller, "caller", optional=True)
         return service.fork_session(self.runtime, session, Caller(caller), label=label)
 
     def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> dict[str, Any]:
+        check.flag(incognito, "incognito")
+        check.ident(label, "label", optional=True)
         return service.create_dashboard(self.runtime, incognito=incognito, label=label)
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> dict[str, Any]:
+        for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
+            check.flag(value, name)
         return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
 
     # --- memory ---------------------------------------------------------------------
     def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        check.text(query, "memory search query")
+        check.integer(limit, "limit", 1, MAX_MEMORY_SEARCH_LIMIT)
+        check.ident(mode, "mode")
         return memory.search(self.runtime, query, limit=limit, mode=mode)
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
+        check.path(path, "memory path")
+        check.integer(from_line, "from line", 1, check.MAX_INT)
+        check.integer(lines, "lines", 1, memory.MAX_GET_LINES)
         return memory.get(self.runtime, path, from_line=from_line, lines=lines)
 
     def memory_remember(self, text: str, *, force: bool = False) -> dict[str, Any]:
+        check.text(text, "memory text")
+        check.flag(force, "force")
         return memory.remember(self.runtime, text, force=force).to_json(memory.today(self.runtime))
 
     def memory_items(self, *, status: str | None = None) -> list[dict[str, Any]]:
+        check.ident(status, "status", optional=True)
         return memory.list_items(self.runtime, status=status)
 
     def memory_edit(self, item_id: str, text: str) -> dict[str, Any]:
+        check.ident(item_id, "memory item id")
+        check.text(text, "memory text")
         return memory.edit_item(self.runtime, item_id, text)
 
     def memory_delete(self, item_id: str) -> dict[str, Any]:
+        check.ident(item_id, "memory item id")
         return memory.delete_item(self.runtime, item_id)
 
     def memory_sweep(self) -> dict[str, Any]:
         return memory.sweep(self.runtime)
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> dict[str, Any]:
+        check.flag(force, "force")
         return memory.index(self.runtime, force=force, progress=progress).to_json()
 
     def memory_status(self, *, deep: bool = False) -> dict[str, Any]:
+        check.flag(deep, "deep")
         return memory.status(self.runtime, deep=deep)
 
-    def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True) -> list[dict[str, Any]]:
-        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session)
+    def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
+                         session: str | None = None) -> list[dict[str, Any]]:
+        """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
+        check.ident(chat_type, "chat type", optional=True)
+        check.flag(new_session, "new session")
+        check.ident(session, "session", optional=True)
+        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session)
         return [{"path": f.path, "text": f.text, "truncated": f.truncated, "originalChars": f.original_chars}
                 for f in files]
 
@@ -193,10 +258,13 @@ class Engine:
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> dict[str, Any]:
         """Active Memory for a would-be user message in `session`, without storing it."""
+        check.text(text, "recall text")
+        check.ident(session, "session")
         model = turn.chat_model(self.runtime)
         return recall_service.recall(self.runtime, text, session, model=model).to_json()
 
     def classify(self, text: str) -> dict[str, Any]:
+        check.text(text, "text")
         found = classify(text)
         return {"pastQuestion": found.past_question, "language": found.language}
 

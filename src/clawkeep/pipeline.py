@@ -225,6 +225,10 @@ def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = No
     """
     if not text.strip():
         raise InputError("system event text is empty")
+    limit = rt.config.session.max_message_chars
+    if len(text) > limit:
+        raise InputError(f"system event text is {len(text)} characters long; at most {limit} are allowed "
+                         "(session.maxMessageChars, the same limit as messages)")
     store, session = service.find_session(rt, ref, caller)
     at = at if at is not None else rt.now()
     entry = EntryRecord(transcript.new_entry_id(), session.session_id, "system_event", at,

@@ -8,6 +8,9 @@ from zoneinfo import ZoneInfo
 
 from .errors import InputError
 
+MIN_TIME_MS = 0  # 1970-01-01T00:00:00Z
+MAX_TIME_MS = 7_258_118_400_000  # 2200-01-01T00:00:00Z: later times are refused
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -22,15 +25,26 @@ def parse_iso(value: str, what: str = "--at") -> int:
         raise InputError(
             f"{what} {value!r} is not an ISO-8601 time; use e.g. 2026-05-08T13:56:00 or 2026-05-08T13:56:00+02:00"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return int(moment.timestamp() * 1000)
+    try:
+        if moment.tzinfo is None:
+            moment = moment.astimezone()
+        ms = int(moment.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):  # year 1 in a zone west of UTC, 9999-12-31 east of it
+        ms = None
+    if ms is None or not MIN_TIME_MS <= ms <= MAX_TIME_MS:
+        raise InputError(f"{what} {value!r} is out of range; give a time between 1970-01-01 and 2200-01-01 (UTC)")
+    return ms
 
 
 def to_iso(ms: int | None) -> str | None:
+    """ISO-8601 UTC; a stored value no calendar can show (written before times were bounded)
+    comes out as None rather than breaking the answer it is part of."""
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
 
 
 def zone(name: str | None) -> tzinfo:

@@ -1,0 +1,123 @@
+"""Checks on what a caller hands the Engine (and so the CLI): text, ids, paths, integers, times.
+
+Every public `Engine` method runs its arguments through these before any work, so bad input
+is an `InputError` naming the argument, what is wrong and what is allowed — never a
+UnicodeEncodeError from SQLite, an OverflowError from `datetime` or a ValueError from `open`.
+
+Bounds (also in the README):
+- text, ids, keys and paths must be valid UTF-8: no lone surrogates (what an undecodable
+  byte on the command line becomes);
+- ids and keys (session keys and ids, message ids, memory item ids, labels, agent ids): one
+  line, no control characters (a trailing newline is refused, not stripped), at most
+  `MAX_ID_CHARS` characters;
+- paths: no NUL, at most `MAX_PATH_CHARS` characters;
+- integers are real integers (not booleans) inside a stated range;
+- times (`--at`): between 1970-01-01 and 2200-01-01 UTC and at most `MAX_FUTURE_MS` ahead of
+  the engine's clock (a time far in the future would keep its session fresh until then).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import InputError
+from .timeutil import MAX_TIME_MS, MIN_TIME_MS, to_iso
+
+MAX_ID_CHARS = 2048
+MAX_PATH_CHARS = 4096
+MAX_FUTURE_MS = 24 * 3_600_000  # clock skew and time-zone mix-ups, not scheduling
+# The largest integer any count, limit or line number may be: far above every real use,
+# small enough for SQLite (64-bit) and for arithmetic on milliseconds.
+MAX_INT = 2**53
+
+_SHOW = 60  # characters of a bad value quoted in a message
+
+
+def shown(value: Any) -> str:
+    """A bad value as a message quotes it: repr, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _SHOW else f"{text[:_SHOW]}…({len(text)} characters)"
+
+
+def _utf8(value: str, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"{name} is not valid UTF-8: character {exc.start} is {value[exc.start]!r} (an undecodable byte or a "
+            "lone surrogate); give UTF-8 text"
+        ) from None
+
+
+def text(value: Any, name: str, *, optional: bool = False) -> Any:
+    """Free text (a message, a query, a fact): any valid UTF-8 string."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be text, got {type(value).__name__}")
+    _utf8(value, name)
+    return value
+
+
+def ident(value: Any, name: str, *, optional: bool = False) -> Any:
+    """A key, id or label: valid UTF-8, one line without control characters, not blank."""
+    if value is None and optional:
+        return None
+    text(value, name)
+    if not value.strip():
+        raise InputError(f"{name} is empty; give a non-empty value")
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{name} is {len(value)} characters long; at most {MAX_ID_CHARS} are allowed")
+    bad = next((i for i, ch in enumerate(value) if ch < " " or ch == "\x7f"), None)
+    if bad is not None:
+        raise InputError(
+            f"{name} {shown(value)} contains a control character ({value[bad]!r} at position {bad}); "
+            "ids and keys are one line without control characters (a trailing newline is not stripped)"
+        )
+    return value
+
+
+def path(value: Any, name: str, *, optional: bool = False) -> Any:
+    """A file or directory name: str or PathLike, valid UTF-8, no NUL, bounded length."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(f"{name} must be a path, got {type(value).__name__}")
+    raw = os.fspath(value)
+    if not isinstance(raw, str):
+        raise InputError(f"{name} must be a text path, got {type(raw).__name__}")
+    _utf8(raw, name)
+    if "\x00" in raw:
+        raise InputError(f"{name} {shown(raw)} contains a NUL character; paths cannot contain NUL")
+    if len(raw) > MAX_PATH_CHARS:
+        raise InputError(f"{name} is {len(raw)} characters long; at most {MAX_PATH_CHARS} are allowed")
+    return value
+
+
+def integer(value: Any, name: str, low: int, high: int, *, optional: bool = True) -> Any:
+    """An integer in [low, high]; booleans and floats are refused."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be an integer in {low}-{high}, got {type(value).__name__} {shown(value)}")
+    if not low <= value <= high:
+        raise InputError(f"{name} {shown(value)} is out of range; allowed {low}-{high}")
+    return value
+
+
+def flag(value: Any, name: str) -> Any:
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be true or false, got {type(value).__name__} {shown(value)}")
+    return value
+
+
+def time_ms(value: int, name: str, now: int) -> int:
+    """Epoch ms inside the accepted window (see the module doc)."""
+    integer(value, name, MIN_TIME_MS, MAX_TIME_MS, optional=False)
+    if value > now + MAX_FUTURE_MS:
+        raise InputError(
+            f"{name} {to_iso(value)} is more than 24 hours after the current time {to_iso(now)}; "
+            "give a time in the past or within the next 24 hours"
+        )
+    return value

@@ -1,0 +1,185 @@
+"""Bad input and resource bounds: every mistake is an InputError naming the input (CLI exit 2),
+never a raw Python exception (CLI exit 1 "internal error")."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import open_engine, run_cli
+
+from clawkeep import Engine
+from clawkeep.errors import InputError, NotFoundError
+
+BAD = "\udc80"  # what an undecodable byte (0x80) on the command line becomes
+
+
+@pytest.fixture
+def seeded(home):
+    eng = open_engine(home)
+    sent = eng.message("hello there", message_id="m-1")
+    eng.memory_remember("I prefer TypeScript")
+    yield eng, sent.session_key
+    eng.close()
+
+
+# --- invalid UTF-8 / lone surrogates ------------------------------------------------------------
+API_CALLS = {
+    "message text": lambda e, k: e.message("hi" + BAD),
+    "message id": lambda e, k: e.message("hi", message_id="x" + BAD),
+    "message session": lambda e, k: e.message("hi", session=k + BAD),
+    "system_event session": lambda e, k: e.system_event(k + BAD, "x"),
+    "system_event text": lambda e, k: e.system_event(k, "x" + BAD),
+    "sessions_list label": lambda e, k: e.sessions_list(label="x" + BAD),
+    "sessions_history session": lambda e, k: e.sessions_history(k + BAD),
+    "sessions_history message id": lambda e, k: e.sessions_history(k, message_id="x" + BAD),
+    "sessions_search query": lambda e, k: e.sessions_search("hello" + BAD),
+    "session_status session": lambda e, k: e.session_status(k + BAD),
+    "sessions_reset session": lambda e, k: e.sessions_reset(k + BAD),
+    "sessions_fork label": lambda e, k: e.sessions_fork(k, label="x" + BAD),
+    "sessions_create label": lambda e, k: e.sessions_create(label="x" + BAD),
+    "memory_search query": lambda e, k: e.memory_search("tea" + BAD),
+    "memory_get path": lambda e, k: e.memory_get("MEMORY" + BAD + ".md"),
+    "memory_remember text": lambda e, k: e.memory_remember("I like tea" + BAD),
+    "memory_items status": lambda e, k: e.memory_items(status="active" + BAD),
+    "memory_edit text": lambda e, k: e.memory_edit("m-1", "x" + BAD),
+    "memory_delete id": lambda e, k: e.memory_delete("m" + BAD),
+    "recall text": lambda e, k: e.recall("what did I say" + BAD, session=k),
+    "recall session": lambda e, k: e.recall("what did I say", session=k + BAD),
+    "classify text": lambda e, k: e.classify("what did I say" + BAD),
+}
+
+
+@pytest.mark.parametrize("name", list(API_CALLS))
+def test_api_refuses_invalid_utf8_naming_the_argument(seeded, name):
+    eng, key = seeded
+    with pytest.raises(InputError) as err:
+        API_CALLS[name](eng, key)
+    assert "UTF-8" in str(err.value), str(err.value)
+
+
+def test_open_refuses_invalid_utf8_home_config_and_agent(home):
+    for kwargs, what in ((dict(home=str(home) + BAD), "home"), (dict(home=home, config=str(home) + BAD), "config"),
+                         (dict(home=home, agent="main" + BAD), "agent")):
+        with pytest.raises(InputError, match=what):
+            Engine.open(**kwargs)
+
+
+CLI_CASES = [
+    ("message", "hi" + BAD),
+    ("message", "hi", "--message-id", "m" + BAD),
+    ("sessions", "history", "agent:main:main" + BAD),
+    ("sessions", "status", "agent:main:main" + BAD),
+    ("sessions", "notify", "agent:main:main", "event" + BAD),
+    ("memory", "remember", "I like tea" + BAD),
+    ("memory", "get", "MEMORY" + BAD + ".md"),
+    ("sessions", "search", "hello" + BAD),
+    ("recall", "what did I say" + BAD, "--session", "agent:main:main"),
+]
+
+
+def test_cli_refuses_undecodable_bytes_with_exit_2(home):
+    assert run_cli(home, "message", "hello").code == 0
+    for args in CLI_CASES:
+        result = run_cli(home, *args)
+        assert result.code == 2, (args, result.code, result.stderr)
+        assert "UTF-8" in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+# --- times and integers -------------------------------------------------------------------------
+@pytest.mark.parametrize("at", ["0001-01-01", "9999-12-31T23:59:59-14:00", "1969-12-31T23:00:00Z", "2201-01-01",
+                                "2150-01-01T00:00:00Z"])
+def test_at_outside_the_window_is_refused(engine, at):
+    with pytest.raises(InputError, match="--at"):
+        engine.message("hi", at=at)
+
+
+@pytest.mark.parametrize("at", [10**20, -1, 2**63, 1.5, True])
+def test_api_timestamps_out_of_range(engine, at):
+    with pytest.raises(InputError, match="--at"):
+        engine.message("hi", at=at)
+
+
+def test_at_a_day_ahead_of_the_clock_is_refused_but_an_hour_is_fine(engine):
+    now = engine.runtime.now()
+    assert engine.message("soon", at=now + 3_600_000).message_id
+    with pytest.raises(InputError, match="24 hours"):
+        engine.message("far", at=now + 25 * 3_600_000)
+    with pytest.raises(InputError, match="24 hours"):
+        engine.sessions_reset("agent:main:main", at=now + 48 * 3_600_000)
+
+
+def test_cli_at_bounds_exit_2(cli):
+    for at in ("0001-01-01", "9999-12-31T23:59:59-14:00"):
+        result = cli("message", "hi", "--at", at)
+        assert result.code == 2 and "--at" in result.stderr, result.stderr
+
+
+def test_session_status_survives_a_far_future_stored_time(engine):
+    """A session stamped near year 9999 before times were bounded must still show its status."""
+    sent = engine.message("hello")
+    store = engine.runtime.store()
+    session = store.get_session_by_key(sent.session_key)
+    session.session_started_at = session.last_interaction_at = 253_402_300_799_000  # 9999-12-31T23:59:59Z
+    store.update_session(session)
+    status = engine.session_status(sent.session_key)
+    assert status["key"] == sent.session_key and status["nextResetAt"] is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda e: e.sessions_search("hello", limit=0),
+    lambda e: e.sessions_search("hello", limit=10**30),
+    lambda e: e.memory_search("hello", limit=0),
+    lambda e: e.memory_search("hello", limit=51),
+    lambda e: e.memory_search("hello", limit=True),
+    lambda e: e.memory_get("MEMORY.md", from_line=0),
+    lambda e: e.memory_get("MEMORY.md", from_line=10**30),
+    lambda e: e.memory_get("MEMORY.md", lines=10**9),
+    lambda e: e.sessions_list(active_minutes=10**30),
+    lambda e: e.sessions_list(active_minutes="5"),
+])
+def test_api_integers_out_of_range(engine, call):
+    with pytest.raises(InputError, match="range|integer"):
+        call(engine)
+
+
+def test_cli_limit_zero_is_refused_with_the_range(cli):
+    result = cli("sessions", "search", "hello", "--limit", "0")
+    assert result.code == 2 and "1-25" in result.stderr, result.stderr
+    result = cli("memory", "search", "hello", "--limit", "0")
+    assert result.code == 2 and "1-50" in result.stderr, result.stderr
+
+
+def test_empty_session_option_is_refused(cli):
+    result = cli("message", "hi", "--session", "")
+    assert result.code == 2 and "session" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("call", [
+    lambda e, k: e.message("hi", message_id="abc\n"),
+    lambda e, k: e.session_status(k + "\n"),
+    lambda e, k: e.sessions_history(k, message_id="m-1\n"),
+    lambda e, k: e.memory_delete("m-1\n"),
+    lambda e, k: e.memory_edit("m-1\n", "x"),
+    lambda e, k: e.sessions_reset(k + "\n"),
+])
+def test_ids_with_a_trailing_newline_are_refused(seeded, call):
+    eng, key = seeded
+    with pytest.raises(InputError, match="control character") as err:
+        call(eng, key)
+    assert not isinstance(err.value, NotFoundError)
+
+
+def test_system_event_has_the_message_size_limit(home):
+    eng = open_engine(home, {"session": {"maxMessageChars": 1000}})
+    key = eng.message("hello").session_key
+    assert eng.system_event(key, "x" * 1000)["eventId"]
+    with pytest.raises(InputError, match="maxMessageChars"):
+        eng.system_event(key, "x" * 1001)
+    eng.close()
+
+
+def test_cli_notify_over_the_limit_exits_2(cli, tmp_path):
+    config = tmp_path / "small.json5"
+    config.write_text("{session: {maxMessageChars: 1000}}")
+    cli("message", "hello", config=config)
+    result = cli("sessions", "notify", "agent:main:main", "x" * 1001, config=config)
+    assert result.code == 2 and "maxMessageChars" in result.stderr, result.stderr
