@@ -41,6 +41,7 @@ from .sessions_source import DATE_LINE
 from .vectors import open_backend
 
 MAX_QUERY_CHARS = 4096
+MAX_LIMIT = 50  # results per memory_search (--limit 1-50)
 MAX_CANDIDATES = 200
 STRONG_SHARE = 0.8  # under decay, a match within 80% of the best relevance always stays
 KEYWORD_TERMS = 8  # rarest query terms OR-ed into the keyword search ...
@@ -117,9 +118,9 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
     settings = index.settings.query
-    limit = limit or settings.max_results
-    if not 1 <= limit <= 50:
-        raise InputError(f"limit {limit} is out of range; allowed 1-50")
+    limit = settings.max_results if limit is None else limit
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit {limit} is out of range; allowed 1-{MAX_LIMIT}")
     sources = sources or list(index.settings.sources)
     pool = min(MAX_CANDIDATES, max(limit, limit * settings.hybrid.candidate_multiplier))
     candidates: dict[int, _Candidate] = {}
