@@ -183,3 +183,66 @@ def test_cli_notify_over_the_limit_exits_2(cli, tmp_path):
     cli("message", "hello", config=config)
     result = cli("sessions", "notify", "agent:main:main", "x" * 1001, config=config)
     assert result.code == 2 and "maxMessageChars" in result.stderr, result.stderr
+
+
+# --- config loading -----------------------------------------------------------------------------
+from clawkeep.config import load_config  # noqa: E402
+
+
+@pytest.mark.parametrize(("document", "names"), [
+    ("{a:" * 5000 + "1" + "}" * 5000, ["nest", "32"]),
+    ("{session: " + "[" * 40 + "]" * 40 + "}", ["session", "32"]),
+    ('{session: {maintenance: {pruneAfter: "99999999999999999999d"}}}', ["pruneAfter", "36500d"]),
+    ('{agents: {defaults: {contextPruning: {ttl: "999999999999d"}}}}', ["ttl", "36500d"]),
+    ("{plugins: {entries: 5}}", ["plugins.entries", "object"]),
+    ('{plugins: {entries: {"active-memory": 5}}}', ["plugins.entries.active-memory", "object"]),
+    ('{agents: {list: [{id: "main", workspace: 5}]}}', ["agents.list.0.workspace", "path"]),
+    ('{agents: {list: [{id: 5}]}}', ["agents.list.0.id", "agent id"]),
+    ('{agents: {defaults: {workspace: "/tmp/a\\u0000b"}}}', ["agents.defaults.workspace", "NUL"]),
+    ('{agents: {list: [{id: "main", workspace: "/tmp/a\\u0000b"}]}}', ["agents.list.0.workspace", "NUL"]),
+    ('{agents: {defaults: {memorySearch: {extraPaths: ["a\\u0000b"]}}}}', ["extraPaths", "NUL"]),
+    ("{session: {maxMessageChars: true}}", ["session.maxMessageChars", "boolean", "1-10000000"]),
+    ("{session: {reset: {atHour: true}}}", ["session.reset.atHour", "boolean", "0-23"]),
+    ("{session: {maxMessageChars: 1e30}}", ["session.maxMessageChars", "1e+30", "1-10000000"]),
+    ("{storage: {busyTimeoutMs: 1e30}}", ["storage.busyTimeoutMs", "0-3600000"]),
+    ("{storage: {busyTimeoutMs: 99999999999999999999999}}", ["storage.busyTimeoutMs", "3600000"]),
+    ('{session: {reset: {mode: "idle", idleMinutes: 99999999999999999999}}}', ["idleMinutes", "5256000"]),
+    ("{agents: {defaults: {memorySearch: {query: {hybrid: {temporalDecay: {halfLifeDays: Infinity}}}}}}}",
+     ["halfLifeDays", "finite"]),
+])
+def test_config_errors_name_the_key_value_and_what_is_allowed(tmp_path, document, names):
+    path = tmp_path / "clawkeep.json5"
+    path.write_text(document)
+    with pytest.raises(InputError) as err:
+        load_config(path)
+    for name in names:
+        assert name in str(err.value), (name, str(err.value))
+    assert len(str(err.value)) < 1000
+
+
+def test_config_file_size_is_bounded(tmp_path):
+    path = tmp_path / "clawkeep.json5"
+    path.write_text("{plugins: {x: '" + "a" * 300_000 + "'}}")
+    with pytest.raises(InputError, match="256 KiB"):
+        load_config(path)
+
+
+def test_config_path_with_nul_and_python_dict_depth(home):
+    with pytest.raises(InputError, match="NUL"):
+        load_config("/tmp/a\x00b.json5")
+    deep: dict = {}
+    node = deep
+    for _ in range(100):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(InputError, match="nested"):
+        Engine.open(home=home, config={"plugins": deep})
+
+
+def test_cli_bad_config_exits_2(cli, tmp_path):
+    for document in ('{session: {maintenance: {pruneAfter: "99999999999999999999d"}}}', "{plugins: {entries: 5}}",
+                     '{agents: {list: [{id: "main", workspace: 5}]}}', "{a:" * 3000 + "1" + "}" * 3000):
+        config = tmp_path / "c.json5"
+        config.write_text(document)
+        result = cli("status", config=config)
+        assert result.code == 2 and "Traceback" not in result.stderr, result.stderr

@@ -9,45 +9,113 @@ free-form objects until their typed models exist, so they never warn.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
+import types
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 import json5
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from . import validation
 from .errors import InputError
 
 DmScope = Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]
 Visibility = Literal["self", "tree", "agent", "all"]
 ResetMode = Literal["daily", "idle", "none"]
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$", re.ASCII)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_DURATION_DAYS = 36_500  # 100 years: any longer duration is a typo
+# A config file is a few KB; JSON5 parses at ~13 µs a byte, so a runaway file is refused early.
+MAX_CONFIG_BYTES = 256 * 1024
+MAX_CONFIG_DEPTH = 32  # objects and lists nested deeper than this are refused
 
 
 def parse_duration(value: str | int | float, *, default_unit: str = "s") -> timedelta:
     """Parse `30d`, `5m`, `90s`, `1500ms` or a bare number (in `default_unit`)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return timedelta(seconds=float(value) * _UNIT_SECONDS[default_unit])
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a duration; use a number with a unit such as 30d, 12h, 5m, 90s")
-    number, unit = match.groups()
-    return timedelta(seconds=int(number) * _UNIT_SECONDS[unit or default_unit])
+        seconds = float(value) * _UNIT_SECONDS[default_unit]
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"{validation.shown(value)} is not a duration; use a number with a unit such as 30d, "
+                             "12h, 5m, 90s")
+        number, unit = match.groups()
+        seconds = int(number) * _UNIT_SECONDS[unit or default_unit] if len(number) <= 15 else math.inf
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_DURATION_DAYS * 86400):
+        raise ValueError(f"{validation.shown(value)} is out of range; a duration is 0 to {MAX_DURATION_DAYS}d "
+                         "(100 years)")
+    return timedelta(seconds=seconds)
+
+
+def _numeric_kind(annotation: Any) -> type | None:
+    """int or float when a field holds that number (optionally None), else None."""
+    if annotation in (int, float):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = {a for a in get_args(annotation) if a is not type(None)}
+        if len(kinds) == 1 and next(iter(kinds)) in (int, float):
+            return next(iter(kinds))
+    return None
+
+
+def _allowed(field: Any, kind: type) -> str:
+    """What a numeric field allows, from its ge/gt/le/lt constraints: 'an integer in 0-23'."""
+    low = high = None
+    for item in field.metadata:
+        low = getattr(item, "ge", None) if getattr(item, "ge", None) is not None else low
+        low = f"more than {item.gt}" if getattr(item, "gt", None) is not None else low
+        high = getattr(item, "le", None) if getattr(item, "le", None) is not None else high
+    what = "an integer" if kind is int else "a number"
+    if low is not None and high is not None and not isinstance(low, str):
+        return f"{what} in {low}-{high}"
+    parts = [f">= {low}" if low is not None and not isinstance(low, str) else low, f"<= {high}" if high else None]
+    return " ".join([what, *filter(None, parts)])
+
+
+def _path_value(value: Any) -> Any:
+    """A path in the config: text without NUL, at most validation.MAX_PATH_CHARS characters."""
+    if value is None:
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a path must be a string")
+    if "\x00" in value:
+        raise ValueError("a path cannot contain a NUL character")
+    if len(value) > validation.MAX_PATH_CHARS:
+        raise ValueError(f"a path may be at most {validation.MAX_PATH_CHARS} characters long")
+    return value
 
 
 class _Model(BaseModel):
     # populate_by_name lets Python callers use snake_case; files use the camelCase aliases.
-    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """`true` is not 1 and 1e30 is not an integer: numbers are numbers, integers whole."""
+        field = cls.model_fields.get(info.field_name or "")
+        kind = _numeric_kind(field.annotation) if field is not None else None
+        if kind is None:
+            return value
+        if isinstance(value, bool):
+            raise ValueError(f"a boolean is not allowed here; give {_allowed(field, kind)}")
+        if kind is int and isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer() or abs(value) > validation.MAX_INT:
+                raise ValueError(f"not allowed; give {_allowed(field, kind)}")
+            return int(value)
+        return value
 
 
 class ResetPolicy(_Model):
     mode: ResetMode = "daily"
     at_hour: int = Field(4, alias="atHour", ge=0, le=23)
-    idle_minutes: int | None = Field(None, alias="idleMinutes", ge=0)
+    idle_minutes: int | None = Field(None, alias="idleMinutes", ge=0, le=5_256_000)  # 10 years
 
 
 class ResetConfig(ResetPolicy):
@@ -72,9 +140,9 @@ class ResetConfig(ResetPolicy):
 class MaintenanceConfig(_Model):
     mode: Literal["warn", "enforce"] = "warn"
     prune_after: str = Field("30d", alias="pruneAfter")
-    max_entries: int = Field(500, alias="maxEntries", ge=1)
+    max_entries: int = Field(500, alias="maxEntries", ge=1, le=10_000_000)
     # Writes may overshoot maxEntries by this many rows before a batch cleanup runs.
-    high_water_entries: int = Field(25, alias="highWaterEntries", ge=0)
+    high_water_entries: int = Field(25, alias="highWaterEntries", ge=0, le=1_000_000)
 
     @field_validator("prune_after")
     @classmethod
@@ -103,7 +171,7 @@ class SessionConfig(_Model):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     agent_to_agent: AgentToAgentConfig = Field(default_factory=AgentToAgentConfig, alias="agentToAgent")
     # Largest accepted message text, in characters; larger input is refused, not cut.
-    max_message_chars: int = Field(200_000, alias="maxMessageChars", ge=1)
+    max_message_chars: int = Field(200_000, alias="maxMessageChars", ge=1, le=10_000_000)
 
 
 class SessionToolsConfig(_Model):
@@ -121,7 +189,7 @@ class SandboxConfig(_Model):
 
 class DecayConfig(_Model):
     enabled: bool = False  # off: an always-on decay drops LoCoMo recall from 0.72 to 0.19
-    half_life_days: float = Field(30.0, alias="halfLifeDays", gt=0)
+    half_life_days: float = Field(30.0, alias="halfLifeDays", gt=0, le=36_500)
 
 
 class MmrConfig(_Model):
@@ -141,7 +209,7 @@ class HybridConfig(_Model):
 class MemoryQueryConfig(_Model):
     max_results: int = Field(6, alias="maxResults", ge=1, le=50)
     min_score: float = Field(0.35, alias="minScore", ge=0, le=1)
-    snippet_max_chars: int = Field(700, alias="snippetMaxChars", ge=80)
+    snippet_max_chars: int = Field(700, alias="snippetMaxChars", ge=80, le=100_000)
     hybrid: HybridConfig = Field(default_factory=HybridConfig)
 
 
@@ -152,8 +220,8 @@ class ChunkingConfig(_Model):
 
 class MemorySyncConfig(_Model):
     watch: bool = True
-    watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0)
-    sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0)
+    watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0, le=3_600_000)
+    sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0, le=3_600_000)
 
 
 class MemoryExperimental(_Model):
@@ -172,8 +240,8 @@ class MemorySearchConfig(_Model):
     provider: str = "local"
     model: str | None = None
     remote: dict[str, Any] = Field(default_factory=dict)
-    batch_size: int | None = Field(None, alias="batchSize", ge=1)
-    timeout_ms: int | None = Field(None, alias="timeoutMs", ge=1)
+    batch_size: int | None = Field(None, alias="batchSize", ge=1, le=10_000)
+    timeout_ms: int | None = Field(None, alias="timeoutMs", ge=1, le=3_600_000)
     sources: list[Literal["memory", "sessions"]] = Field(default_factory=lambda: ["memory"])
     extra_paths: list[str] = Field(default_factory=list, alias="extraPaths")
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
@@ -181,8 +249,15 @@ class MemorySearchConfig(_Model):
     sync: MemorySyncConfig = Field(default_factory=MemorySyncConfig)
     experimental: MemoryExperimental = Field(default_factory=MemoryExperimental)
     vector_store: Literal["numpy", "sqlite-vec"] = Field("numpy", alias="vectorStore")
-    max_file_bytes: int = Field(2 * 1024 * 1024, alias="maxFileBytes", ge=1024)
+    max_file_bytes: int = Field(2 * 1024 * 1024, alias="maxFileBytes", ge=1024, le=1024**3)
     write_filters: WriteFilterConfig = Field(default_factory=WriteFilterConfig, alias="writeFilters")
+
+    @field_validator("extra_paths")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _path_value(item)
+        return value
 
 
 class MemoryConfig(_Model):
@@ -196,37 +271,38 @@ class ModelRefConfig(_Model):
 
 class MemoryFlushConfig(_Model):
     enabled: bool = True
-    soft_threshold_tokens: int = Field(4000, alias="softThresholdTokens", ge=0)
-    force_flush_transcript_bytes: int = Field(2 * 1024 * 1024, alias="forceFlushTranscriptBytes", ge=0)
+    soft_threshold_tokens: int = Field(4000, alias="softThresholdTokens", ge=0, le=10_000_000)
+    force_flush_transcript_bytes: int = Field(2 * 1024 * 1024, alias="forceFlushTranscriptBytes", ge=0,
+                                              le=1024**3)
     model: str | None = None
 
 
 class CompactionConfig(_Model):
-    reserve_tokens_floor: int = Field(20_000, alias="reserveTokensFloor", ge=0)
-    keep_recent_tokens: int = Field(20_000, alias="keepRecentTokens", ge=0)
+    reserve_tokens_floor: int = Field(20_000, alias="reserveTokensFloor", ge=0, le=10_000_000)
+    keep_recent_tokens: int = Field(20_000, alias="keepRecentTokens", ge=0, le=10_000_000)
     identifier_policy: Literal["strict", "off", "custom"] = Field("strict", alias="identifierPolicy")
     identifier_instructions: str | None = Field(None, alias="identifierInstructions")
     model: str | None = None
     truncate_after_compaction: bool = Field(False, alias="truncateAfterCompaction")
-    max_active_transcript_bytes: int | None = Field(None, alias="maxActiveTranscriptBytes", ge=1024)
+    max_active_transcript_bytes: int | None = Field(None, alias="maxActiveTranscriptBytes", ge=1024, le=1024**3)
     notify_user: bool = Field(True, alias="notifyUser")
     memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig, alias="memoryFlush")
 
 
 class SoftTrimConfig(_Model):
-    max_chars: int = Field(4000, alias="maxChars", ge=100)
-    head_chars: int = Field(1500, alias="headChars", ge=0)
-    tail_chars: int = Field(1500, alias="tailChars", ge=0)
+    max_chars: int = Field(4000, alias="maxChars", ge=100, le=10_000_000)
+    head_chars: int = Field(1500, alias="headChars", ge=0, le=10_000_000)
+    tail_chars: int = Field(1500, alias="tailChars", ge=0, le=10_000_000)
 
 
 class ContextPruningConfig(_Model):
     # None = automatic: cache-ttl for Anthropic models, off otherwise (S9)
     mode: Literal["cache-ttl", "off"] | None = None
     ttl: str = "5m"
-    keep_last_assistants: int = Field(3, alias="keepLastAssistants", ge=0)
+    keep_last_assistants: int = Field(3, alias="keepLastAssistants", ge=0, le=1000)
     soft_trim_ratio: float = Field(0.3, alias="softTrimRatio", ge=0, le=1)
     hard_clear_ratio: float = Field(0.5, alias="hardClearRatio", ge=0, le=1)
-    min_prunable_tool_chars: int = Field(50_000, alias="minPrunableToolChars", ge=0)
+    min_prunable_tool_chars: int = Field(50_000, alias="minPrunableToolChars", ge=0, le=100_000_000)
     soft_trim: SoftTrimConfig = Field(default_factory=SoftTrimConfig, alias="softTrim")
 
     @field_validator("ttl")
@@ -242,16 +318,39 @@ class AgentDefaults(_Model):
     # ro / none: the agent may read but never write memory files (flush skipped, remember refused)
     workspace_access: Literal["rw", "ro", "none"] = Field("rw", alias="workspaceAccess")
     # MEMORY.md is injected at DM session start up to this many characters (the file is never cut).
-    bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000)
+    bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000, le=10_000_000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
     model: ModelRefConfig = Field(default_factory=ModelRefConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     context_pruning: ContextPruningConfig = Field(default_factory=ContextPruningConfig, alias="contextPruning")
 
+    @field_validator("workspace")
+    @classmethod
+    def _workspace(cls, value: str | None) -> str | None:
+        return _path_value(value)
+
 
 class AgentsConfig(_Model):
     defaults: AgentDefaults = Field(default_factory=AgentDefaults)
     agents_list: list[dict[str, Any]] = Field(default_factory=list, alias="list")
+
+    @field_validator("agents_list")
+    @classmethod
+    def _entries(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each entry names an agent (`id`) and may give its `workspace` (a path)."""
+        from .routing.keys import AGENT_ID  # noqa: PLC0415 - routing imports this module
+
+        for index, entry in enumerate(value):
+            agent = entry.get("id")
+            if agent is not None and not (isinstance(agent, str) and AGENT_ID.fullmatch(agent.strip().lower())):
+                raise InputError(f"agents.list.{index}.id = {validation.shown(agent)}: not an agent id; use 1-64 "
+                                 "characters a-z, 0-9, '_' or '-'")
+            try:
+                _path_value(entry.get("workspace"))
+            except ValueError as exc:
+                raise InputError(f"agents.list.{index}.workspace = {validation.shown(entry.get('workspace'))}: "
+                                 f"{exc}; give a path or null") from None
+        return value
 
 
 class StorageConfig(_Model):
@@ -260,7 +359,7 @@ class StorageConfig(_Model):
     # NORMAL (WAL): an acknowledged message survives a crash of the process (kill -9, tested);
     # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
     synchronous: Literal["FULL", "NORMAL"] = "NORMAL"
-    busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0)
+    busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0, le=3_600_000)
 
 
 class HookEntry(_Model):
@@ -290,6 +389,22 @@ class Config(_Model):
     plugins: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_entries(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """`plugins.entries` is an object of plugin name → object (each plugin types its own)."""
+        entries = value.get("entries")
+        if entries is None:
+            return value
+        if not isinstance(entries, dict):
+            raise InputError(f"plugins.entries = {validation.shown(entries)} is not allowed; give an object of "
+                             "plugin name → settings object")
+        for name, entry in entries.items():
+            if entry is not None and not isinstance(entry, dict):
+                raise InputError(f"plugins.entries.{name} = {validation.shown(entry)} is not allowed; give an "
+                                 "object (e.g. {enabled: true, config: {...}})")
+        return value
+
     # Filled by `load_config`; not part of the file.
     warnings: list[str] = Field(default_factory=list, exclude=True)
 
@@ -310,22 +425,47 @@ def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
 
 def _describe_error(error: dict[str, Any]) -> str:
     key = ".".join(str(part) for part in error["loc"])
-    value = error.get("input")
+    value = validation.shown(error.get("input"))
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
-        return f"{key} = {value!r} is not allowed; allowed values: {allowed}"
-    return f"{key} = {value!r}: {message}"
+        return f"{key} = {value} is not allowed; allowed values: {allowed}"
+    return f"{key} = {value}: {message}"
+
+
+def _check_shape(data: Any, source: str) -> None:
+    """Nesting at most MAX_CONFIG_DEPTH deep, text valid UTF-8 (walked without recursion)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            raise InputError(f"{source}: {where or 'the top level'} is nested more than {MAX_CONFIG_DEPTH} levels "
+                             f"deep; at most {MAX_CONFIG_DEPTH} levels of objects and lists are allowed")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                name = f"{where}.{key}" if where else str(key)
+                if not isinstance(key, str):
+                    raise InputError(f"{source}: key {validation.shown(key)} at {where or 'the top level'} is not "
+                                     "text; keys are strings")
+                validation.text(key, f"{source}: key {name!r}")
+                stack.append((item, name, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            validation.text(value, f"{source}: {where}")
 
 
 def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
     if not isinstance(data, dict):
         raise InputError(f"{source}: the top level must be an object, got {type(data).__name__}")
+    _check_shape(data, source)
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(_describe_error(err) for err in exc.errors())
         raise InputError(f"{source}: invalid configuration: {problems}") from None
+    except InputError as exc:  # a validator that names the key itself (plugins.entries, agents.list)
+        raise InputError(f"{source}: invalid configuration: {exc}") from None
     unknown = _unknown_keys(config)
     try:
         from .recall.settings import active_memory_config  # noqa: PLC0415 - the plugin's own typed section
@@ -344,15 +484,32 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
     """Read and validate a JSON5 config file; a missing default file means all defaults."""
     if path is None:
         return Config()
+    validation.path(path, "config file")
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise InputError(f"config file {file} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file may "
+                             f"be at most {MAX_CONFIG_BYTES // 1024} KiB")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"config file {file} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"config file {file} cannot be read: {exc}") from None
+        raise InputError(f"config file {file} cannot be read as UTF-8 text: {exc}") from None
     try:
-        data = json5.loads(text) if text.strip() else {}
+        data = _parse(text) if text.strip() else {}
+    except RecursionError:
+        raise InputError(f"config file {file} nests objects or lists too deeply; at most {MAX_CONFIG_DEPTH} levels "
+                         "are allowed") from None
     except ValueError as exc:
-        raise InputError(f"config file {file} is not valid JSON5: {exc}") from None
+        raise InputError(f"config file {file} is not valid JSON5: {str(exc)[:200]}") from None
     return config_from_dict(data, source=str(file))
+
+
+def _parse(text: str) -> Any:
+    """Plain JSON takes the C parser (JSON5 is a superset with the same meaning); JSON5 otherwise."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json5.loads(text)
