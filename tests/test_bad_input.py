@@ -246,3 +246,36 @@ def test_cli_bad_config_exits_2(cli, tmp_path):
         config.write_text(document)
         result = cli("status", config=config)
         assert result.code == 2 and "Traceback" not in result.stderr, result.stderr
+
+
+# --- reads never create an agent database -------------------------------------------------------
+def test_reads_for_an_unknown_agent_create_nothing(home):
+    with open_engine(home) as eng:
+        eng.message("hello main")
+    before = sorted(p.relative_to(home).as_posix() for p in home.rglob("*"))
+    with open_engine(home, agent="ghost") as ghost:
+        assert ghost.sessions_list() == [s for s in ghost.sessions_list() if s["agentId"] == "main"]
+        assert ghost.sessions_search("hello")["hits"]  # the operator still sees every agent's sessions
+        assert ghost.memory_search("hello")["results"] == []
+        with pytest.raises(NotFoundError):
+            ghost.memory_get("MEMORY.md")
+        for call in (lambda: ghost.sessions_history("agent:ghost:main"), lambda: ghost.session_status("agent:ghost:main"),
+                     lambda: ghost.session_status("agent:nobody:main"),
+                     lambda: ghost.sessions_list(caller="agent:ghost:main")):
+            with pytest.raises(NotFoundError):
+                call()
+        status = ghost.status()
+        assert status["sessions"] == 0 and status["database"] is None
+    after = sorted(p.relative_to(home).as_posix() for p in home.rglob("*"))
+    assert after == before
+
+
+def test_cli_reads_for_an_unknown_agent_create_nothing(cli, home):
+    cli("message", "hello main")
+    before = sorted(p.relative_to(home).as_posix() for p in home.rglob("*"))
+    for args in (("sessions", "list"), ("sessions", "search", "hello"), ("status",), ("memory", "search", "hello"),
+                 ("memory", "get", "MEMORY.md"), ("sessions", "history", "agent:ghost:main"),
+                 ("sessions", "status", "agent:ghost:main")):
+        result = cli("--agent", "ghost", *args, "--json")
+        assert result.code in (0, 2) and "Traceback" not in result.stderr, (args, result.stderr)
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == before

@@ -270,13 +270,13 @@ class Engine:
 
     def status(self) -> dict[str, Any]:
         rt = self.runtime
-        store = rt.store()
+        store = rt.read_store()  # status of an agent without a database must not create one
         sessions = store.list_sessions()
         return {
             "home": str(rt.home),
             "agentId": rt.agent_id,
             "agents": rt.agent_ids(),
-            "database": getattr(store, "path", None),
+            "database": getattr(store, "path", None) if rt.has_database() else None,
             "storage": "sqlite",
             "sessions": len(sessions),
             "messages": sum(s.message_count for s in sessions),

@@ -11,7 +11,7 @@ from .config import Config
 from .errors import NotFoundError
 from .routing.keys import normalize_agent_id, parse_key
 from .sessions.visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
-from .storage import AgentStore, SessionRecord, open_agent_store, open_memory_store
+from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_memory_store
 from .timeutil import now_ms
 
 AGENT_LIST_TTL_S = 5.0
@@ -28,6 +28,7 @@ class Runtime:
         self.agent_id = normalize_agent_id(agent_id)
         self._stores: dict[str, AgentStore] = {}
         self._incognito: dict[str, AgentStore] = {}
+        self._empty: dict[str, AgentStore] = {}  # stand-ins for agents without a database (reads only)
         self._closers: list = []
         self.warnings: list[str] = []
         self.config_path: Path | None = None
@@ -40,6 +41,30 @@ class Runtime:
         if agent not in self._stores:
             self._stores[agent] = open_agent_store(self.home, agent, self.config.storage)
         return self._stores[agent]
+
+    def has_database(self, agent_id: str | None = None) -> bool:
+        agent = agent_id or self.agent_id
+        return agent in self._stores or agent_database_path(self.home, agent).is_file()
+
+    def read_store(self, agent_id: str | None = None) -> AgentStore:
+        """For reads: the agent's database, or an empty in-memory stand-in when the agent has none —
+        a read (search, list, status, history) never creates a database for an unknown agent."""
+        agent = agent_id or self.agent_id
+        if self.has_database(agent):
+            return self.store(agent)
+        if agent not in self._empty:
+            self._empty[agent] = open_memory_store(agent)
+        return self._empty[agent]
+
+    def read_store_for_key(self, key: str) -> AgentStore:
+        parsed = parse_key(key)
+        return self.incognito_store(parsed.agent_id) if parsed.incognito else self.read_store(parsed.agent_id)
+
+    def release_store(self, agent_id: str) -> None:
+        """Close this process's connection to an agent's database (before it is replaced on disk)."""
+        store = self._stores.pop(agent_id, None)
+        if store is not None:
+            store.close()
 
     def incognito_store(self, agent_id: str | None = None) -> AgentStore:
         agent = agent_id or self.agent_id
@@ -66,12 +91,12 @@ class Runtime:
         return self._agents[1]
 
     def stores_in(self, scope: Scope) -> list[AgentStore]:
-        return [self.store(a) for a in self.agent_ids() if scope.allows_agent(a)]
+        return [self.store(a) for a in self.agent_ids() if scope.allows_agent(a) and self.has_database(a)]
 
     def caller_session(self, caller: Caller) -> SessionRecord:
         assert caller.key is not None
         key = parse_key(caller.key).key
-        session = self.store_for_key(key).get_session_by_key(key)
+        session = self.read_store_for_key(key).get_session_by_key(key)
         if session is None:
             raise NotFoundError(f"calling session {caller.key!r} not found")
         return session
@@ -80,9 +105,9 @@ class Runtime:
         if caller.key is None:
             return OPERATOR_SCOPE
         own = self.caller_session(caller)
-        siblings = self.store_for_key(own.key).list_sessions()
+        siblings = self.read_store_for_key(own.key).list_sessions()
         if own.meta.get("incognito"):
-            siblings += self.store(own.agent_id).list_sessions()
+            siblings += self.read_store(own.agent_id).list_sessions()
         return scope_for(self.config, caller, own, siblings)
 
     def log_warning(self, message: str) -> None:
@@ -98,7 +123,8 @@ class Runtime:
         for closer in reversed(self._closers):
             closer()
         self._closers.clear()
-        for store in [*self._stores.values(), *self._incognito.values()]:
+        for store in [*self._stores.values(), *self._incognito.values(), *self._empty.values()]:
             store.close()
         self._stores.clear()
         self._incognito.clear()
+        self._empty.clear()

@@ -15,6 +15,7 @@ from ..timeutil import zone
 from . import items
 from .index import MemoryIndex, Progress, SyncReport
 from .search import memory_search
+from .search import validate as validate_query
 from .sessions_source import transcript_docs
 from .workspace import (
     MEMORY_FILE,
@@ -71,6 +72,11 @@ def workspace(rt: Runtime) -> Path:
     return workspace_dir(rt.home, rt.config, rt.agent_id)
 
 
+def has_memory(rt: Runtime) -> bool:
+    """Whether the agent has anything to search: a workspace, a memory index or a database."""
+    return workspace(rt).is_dir() or memory_database_path(rt).exists() or rt.has_database()
+
+
 def today(rt: Runtime) -> date:
     return datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone)).date()
 
@@ -78,6 +84,12 @@ def today(rt: Runtime) -> date:
 # --- search and read ------------------------------------------------------------------------
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
            sync: bool = True) -> dict[str, Any]:
+    if not has_memory(rt):  # nothing to find; opening the index would create a database for a ghost agent
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
+        validate_query(query)
+        return {"results": []}
+
     index = open_index(rt)
     if sync:
         index.sync()  # cheap staleness check: results never lag an edit

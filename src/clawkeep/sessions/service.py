@@ -38,7 +38,7 @@ def find_session(rt: Runtime, ref: str, caller: Caller = Caller()) -> tuple[Agen
                 return store, session
         raise not_found(ref)
     key = parse_key(ref).key
-    store = rt.store_for_key(key)
+    store = rt.read_store_for_key(key)  # a key of an agent without a database is simply not found
     session = store.get_session_by_key(key)
     if session is None or not scope.allows(session):
         raise not_found(ref)
