@@ -259,7 +259,8 @@ def test_reads_for_an_unknown_agent_create_nothing(home):
         assert ghost.memory_search("hello")["results"] == []
         with pytest.raises(NotFoundError):
             ghost.memory_get("MEMORY.md")
-        for call in (lambda: ghost.sessions_history("agent:ghost:main"), lambda: ghost.session_status("agent:ghost:main"),
+        for call in (lambda: ghost.sessions_history("agent:ghost:main"),
+                     lambda: ghost.session_status("agent:ghost:main"),
                      lambda: ghost.session_status("agent:nobody:main"),
                      lambda: ghost.sessions_list(caller="agent:ghost:main")):
             with pytest.raises(NotFoundError):
@@ -279,3 +280,106 @@ def test_cli_reads_for_an_unknown_agent_create_nothing(cli, home):
         result = cli("--agent", "ghost", *args, "--json")
         assert result.code in (0, 2) and "Traceback" not in result.stderr, (args, result.stderr)
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == before
+
+
+# --- memory files -------------------------------------------------------------------------------
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
+
+from clawkeep.memory import service as memory_service  # noqa: E402
+
+
+def test_memory_get_caps_characters_per_answer(engine, home):
+    notes = home / "workspace" / "memory"
+    notes.mkdir(parents=True)
+    (notes / "big.md").write_text("x" * 5_000_000 + "\nsecond line\n")
+    got = engine.memory_get("memory/big.md")
+    assert len(got["text"]) == memory_service.MAX_GET_CHARS == got["maxChars"]
+    assert got["truncated"] is True and got["omittedChars"] == 5_000_000 + 12 - 100_000
+    assert (got["from"], got["to"], got["totalLines"]) == (1, 1, 2)
+    (notes / "lines.md").write_text("\n".join(f"line {i} " + "y" * 80 for i in range(2000)) + "\n")
+    first = engine.memory_get("memory/lines.md")
+    assert first["truncated"] and first["text"].endswith("y") and len(first["text"]) <= 100_000
+    rest = engine.memory_get("memory/lines.md", from_line=first["to"] + 1)
+    assert rest["truncated"] is False and rest["to"] == 2000
+    assert first["text"] + "\n" + rest["text"] == (notes / "lines.md").read_text().rstrip("\n")
+    small = engine.memory_get("memory/lines.md", lines=3)
+    assert small["truncated"] is False and "omittedChars" not in small
+
+
+def test_cli_memory_get_reports_truncation(cli, home):
+    notes = home / "workspace" / "memory"
+    notes.mkdir(parents=True)
+    (notes / "big.md").write_text("z" * 300_000 + "\n")
+    result = cli("memory", "get", "memory/big.md")
+    assert result.code == 0 and len(result.stdout) == 100_001 and "truncated" in result.stderr
+    data = cli("memory", "get", "memory/big.md", "--json").json()
+    assert data["truncated"] is True and data["omittedChars"] == 200_000
+
+
+def test_deep_memory_paths_are_refused_quickly(engine):
+    for path in ("a/" * 5000 + "x.md", "a/" * 600 + "x.md", "a//" * 100 + "x.md"):
+        started = time.perf_counter()
+        with pytest.raises(InputError, match="at most"):
+            engine.memory_get(path)
+        assert time.perf_counter() - started < 0.05
+
+
+def test_a_non_utf8_note_does_not_block_items_or_remember(engine, home, caplog):
+    engine.memory_remember("I prefer TypeScript")
+    notes = home / "workspace" / "memory"
+    (notes / "2026-01-01.md").write_bytes(b"- caf\xe9 latte\n")
+    listed = engine.memory_items()
+    assert [i["text"] for i in listed] == ["I prefer TypeScript"]
+    assert any("2026-01-01.md" in w and "UTF-8" in w for w in engine.runtime.warnings)
+    assert engine.memory_remember("I like green tea")["status"] == "stored"
+    assert engine.memory_edit(listed[0]["id"], "I prefer Go")["text"] == "I prefer Go"
+    assert engine.memory_delete(listed[0]["id"])["deleted"] == listed[0]["id"]
+
+
+def test_cli_memory_items_names_the_bad_note(cli, home):
+    cli("memory", "remember", "I prefer TypeScript")
+    (home / "workspace" / "memory" / "bad.md").write_bytes(b"\xff\xfe- x\n")
+    result = cli("memory", "items", "--json")
+    assert result.code == 0 and len(result.json()) == 1 and "bad.md" in result.stderr
+
+
+def _read_only(monkeypatch, root: pathlib.Path) -> None:
+    """chmod -w on `root`; root ignores file modes, so there the writes are made to fail instead."""
+    if os.geteuid() != 0:
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        return
+    real_write, real_mkdir = pathlib.Path.write_text, pathlib.Path.mkdir
+
+    def write_text(self, *args, **kwargs):
+        if str(self).startswith(str(root)):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_write(self, *args, **kwargs)
+
+    def mkdir(self, *args, **kwargs):
+        if str(self).startswith(str(root)) and not self.exists():
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", write_text)
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+
+
+def test_read_only_workspace_is_an_input_error_naming_the_file(engine, home, monkeypatch):
+    item = engine.memory_remember("I prefer TypeScript")["item"]
+    workspace = home / "workspace"
+    _read_only(monkeypatch, workspace)
+    try:
+        for call in (lambda: engine.memory_remember("I like black coffee"),
+                     lambda: engine.memory_remember("next Tuesday I fly to Oslo"),
+                     lambda: engine.memory_edit(item["id"], "I prefer Go"),
+                     lambda: engine.memory_delete(item["id"])):
+            with pytest.raises(InputError, match="cannot be written") as err:
+                call()
+            assert str(workspace) in str(err.value) and "writable" in str(err.value)
+        assert [i["text"] for i in engine.memory_items()] == ["I prefer TypeScript"]
+    finally:
+        for path in [workspace, *workspace.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)

@@ -143,7 +143,7 @@ class Engine:
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
         check.text(search_text, "search text", optional=True)
-        check.integer(active_minutes, "active minutes", 0, check.MAX_INT)
+        check.integer(active_minutes, "--active", 0, check.MAX_INT)
         check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
@@ -162,7 +162,7 @@ class Engine:
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> dict[str, Any]:
         check.text(query, "search query")
-        check.integer(limit, "limit", 1, search.MAX_LIMIT)
+        check.integer(limit, "--limit", 1, search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
         return search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
 
@@ -197,14 +197,14 @@ class Engine:
     # --- memory ---------------------------------------------------------------------
     def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
         check.text(query, "memory search query")
-        check.integer(limit, "limit", 1, MAX_MEMORY_SEARCH_LIMIT)
+        check.integer(limit, "--limit", 1, MAX_MEMORY_SEARCH_LIMIT)
         check.ident(mode, "mode")
         return memory.search(self.runtime, query, limit=limit, mode=mode)
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
         check.path(path, "memory path")
-        check.integer(from_line, "from line", 1, check.MAX_INT)
-        check.integer(lines, "lines", 1, memory.MAX_GET_LINES)
+        check.integer(from_line, "--from", 1, check.MAX_INT)
+        check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
         return memory.get(self.runtime, path, from_line=from_line, lines=lines)
 
     def memory_remember(self, text: str, *, force: bool = False) -> dict[str, Any]:

@@ -421,9 +421,15 @@ def memory_get(
     lines: int | None = typer.Option(None, "--lines"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Read a memory file or a line range of it."""
-    emit(engine(ctx).memory_get(path, from_line=from_line, lines=lines), as_json,
-         lambda d: sys.stdout.write(d["text"] + "\n"))
+    """Read a memory file or a line range of it (at most 100,000 characters per answer)."""
+
+    def render(d: dict[str, Any]) -> None:
+        sys.stdout.write(d["text"] + "\n")
+        if d.get("truncated"):
+            err.print(f"[dim]truncated: {d['omittedChars']} more characters (at most {d['maxChars']} per answer); "
+                      f"continue with --from {d['to'] + 1}[/dim]", highlight=False)
+
+    emit(engine(ctx).memory_get(path, from_line=from_line, lines=lines), as_json, render)
 
 
 @memory_app.command("remember")

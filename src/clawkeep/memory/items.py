@@ -194,13 +194,24 @@ def read_lines(path: Path) -> list[str]:
         return []
     except UnicodeDecodeError:
         raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
+    except OSError as exc:  # unreadable (permissions), a directory, …
+        raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc}); fix its permissions"
+                         ) from None
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)  # atomic: a crash never leaves half a memory file
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.replace(path)  # atomic: a crash never leaves half a memory file
+    except OSError as exc:  # a read-only workspace: say which file, never a raw PermissionError
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise InputError(f"memory file {path} cannot be written ({exc.strerror or exc}); make the workspace "
+                         "writable, or set agents.defaults.workspaceAccess to \"ro\" to stop writes") from None
 
 
 def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
@@ -237,10 +248,18 @@ def memory_files(workspace: Path) -> list[str]:
     return found + sorted(notes)
 
 
-def all_items(workspace: Path) -> list[Item]:
+def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[Item]:
+    """Every item of every memory file. A file that cannot be read as UTF-8 text is skipped (and
+    named in `skipped` with the reason): one bad note never blocks listing, editing or remembering."""
     items: list[Item] = []
     for rel in memory_files(workspace):
-        items += parse_items(rel, "\n".join(read_lines(workspace / rel)))
+        try:
+            lines = read_lines(workspace / rel)
+        except InputError as exc:
+            if skipped is not None:
+                skipped[rel] = str(exc)
+            continue
+        items += parse_items(rel, "\n".join(lines))
     return items
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -27,6 +28,12 @@ from .workspace import (
 )
 
 MAX_GET_LINES = 2000
+# memory get answers at most this many characters (the rest is reported, not printed: a 50 MB
+# single line must not reach the caller whole); page on with --from.
+MAX_GET_CHARS = 100_000
+MAX_GET_FILE_BYTES = 64 * 1024 * 1024  # a larger "memory file" is refused, not read into memory
+MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-system work
+MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 
 
 def memory_database_path(rt: Runtime) -> Path:
@@ -101,6 +108,11 @@ def resolve_memory_path(rt: Runtime, path: str) -> Path:
     """A path inside the workspace or a configured extra root; anything else is refused (M4)."""
     if not path or "\x00" in path:
         raise InputError("memory path is empty or invalid")
+    if len(path) > MAX_PATH_CHARS:
+        raise InputError(f"memory path is {len(path)} characters long; at most {MAX_PATH_CHARS} are allowed")
+    if len(re.findall(r"[/\\]+", path)) >= MAX_PATH_PARTS:
+        raise InputError(f"memory path {path[:60]!r}… is more than {MAX_PATH_PARTS} folders deep; at most "
+                         f"{MAX_PATH_PARTS} path components are allowed")
     base = workspace(rt).resolve()
     roots = [base] + [(Path(p).expanduser() if Path(p).expanduser().is_absolute() else base / p).resolve()
                       for p in rt.config.agents.defaults.memory_search.extra_paths]
@@ -120,6 +132,9 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
     if lines is not None and not 1 <= lines <= MAX_GET_LINES:
         raise InputError(f"--lines {lines} is out of range; allowed 1-{MAX_GET_LINES}")
     try:
+        if target.stat().st_size > MAX_GET_FILE_BYTES:
+            raise InputError(f"memory file {path!r} is larger than {MAX_GET_FILE_BYTES // 2**20} MiB; memory get "
+                             f"reads files of at most {MAX_GET_FILE_BYTES // 2**20} MiB")
         content = target.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise NotFoundError(f"memory file {path!r} not found") from None
@@ -127,8 +142,26 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
         raise InputError(f"memory file {path!r} cannot be read as UTF-8 text: {exc}") from None
     start = from_line or 1
     end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
-    text = "\n".join(content[start - 1:end])
-    return {"path": _relative(rt, target), "from": start, "to": end, "totalLines": len(content), "text": text}
+    text, end, omitted = _capped(content[start - 1:end], start, end)
+    out = {"path": _relative(rt, target), "from": start, "to": end, "totalLines": len(content), "text": text,
+           "truncated": omitted > 0}
+    if omitted:
+        out.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
+    return out
+
+
+def _capped(selected: list[str], start: int, end: int) -> tuple[str, int, int]:
+    """(text, last line shown, characters left out): whole lines up to MAX_GET_CHARS; a first line
+    longer than that is cut."""
+    text = "\n".join(selected)
+    if len(text) <= MAX_GET_CHARS:
+        return text, end, 0
+    kept, size = 0, -1
+    while kept < len(selected) and size + 1 + len(selected[kept]) <= MAX_GET_CHARS:
+        size += 1 + len(selected[kept])
+        kept += 1
+    shown = "\n".join(selected[:kept]) if kept else selected[0][:MAX_GET_CHARS]
+    return shown, start - 1 + max(kept, 1), len(text) - len(shown)
 
 
 def _relative(rt: Runtime, target: Path) -> str:
@@ -205,7 +238,11 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
     if status not in (None, "active", "superseded", "expired"):
         raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired")
     day = today(rt)
-    return [i.to_json(day) for i in items.all_items(workspace(rt)) if status is None or i.status(day) == status]
+    skipped: dict[str, str] = {}
+    found = items.all_items(workspace(rt), skipped)
+    for rel, why in skipped.items():  # one bad note never blocks the listing; it is named instead
+        rt.log_warning(f"memory items: skipped {rel}: {why}")
+    return [i.to_json(day) for i in found if status is None or i.status(day) == status]
 
 
 def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
