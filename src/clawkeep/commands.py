@@ -28,7 +28,8 @@ def _set_toggle(rt: Runtime, session: SessionRecord, key: str, value: str) -> No
     session.__dict__.update(fresh.__dict__)
 
 
-def run_turn_command(rt: Runtime, session: SessionRecord, name: str, rest: str, at: int) -> tuple[str, dict[str, Any]]:
+def run_turn_command(rt: Runtime, session: SessionRecord, name: str, rest: str, at: int, *,
+                     operator: bool = True) -> tuple[str, dict[str, Any]]:
     if name == "/compact":
         from . import turn  # noqa: PLC0415 - turn imports the pipeline's collaborators
 
@@ -37,7 +38,7 @@ def run_turn_command(rt: Runtime, session: SessionRecord, name: str, rest: str, 
                                      instructions=rest or None)
         return "compact", result.to_json()
     if name == "/active-memory":
-        return "active-memory", active_memory_command(rt, session, rest)
+        return "active-memory", active_memory_command(rt, session, rest, operator=operator)
     setting = name.lstrip("/")
     args = rest.split()
     if len(args) != 1 or args[0].lower() not in ON_OFF:
@@ -46,9 +47,13 @@ def run_turn_command(rt: Runtime, session: SessionRecord, name: str, rest: str, 
     return setting, {setting: args[0].lower()}
 
 
-def active_memory_command(rt: Runtime, session: SessionRecord, rest: str) -> dict[str, Any]:
+def active_memory_command(rt: Runtime, session: SessionRecord, rest: str, *, operator: bool = True) -> dict[str, Any]:
     args = rest.split()
     is_global = "--global" in args
+    if is_global and not operator:
+        raise InputError("/active-memory --global changes the configuration of every conversation and is only "
+                         "accepted from the operator (the CLI or a dashboard thread), not from chat participants; "
+                         "nothing was changed")
     args = [a for a in args if a != "--global"]
     if len(args) != 1 or args[0].lower() not in ("on", "off", "status"):
         raise InputError(f"/active-memory takes on, off or status, optionally with --global (got {rest!r})")

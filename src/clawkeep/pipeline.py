@@ -13,6 +13,7 @@ from typing import Any
 from . import commands, turn
 from .errors import ConflictError, DuplicateError, InputError
 from .redact import redact_secrets
+from .routing.keys import parse_key
 from .routing.router import Inbound, Route, route
 from .runtime import Runtime
 from .sessions import service, transcript
@@ -85,6 +86,15 @@ def parse_command(text: str) -> tuple[str, str] | None:
     if name in RESET_COMMANDS or name in STATUS_COMMANDS or name in TURN_COMMANDS:
         return name, rest.strip()
     return None
+
+
+def is_operator(inbound: Inbound) -> bool:
+    """The person who runs this engine: the CLI/API's own identity (channel `cli`, sender
+    `owner`, a direct chat) or a dashboard thread they opened. Chat participants never are."""
+    if inbound.session:
+        return parse_key(inbound.session).kind == "dashboard"
+    return (inbound.channel or "").strip().lower() == "cli" and inbound.sender == "owner" and \
+        inbound.chat_type == "direct" and not inbound.group
 
 
 def validate_request(rt: Runtime, request: MessageRequest) -> None:
@@ -164,7 +174,8 @@ def _run_command(rt: Runtime, session: SessionRecord, command: tuple[str, str], 
                  at: int, auto_reset: str | None, conversation: str) -> MessageResult:
     name, rest = command
     if name in TURN_COMMANDS:
-        label, details = commands.run_turn_command(rt, session, name, rest, at)
+        label, details = commands.run_turn_command(rt, session, name, rest, at,
+                                                   operator=is_operator(request.inbound))
         return MessageResult(session.key, session.session_id, None, "user", command=label, status=details)
     if name in STATUS_COMMANDS:
         status = service.session_status(rt, session.key)

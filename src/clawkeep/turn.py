@@ -163,7 +163,7 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
         # the user message is already stored; it appears once, with the recall block in front
         history = history[:-1]
     new_session = compaction is None and not any(e.role == "assistant" for e in history)
-    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=new_session)
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=new_session, session_key=session.key)
     summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
     return assemble(session, history, compaction, store=store, user_text=text, bootstrap=bootstrap,
                     recall_summary=summary, pruning=rt.config.agents.defaults.context_pruning,

@@ -10,6 +10,7 @@ index: the file is indexed for keywords only and retried on the next sync.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -26,6 +27,7 @@ from ..text.analyzer import analyze_document
 from . import items
 from .chunking import chunk_lines, text_hash
 from .sessions_source import SessionDoc
+from .workspace import contained_file, walk_markdown
 
 INDEX_FORMAT = "2"  # bump when chunk rendering or token analysis changes
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -113,13 +115,18 @@ class MemoryIndex:
         return report
 
     def _memory_paths(self) -> dict[str, Path]:
+        """The workspace's memory files and the configured extra roots (M4): only regular files
+        whose real path stays inside the workspace or inside the extra root they were found in."""
         paths = {rel: self.workspace / rel for rel in items.memory_files(self.workspace)}
         for extra in self.settings.extra_paths:
             root = Path(extra).expanduser()
             root = root if root.is_absolute() else self.workspace / root
-            found = [root] if root.is_file() else sorted(root.rglob("*.md")) if root.is_dir() else []
+            if root.is_file():  # a file the operator named: its link (if any) is theirs to follow
+                found = [root] if contained_file(root, Path(os.path.realpath(root)).parent) else []
+            else:
+                found = [root / rel for rel in sorted(walk_markdown(root, root))]
             for path in found:
-                paths[f"extra:{path.resolve().as_posix()}"] = path
+                paths[f"extra:{Path(os.path.realpath(path)).as_posix()}"] = path
         return paths
 
     def _sync_memory_files(self, report: SyncReport, progress: Progress | None) -> None:

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import uuid
+from urllib.parse import quote, unquote
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -26,9 +27,14 @@ from pathlib import Path
 from ..errors import InputError, NotFoundError
 from ..redact import redact_secrets
 from .timeparse import event_day
-from .workspace import MEMORY_FILE, NOTES_DIR
+from .owners import UNKNOWN_OWNER, visible_to
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
 
 _MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
+_MARKER_START = re.compile(r"\s*<!--\s*ck:")
+# Values are percent-encoded where they could end or split the comment or the list, so a
+# sender id such as `x-->` or `a; session=b` can never rewrite a note's attributes.
+_MARKER_UNSAFE = set("%;=<>") | {"\n", "\r", "\t"}
 _BULLET = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
 EXPIRY_GRACE_DAYS = 30
 SUPERSEDED_WEIGHT = 0.3
@@ -65,20 +71,34 @@ class Item:
 
 
 def parse_marker(line: str) -> tuple[str, dict[str, str]]:
-    """(line without marker, attributes)."""
+    """(line without marker, attributes). A marker that is present but cannot be read (cut,
+    injected, hand-damaged) gives an unknown owner: such a note is private to nobody."""
     match = _MARKER.search(line)
     if not match:
+        broken = _MARKER_START.search(line)
+        if broken:
+            return line[: broken.start()], {"session": UNKNOWN_OWNER}
         return line, {}
     attrs = {}
     for part in match["body"].split(";"):
         key, _, value = part.strip().partition("=")
         if key:
-            attrs[key.strip()] = value.strip()
+            attrs[unquote(key.strip())] = unquote(value.strip())
     return line[: match.start()], attrs
 
 
+def _encode(value: str) -> str:
+    return "".join(quote(ch, safe="") if ch in _MARKER_UNSAFE or ord(ch) < 32 else ch for ch in str(value))
+
+
 def render_marker(attrs: dict[str, str]) -> str:
-    return " <!-- ck:" + "; ".join(f"{k}={v}" for k, v in attrs.items()) + " -->"
+    return " <!-- ck:" + "; ".join(f"{_encode(k)}={_encode(v)}" for k, v in attrs.items()) + " -->"
+
+
+def neutralise(text: str) -> str:
+    """Item text as one line that cannot open or close an HTML comment (no forged marker)."""
+    flat = " ".join(text.split())
+    return flat.replace("<!--", "<!- -").replace("-->", "- ->")
 
 
 def parse_items(path: str, text: str) -> list[Item]:
@@ -114,6 +134,22 @@ def line_states(lines: list[str]) -> list[LineState]:
         expires = None if attrs.get("supersededBy") else attrs.get("expires")
         states.append(LineState(weight, expires, attrs.get("session") or header))
     return states
+
+
+def visible_text(text: str, reader_key: str | None, *, across: bool, today: date) -> str:
+    """What a conversation may be shown of a memory file: lines owned by conversations it may
+    not see are dropped (`owners.visible_to`), as are superseded and expired items, and the
+    hidden state comments are removed."""
+    lines = text.splitlines()
+    kept = []
+    for line, state in zip(lines, line_states(lines), strict=True):
+        if not visible_to(state.session, reader_key, across=across):
+            continue
+        content, attrs = parse_marker(line)
+        if attrs.get("supersededBy") or (attrs.get("expires") and attrs["expires"] < today.isoformat()):
+            continue
+        kept.append(content.rstrip() if attrs else line)
+    return "\n".join(kept)
 
 
 # --- write filters (M7) ---------------------------------------------------------------
@@ -219,6 +255,7 @@ def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str],
     lines = read_lines(path)
     if not lines and heading:
         lines = [heading, ""]
+    text = neutralise(text)
     lines.append(f"- {text}{render_marker(attrs)}")
     write_lines(path, lines)
     return Item(attrs["id"], relpath, len(lines), text, attrs)
@@ -234,17 +271,13 @@ def set_attr(workspace: Path, item: Item, **updates: str) -> None:
 
 
 def memory_files(workspace: Path) -> list[str]:
-    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded).
+    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded):
+    regular files whose real path is inside the workspace (M4: no link leads out, no FIFO).
 
-    Runs before every search (the staleness check), so it walks with os.walk and plain strings:
+    Runs before every search (the staleness check), so it walks with scandir and plain strings:
     pathlib's rglob + relative_to cost ~13 µs a file, this ~1 µs."""
-    found = [MEMORY_FILE] if os.path.isfile(workspace / MEMORY_FILE) else []
-    notes: list[str] = []
-    root = str(workspace / NOTES_DIR)
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        prefix = NOTES_DIR + folder[len(root):].replace(os.sep, "/")
-        notes += [f"{prefix}/{name}" for name in files if name.endswith(".md") and not name.startswith(".")]
+    found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
+    notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
     return found + sorted(notes)
 
 
@@ -280,9 +313,10 @@ def edit_item(workspace: Path, item_id: str, text: str) -> Item:
     bullet = _BULLET.match(content)
     indent = bullet["indent"] if bullet else ""
     attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
-    lines[item.line - 1] = f"{indent}- {text.strip()}" + (render_marker(attrs) if attrs else "")
+    text = neutralise(text)
+    lines[item.line - 1] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
     write_lines(path, lines)
-    return Item(attrs.get("id", item.id), item.path, item.line, text.strip(), attrs)
+    return Item(attrs.get("id", item.id), item.path, item.line, text, attrs)
 
 
 def delete_item(workspace: Path, item_id: str) -> Item:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
+from ..recall.settings import remember_across_conversations
 from ..runtime import Runtime
 from ..storage.sqlite_memory import SqliteMemoryStore
 from ..timeutil import zone
@@ -122,6 +123,8 @@ def resolve_memory_path(rt: Runtime, path: str) -> Path:
         raise InputError(f"memory path {path!r} is outside the workspace and its configured roots; refused")
     if target.suffix.lower() not in (".md", ".markdown", ".txt"):
         raise InputError(f"memory path {path!r} is not a Markdown file; allowed: .md, .markdown, .txt")
+    if target.exists() and not target.is_file():  # a FIFO would block the read for ever
+        raise InputError(f"memory path {path!r} is not a regular file; only regular Markdown files are read")
     return target
 
 
@@ -308,10 +311,16 @@ def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
         return {"ok": False, "error": str(exc)}
 
 
-def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True) -> list[BootstrapFile]:
+def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True,
+              session_key: str | None = None) -> list[BootstrapFile]:
+    """The bootstrap files as the conversation `session_key` may see them (None: the operator,
+    who sees every line but never the hidden state comments or stale items)."""
     now = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone))
+    across = remember_across_conversations(rt.config)
+    day = now.date()
     return bootstrap_files(workspace(rt), now, chat_type=chat_type, new_session=new_session,
-                           max_chars=rt.config.agents.defaults.bootstrap_max_chars)
+                           max_chars=rt.config.agents.defaults.bootstrap_max_chars,
+                           visible=lambda text: items.visible_text(text, session_key, across=across, today=day))
 
 
 def watch(rt: Runtime):

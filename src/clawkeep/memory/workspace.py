@@ -7,6 +7,9 @@ another agent's `<home>/workspace-<agentId>`; `agents.defaults.workspace` (main)
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -19,6 +22,9 @@ DREAMS_FILE = "DREAMS.md"
 NOTES_DIR = "memory"
 # Bootstrap files are read-only in a memory-flush turn; only today's note may be appended.
 READ_ONLY_FILES = ("MEMORY.md", "DREAMS.md", "SOUL.md", "TOOLS.md", "AGENTS.md")
+# A bootstrap file larger than this is not read at all (its injected copy is budgeted by
+# bootstrapMaxChars anyway); keeps a runaway file from costing every turn.
+MAX_BOOTSTRAP_FILE_BYTES = 4 * 1024 * 1024
 TRUNCATION_NOTE = "\n\n[… MEMORY.md truncated for this session: {omitted} more characters on disk …]"
 
 
@@ -29,6 +35,69 @@ def workspace_dir(home: Path, config: Config, agent_id: str) -> Path:
     if agent_id == "main" and config.agents.defaults.workspace:
         return Path(config.agents.defaults.workspace).expanduser()
     return home / ("workspace" if agent_id == "main" else f"workspace-{agent_id}")
+
+
+def is_inside(path: str, root: str) -> bool:
+    """`path` and `root` are real (resolved) paths."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def contained_file(path: Path | str, root: Path | str) -> bool:
+    """A regular file whose real path lies under `root`'s real path (M4): a symlink out of the
+    workspace, a FIFO, a socket or a device is never read — reading a FIFO would block for ever."""
+    real = os.path.realpath(path)
+    if not is_inside(real, os.path.realpath(root)):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(real).st_mode)
+    except OSError:
+        return False
+
+
+def walk_markdown(root: Path | str, boundary: Path | str) -> Iterator[str]:
+    """Relative posix paths of the *.md files under `root` (hidden names skipped), with the
+    containment of `contained_file` against `boundary`. Plain entries cost no extra syscall:
+    only symlinks are resolved (scandir knows the type of the others)."""
+    boundary_real = os.path.realpath(boundary)
+    top = os.path.realpath(root)
+    if not is_inside(top, boundary_real) or not os.path.isdir(top):
+        return
+    stack = [("", str(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = prefix + entry.name
+            if entry.is_symlink():
+                if entry.name.endswith(".md") and contained_file(entry.path, boundary_real):
+                    yield rel  # a link inside the workspace is fine; directories behind links are not walked
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append((rel + "/", entry.path))
+            elif entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
+                yield rel
+
+
+def read_contained(path: Path, root: Path, max_bytes: int | None = None) -> str | None:
+    """The text of a contained regular file, or None when it is missing, unreadable, not
+    UTF-8, outside `root` or larger than `max_bytes`."""
+    if not contained_file(path, root):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1 if max_bytes is not None else -1)
+    except OSError:
+        return None
+    if max_bytes is not None and len(raw) > max_bytes:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def daily_note(workspace: Path, day: str) -> Path:
@@ -51,29 +120,26 @@ class BootstrapFile:
     original_chars: int = 0
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        return None  # unreadable files are reported by `memory status`, never crash a turn
+def _read(workspace: Path, name: str) -> str | None:
+    # unreadable, linked-out or oversized files are reported by `memory status`, never crash a turn
+    return read_contained(workspace / name, workspace, MAX_BOOTSTRAP_FILE_BYTES)
 
 
 def bootstrap_files(workspace: Path, now: datetime, *, chat_type: str | None, new_session: bool,
-                    max_chars: int) -> list[BootstrapFile]:
+                    max_chars: int, visible: Callable[[str], str] | None = None) -> list[BootstrapFile]:
     """What a turn injects: MEMORY.md at the start of a DM session (budgeted; the file on disk
-    is never cut) and today's and yesterday's daily notes."""
+    is never cut) and today's and yesterday's daily notes. `visible` reduces a file's text to
+    what the reading conversation may see (other owners' notes, hidden state, stale items)."""
     files: list[BootstrapFile] = []
-    if chat_type == "direct" and new_session:
-        text = _read(workspace / MEMORY_FILE)
-        if text:
-            files.append(_budgeted(MEMORY_FILE, text, max_chars))
-    for day in (now - timedelta(days=1), now):
-        name = f"{NOTES_DIR}/{day:%Y-%m-%d}.md"
-        text = _read(workspace / name)
-        if text:
-            files.append(BootstrapFile(name, text, False, len(text)))
+    names = [MEMORY_FILE] if chat_type == "direct" and new_session else []
+    names += [f"{NOTES_DIR}/{day:%Y-%m-%d}.md" for day in (now - timedelta(days=1), now)]
+    for name in names:
+        text = _read(workspace, name)
+        if text and visible is not None:
+            text = visible(text)
+        if text and text.strip():
+            files.append(_budgeted(name, text, max_chars) if name == MEMORY_FILE
+                         else BootstrapFile(name, text, False, len(text)))
     return files
 
 

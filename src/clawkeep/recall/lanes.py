@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory import items
-from ..memory.workspace import MEMORY_FILE
+from ..memory.workspace import MEMORY_FILE, contained_file
 from ..text import stopwords
 from ..text.analyzer import analyze_document
 from ..text.query import parse_query
@@ -88,23 +88,33 @@ class _Parsed:
     by_word: dict[str, tuple[int, ...]]  # word → entries whose triggers or text contain it
 
 
-# Parsed MEMORY.md per path, reused while the file's bytes are unchanged. Analysing every
-# entry on every turn costs ~30 µs per entry (30 ms for 1,000 items); reading and comparing
-# the bytes costs well under a millisecond and can never serve a stale parse.
-_PARSED: dict[str, tuple[bytes, _Parsed]] = {}
+# Parsed MEMORY.md per path, reused while the file's (inode, size, mtime) are unchanged.
+# Analysing every entry on every turn costs ~30 µs per entry (30 ms for 1,000 items); a stat
+# costs microseconds whatever the file's size. A file above MAX_LANE_ONE_BYTES is not parsed
+# per turn at all (parsing costs ~2 s per MB in a fresh process); lane 2's index search still
+# covers it, and the bootstrap budget (20,000 chars) shows only its head anyway.
+_PARSED: dict[str, tuple[tuple[int, ...], _Parsed]] = {}
 _PARSED_MAX = 16
+MAX_LANE_ONE_BYTES = 256 * 1024
 
 
-def _parse_memory(path: Path) -> _Parsed | None:
-    try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+def _parse_memory(path: Path, workspace: Path) -> _Parsed | None:
+    if not contained_file(path, workspace):  # missing, a link out of the workspace, a FIFO
         return None
-    cached = _PARSED.get(str(path))
-    if cached is not None and cached[0] == raw:
-        return cached[1]
     try:
-        lines = raw.decode("utf-8").splitlines()  # what items.read_lines gives, from the bytes compared above
+        info = path.stat()
+    except OSError:
+        return None
+    signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    cached = _PARSED.get(str(path))
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    if info.st_size > MAX_LANE_ONE_BYTES:
+        return None
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
     entries = []
@@ -118,15 +128,15 @@ def _parse_memory(path: Path) -> _Parsed | None:
     parsed = _Parsed(tuple(entries), {w: tuple(ids) for w, ids in by_word.items()})
     if len(_PARSED) >= _PARSED_MAX:
         _PARSED.clear()
-    _PARSED[str(path)] = (raw, parsed)
+    _PARSED[str(path)] = (signature, parsed)
     return parsed
 
 
 def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: int, max_chars: int,
-             today: Any) -> tuple[list[LaneOneHit], str | None]:
+             today: Any, visible: Callable[[str | None], bool] = lambda owner: True,
+             ) -> tuple[list[LaneOneHit], str | None]:
     """(strong hits, rendered block or None)."""
-    path = workspace / MEMORY_FILE
-    parsed = _parse_memory(path) if path.is_file() else None
+    parsed = _parse_memory(workspace / MEMORY_FILE, workspace)
     message_words = _words(message)
     if not message_words or parsed is None or not parsed.entries:
         return [], None
@@ -139,6 +149,8 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
         entry = parsed.entries[index]
         item = entry.item
         if item.status(today) != "active" or item.attrs.get("trust") == "untrusted":
+            continue
+        if not visible(item.attrs.get("session")):  # the owner boundary, as everywhere (memory.owners)
             continue
         best = max(_phrase_score(t, message_words) for t in entry.triggers)
         retrieval = len(entry.words & message_words) / max(1, len(message_words))

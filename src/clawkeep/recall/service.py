@@ -11,10 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ClawkeepError
+from ..errors import ClawkeepError, InputError
 from ..memory import service as memory
+from ..memory.owners import DM_KINDS, visible_to
 from ..memory.sessions_source import eligible as transcript_eligible
-from ..routing.keys import SYNTHETIC_KINDS, parse_key
+from ..routing.keys import SYNTHETIC_KINDS
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..sessions.service import find_session
@@ -25,7 +26,6 @@ from . import lanes
 from .detector import classify
 from .settings import ActiveMemoryOptions, active_memory_config, remember_across_conversations
 
-DM_KINDS = ("main", "direct", "dashboard")
 
 
 @dataclass
@@ -109,14 +109,19 @@ def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter
     settings = active_memory_config(rt.config)
     options = settings.config
     _, session = find_session(rt, session_ref)
+    if session.agent_id != rt.agent_id:  # A5: recall never crosses agents
+        raise InputError(f"session {session_ref!r} belongs to agent {session.agent_id!r}, not {rt.agent_id!r}; "
+                         f"run recall with --agent {session.agent_id}")
     past = classify(text).past_question
     blocked = gate(rt, session, options=options, enabled=settings.enabled, inter_session=inter_session)
     if blocked:
         return done("skipped", None, past, reason=blocked)
     try:
+        across = remember_across_conversations(rt.config)
         hits, block = lanes.lane_one(memory.workspace(rt), text, min_score=options.lane_one.min_score,
                                      max_entries=options.lane_one.max_entries, max_chars=options.lane_one.max_chars,
-                                     today=memory.today(rt))
+                                     today=memory.today(rt),
+                                     visible=lambda owner: visible_to(owner, session.key, across=across))
         if hits:
             return done("ok", 1, past, block, reason="strong-lane-one-hit")
         if options.mode == "off":
@@ -126,6 +131,9 @@ def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter
         return _lane_two(rt, session, text, options, model, past, done)
     except ClawkeepError as exc:
         return done("error", 2, past, reason=str(exc))
+    except (OSError, ValueError) as exc:  # A4: a broken memory file never blocks the turn
+        rt.log_warning(f"Active Memory failed: {type(exc).__name__}: {exc}")
+        return done("error", None, past, reason=f"{type(exc).__name__}: {exc}")
 
 
 def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
@@ -190,11 +198,8 @@ def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bo
     results = memory.search(rt, query, limit=6)["results"]
     found = []
     for hit in results:
-        owner = hit.get("sessionKey")
-        if owner and owner != session.key and not across:
+        if not visible_to(hit.get("sessionKey"), session.key, across=across):
             continue  # another peer's conversation: never crosses an isolation boundary
-        if owner and owner != session.key and parse_key(owner).kind not in DM_KINDS:
-            continue
         found.append(lanes.Evidence(hit["snippet"], hit["score"], "memory", None, hit.get("source")))
     return found
 
