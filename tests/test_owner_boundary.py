@@ -249,3 +249,13 @@ def test_a_broken_memory_md_never_blocks_a_message(home, damage):
     result = run_cli(home, "message", "what did we say about the garden last time?", "--json", timeout=120)
     assert result.code == 0, result.stderr
     assert open_engine(home, ISOLATED).sessions_search("garden")["hits"]
+
+
+def test_an_unwritable_daily_note_never_fails_the_turn(home):
+    engine = open_engine(home, {**ISOLATED, "agents": {"defaults": {
+        "memorySearch": {"provider": "none"}, "compaction": {"memoryFlush": {"forceFlushTranscriptBytes": 10}}}}})
+    notes = workspace(engine) / "memory"
+    (notes / f"{date.fromtimestamp(engine.runtime.now() / 1000).isoformat()}.md").mkdir()  # cannot be written
+    sent = engine.message("I prefer window seats and we decided to use Postgres for the ledger.")
+    assert sent.flush["ran"] is False and sent.flush["reason"].startswith("failed:")
+    assert engine.sessions_search("Postgres ledger")["hits"]  # the message itself is stored

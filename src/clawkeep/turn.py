@@ -101,9 +101,13 @@ def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any
               messages: list[EntryRecord]) -> FlushResult:
     flush_model = chat_model(rt, rt.config.agents.defaults.compaction.memory_flush.model) or model
     today = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone)).date()
-    result = flush(memory.workspace(rt), session, messages, today=today, model=flush_model,
-                   allow_secrets=rt.config.agents.defaults.memory_search.write_filters.allow_secrets,
-                   access=rt.config.agents.defaults.workspace_access)
+    try:
+        result = flush(memory.workspace(rt), session, messages, today=today, model=flush_model,
+                       allow_secrets=rt.config.agents.defaults.memory_search.write_filters.allow_secrets,
+                       access=rt.config.agents.defaults.workspace_access)
+    except (ClawkeepError, OSError) as exc:  # an unwritable note never fails the turn it runs in
+        rt.log_warning(f"memory flush failed: {exc}")
+        result = FlushResult(False, f"failed: {exc}")
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
         fresh.meta["memoryFlushCompactionCount"] = fresh.meta.get("compactionCount", 0)
