@@ -383,3 +383,81 @@ def test_read_only_workspace_is_an_input_error_naming_the_file(engine, home, mon
     finally:
         for path in [workspace, *workspace.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+# --- sessions history reads newest first, in pages, until 80 KB are full -----------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from clawkeep.sessions import history as history_module  # noqa: E402
+from clawkeep.sessions import transcript  # noqa: E402
+from clawkeep.sessions.history_view import build_history_view  # noqa: E402
+from clawkeep.storage import EntryRecord  # noqa: E402
+
+
+def _append(store, session_id, role, content):
+    return store.append_entry(EntryRecord(transcript.new_entry_id(), session_id, "message", 1_700_000_000_000,
+                                          role=role, content=content))
+
+
+def test_history_of_a_long_interval_reads_only_what_fits(engine, monkeypatch):
+    sent = engine.message("first")
+    store = engine.runtime.store()
+    with store.transaction():
+        for i in range(3000):
+            _append(store, sent.session_id, "user" if i % 2 else "assistant",
+                    transcript.text_blocks(f"{i} " + "lorem ipsum " * 170))
+    read = []
+    real = type(store).iter_entries
+
+    def counting(self, *args, **kwargs):
+        for entry in real(self, *args, **kwargs):
+            read.append(entry.seq)
+            yield entry
+
+    monkeypatch.setattr(type(store), "iter_entries", counting)
+    view = engine.sessions_history(sent.session_key)
+    assert view["truncated"] and view["droppedMessages"] + len(view["messages"]) == 3001
+    assert len(read) < 200, len(read)  # was 3001: the whole interval
+
+
+_BLOCKS = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t},
+              st.one_of(st.text(max_size=30), st.sampled_from(["", "  ", "<think>x</think>"]),
+                        st.integers(0, 9000).map(lambda n: "w " * n))),
+    st.just({"type": "image", "mimeType": "image/png", "data": "aGVsbG8="}),
+    st.just({"type": "toolCall", "id": "c1", "name": "exec", "arguments": {"cmd": "ls"}}),
+    st.just({"type": "toolResult", "toolCallId": "c1", "content": "ok", "isError": False}),
+    st.just({"type": "thinking", "thinking": "hmm"}),
+)
+_BIG = {"type": "text", "text": "big " * 1100}  # 4,400 characters: cut to 4,000 in the view
+_ROLES = st.sampled_from(["user", "assistant", "tool", "toolResult", "system"])
+_MESSAGES = st.lists(st.one_of(
+    st.tuples(_ROLES, st.lists(_BLOCKS, max_size=3)),
+    st.tuples(_ROLES, st.integers(1, 25).map(lambda n: [_BIG] * n)),  # up to one row larger than 80 KB
+), max_size=40)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(parent=_MESSAGES, child=_MESSAGES, include_tools=st.booleans(), fork=st.booleans())
+def test_paged_history_equals_reading_the_whole_interval(tmp_path_factory, parent, child, include_tools, fork):
+    home = tmp_path_factory.mktemp("paged")
+    with open_engine(home) as eng:
+        sent = eng.message("start")
+        store = eng.runtime.store()
+        for role, blocks in parent:
+            _append(store, sent.session_id, role, blocks)
+        key = eng.sessions_fork(sent.session_key)["key"] if fork else sent.session_key
+        session = store.get_session_by_key(key)
+        for role, blocks in child:
+            _append(store, session.session_id, role, blocks)
+        new = eng.sessions_history(key, include_tools=include_tools)
+        whole = history_module.interval_messages(eng.runtime, store, session, None)
+        old = build_history_view([history_module._as_message(e) for e in whole], include_tools).to_json()
+    blank_sanitised = any(b.get("text") == "<think>x</think>" for _, blocks in parent + child for b in blocks)
+    assert new["messages"] == old["messages"]
+    assert (new["truncated"], new["bytes"]) == (old["truncated"], old["bytes"])
+    if not blank_sanitised:  # a text block that sanitises to nothing is counted by role and blocks only
+        assert new["droppedMessages"] == old["droppedMessages"]
+    if not old["truncated"]:
+        assert (new["contentTruncated"], new["contentRedacted"]) == (old["contentTruncated"], old["contentRedacted"])

@@ -7,6 +7,8 @@ session's first interval continues from its parent's branch up to the fork point
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError
@@ -14,10 +16,11 @@ from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
 from . import service, transcript
-from .history_view import build_history_view
+from .history_view import TOOL_ROLES, build_history_view_newest_first
 from .visibility import Caller
 
 MAX_FORK_DEPTH = 8  # a fork of a fork of …: bounded so a cycle can never loop
+PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, until 80 KB are full
 
 
 def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, message_id: str | None = None,
@@ -31,15 +34,31 @@ def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, messag
         if entry is None or entry.session_id != session.session_id:
             raise NotFoundError(f"message {message_id!r} not found in session {ref!r}")
         around = entry.seq
-    entries = interval_messages(rt, store, session, around)
-    view = build_history_view([_as_message(e) for e in entries], include_tools)
+    segments = interval_segments(rt, store, session, around)
+    reader = _NewestFirst(segments)
+    exclude = () if include_tools else tuple(TOOL_ROLES)
+    blocks = ("text", "image", "toolCall", "toolResult") if include_tools else ("text", "image")
+    view = build_history_view_newest_first((_as_message(e) for e in reader),
+                                           lambda: reader.count_rest(exclude, blocks), include_tools)
     return {"sessionKey": session.key, "sessionId": session.session_id, **view.to_json()}
 
 
-def interval_messages(rt: Runtime, store: AgentStore, session: SessionRecord, around_seq: int | None,
-                      *, depth: int = 0) -> list[EntryRecord]:
+@dataclass(frozen=True)
+class Segment:
+    """Entries of one session with after < seq < before (before None: to the end)."""
+
+    store: AgentStore
+    session_id: str
+    after: int
+    before: int | None
+
+
+def interval_segments(rt: Runtime, store: AgentStore, session: SessionRecord, around_seq: int | None,
+                      *, depth: int = 0) -> list[Segment]:
+    """Where an interval's messages are, newest first: the session's own range, then, for a fork's
+    first interval, its parent's branch up to the fork point (and so on up the forks)."""
     after, before = transcript.interval_bounds(store, session.session_id, around_seq)
-    own = list(store.iter_entries(session.session_id, after_seq=after, before_seq=before, types=("message",)))
+    segments = [Segment(store, session.session_id, after, before)]
     parent_id = session.meta.get("forkedFromSessionId")
     if after == 0 and parent_id and depth < MAX_FORK_DEPTH:
         parent = store.get_session(parent_id) or rt.store(session.agent_id).get_session(parent_id)
@@ -47,9 +66,50 @@ def interval_messages(rt: Runtime, store: AgentStore, session: SessionRecord, ar
             parent_store = store if store.get_session(parent_id) else rt.store(session.agent_id)
             fork_seq = session.meta.get("forkedFromSeq") or 0
             # +1: a fork taken right after a reset inherits the (empty) new interval, not the closed one
-            inherited = interval_messages(rt, parent_store, parent, fork_seq + 1, depth=depth + 1)
-            return [e for e in inherited if e.seq <= fork_seq] + own
-    return own
+            for seg in interval_segments(rt, parent_store, parent, fork_seq + 1, depth=depth + 1):
+                cap = fork_seq + 1 if seg.before is None else min(seg.before, fork_seq + 1)
+                segments.append(Segment(seg.store, seg.session_id, seg.after, cap))
+    return segments
+
+
+def interval_messages(rt: Runtime, store: AgentStore, session: SessionRecord, around_seq: int | None
+                      ) -> list[EntryRecord]:
+    """Every message of the interval, oldest first (reads it whole: for small intervals only)."""
+    out: list[EntryRecord] = []
+    for seg in reversed(interval_segments(rt, store, session, around_seq)):
+        out += seg.store.iter_entries(seg.session_id, after_seq=seg.after, before_seq=seg.before, types=("message",))
+    return out
+
+
+class _NewestFirst:
+    """The interval's messages newest first, read in pages of PAGE_ENTRIES; `count_rest` counts
+    what was not read yet without reading it."""
+
+    def __init__(self, segments: list[Segment]):
+        self.segments = segments
+        self.index = 0  # the segment being read
+        self.cursor: int | None = None  # seq of the last entry handed out in that segment
+
+    def __iter__(self) -> Iterator[EntryRecord]:
+        for self.index, seg in enumerate(self.segments):
+            self.cursor = seg.before
+            while True:
+                page = list(seg.store.iter_entries(seg.session_id, after_seq=seg.after, before_seq=self.cursor,
+                                                   types=("message",), newest_first=True, limit=PAGE_ENTRIES))
+                for entry in page:
+                    self.cursor = entry.seq
+                    yield entry
+                if len(page) < PAGE_ENTRIES:
+                    break
+
+    def count_rest(self, exclude_roles: tuple[str, ...], block_types: tuple[str, ...]) -> int:
+        """Shown messages older than the last one handed out (the view calls this when it stops)."""
+        total = 0
+        for number, seg in enumerate(self.segments[self.index:]):
+            total += seg.store.count_entries(seg.session_id, after_seq=seg.after,
+                                             before_seq=self.cursor if number == 0 else seg.before,
+                                             types=("message",), exclude_roles=exclude_roles, block_types=block_types)
+        return total
 
 
 def _as_message(entry: EntryRecord) -> dict[str, Any]:

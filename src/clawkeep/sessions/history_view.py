@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,6 +210,54 @@ def build_history_view(
         if text:
             rows.append(_row(msg, text))
     kept, dropped, omitted = _fit_budget(rows, byte_cap)
+    return HistoryView(
+        messages=kept,
+        truncated=dropped > 0 or omitted,
+        dropped_messages=dropped,
+        content_truncated=flags.truncated,
+        content_redacted=flags.redacted,
+        bytes=json_size(kept),
+    )
+
+
+def build_history_view_newest_first(
+    messages: Iterable[dict[str, Any]],
+    count_older: Callable[[], int],
+    include_tools: bool = False,
+    *,
+    text_cap: int = TEXT_MAX_CHARS,
+    byte_cap: int = MAX_BYTES,
+) -> HistoryView:
+    """The same view as `build_history_view`, from messages given newest first and consumed only
+    until the byte budget is full: the row that does not fit ends the reading, and
+    `count_older()` then says how many shown messages lie beyond it (for `droppedMessages`), so
+    a long interval is never read whole. `contentTruncated` / `contentRedacted` describe the
+    messages read (the answer and the one row that overflowed it)."""
+    flags = _Flags()
+    kept: list[dict[str, Any]] = []  # newest first
+    total = 2  # "[]"
+    dropped, omitted = 0, False
+    for msg in messages:
+        if msg.get("role") in TOOL_ROLES and not include_tools:
+            continue
+        text = _render_message(msg, include_tools, text_cap, flags)
+        if not text:
+            continue
+        row = _row(msg, text)
+        grow = json_size(row) + (2 if kept else 0)  # rows are joined by ", "
+        if total + grow <= byte_cap:
+            kept.append(row)
+            total += grow
+            continue
+        older = count_older()
+        if kept:  # this row and everything older are dropped
+            dropped = 1 + older
+        else:  # the newest row alone is too large: a marker in its place, as _fit_budget does
+            omitted = True
+            marker = [{**row, "text": OMITTED_MARKER}]
+            kept, dropped = (marker, older) if json_size(marker) <= byte_cap else ([], older + 1)
+        break
+    kept.reverse()
     return HistoryView(
         messages=kept,
         truncated=dropped > 0 or omitted,

@@ -65,6 +65,19 @@ class SearchRow:
     tokens: str = ""  # the analysed text that was indexed (for re-ranking)
 
 
+def has_block(content: Any, block_types: Sequence[str]) -> bool:
+    """Whether message content has a block of one of `block_types` (see `count_entries`)."""
+    if isinstance(content, str):
+        return "text" in block_types and bool(content.strip())
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in block_types:
+            if block["type"] != "text" or str(block.get("text") or "").strip():
+                return True
+    return False
+
+
 class AgentStore(abc.ABC):
     """One agent's sessions, transcripts and transcript search index."""
 
@@ -130,6 +143,23 @@ class AgentStore(abc.ABC):
 
     @abc.abstractmethod
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...
+
+    def count_entries(
+        self,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        exclude_roles: Sequence[str] = (),
+        block_types: Sequence[str] | None = None,
+    ) -> int:
+        """How many entries `iter_entries` would yield, leaving out `exclude_roles` and, with
+        `block_types`, entries whose content has no block of those types (a "text" block counts
+        only when its text is not blank; plain-string content is one text block). Backends
+        answer without reading the entries into Python; this fallback reads them."""
+        return sum(1 for e in self.iter_entries(session_id, after_seq=after_seq, before_seq=before_seq, types=types)
+                   if e.role not in exclude_roles and (block_types is None or has_block(e.content, block_types)))
 
     # --- search ---------------------------------------------------------------------
     @abc.abstractmethod

@@ -82,6 +82,9 @@ _SESSION_COLUMNS = (
 )
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
 _ENTRY_WIDTH = 11
+# What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
+_BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
+                                                  8232, 8233, 8239, 8287, 12288)) + ")"
 
 
 class SqliteAgentStore(SqliteConnection, AgentStore):
@@ -254,6 +257,42 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
         return next(self.iter_entries(session_id, types=types, newest_first=True, limit=1), None)
+
+    def count_entries(
+        self,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        exclude_roles: Sequence[str] = (),
+        block_types: Sequence[str] | None = None,
+    ) -> int:
+        where, params = ["session_id = ?"], [session_id]
+        if after_seq is not None:
+            where.append("seq > ?")
+            params.append(after_seq)
+        if before_seq is not None:
+            where.append("seq < ?")
+            params.append(before_seq)
+        if types:
+            where.append(f"type IN ({', '.join('?' for _ in types)})")
+            params.extend(types)
+        if exclude_roles:
+            where.append(f"(role IS NULL OR role NOT IN ({', '.join('?' for _ in exclude_roles)}))")
+            params.extend(exclude_roles)
+        if block_types is not None:  # JSON1 inside SQLite: the content never reaches Python
+            marks = ", ".join("?" for _ in block_types)
+            # One json_each pass: plain-string content is a single top-level row (key NULL).
+            where.append(
+                "EXISTS (SELECT 1 FROM json_each(entries.content) AS b WHERE "
+                f"(b.key IS NULL AND b.type = 'text' AND ? AND trim(b.value, {_BLANKS}) <> '') "
+                f"OR (b.type = 'object' AND json_extract(b.value, '$.type') IN ({marks}) "
+                "AND (json_extract(b.value, '$.type') <> 'text' "
+                f"OR trim(coalesce(json_extract(b.value, '$.text'), ''), {_BLANKS}) <> '')))"
+            )
+            params.extend([int("text" in block_types), *block_types])
+        return self._query(f"SELECT count(*) FROM entries WHERE {' AND '.join(where)}", params)[0][0]
 
     # --- search ---------------------------------------------------------------------
     def search(self, match: str, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
