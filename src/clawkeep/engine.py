@@ -253,6 +253,7 @@ class Engine:
         """A pluggable compaction provider: an object with `name` and
         `summarize(messages, *, instructions, policy, custom_rule) -> str`. Tried before the model;
         if it raises a ClawkeepError the next provider (and finally the extractive one) is used."""
+        check.summarizer(summarizer)
         self.runtime.__dict__.setdefault("compaction_providers", []).append(summarizer)
 
     # --- recall ---------------------------------------------------------------------

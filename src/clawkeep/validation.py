@@ -121,3 +121,13 @@ def time_ms(value: int, name: str, now: int) -> int:
             "give a time in the past or within the next 24 hours"
         )
     return value
+
+
+def summarizer(value: Any) -> Any:
+    """A compaction provider: a text `name` and a callable `summarize`."""
+    if not isinstance(getattr(value, "name", None), str) or not callable(getattr(value, "summarize", None)):
+        raise InputError(
+            f"compaction provider {shown(value)} is not usable; give an object with a text `name` and a callable "
+            "`summarize(messages, *, instructions, policy, custom_rule)`"
+        )
+    return value
