@@ -9,15 +9,16 @@ with Engine.open(home="~/.clawkeep") as engine:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import turn
 from . import validation as check
 from .config import Config, config_from_dict, load_config
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .pipeline import MessageRequest, MessageResult, handle_message, record_system_event
+from .hooks import session_memory
+from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
 from .recall import service as recall_service
 from .recall.detector import classify
 from .routing.router import Inbound
@@ -68,6 +69,7 @@ class Engine:
         home_path = Path(home).expanduser() if home is not None else default_home()
         check.path(home_path, "home")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
+        session_memory.install(runtime)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
         return cls(runtime)
@@ -86,7 +88,16 @@ class Engine:
         self.close()
 
     # --- messages -------------------------------------------------------------------
-    def message(
+    def message(self, text: str, **inbound: Any) -> MessageResult:
+        """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
+        return handle_message(self.runtime, self.request(text, **inbound))
+
+    def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
+        """The same turn as events: reply `token`s as the model streams them, then `result`
+        (a MessageResult) or `error` (the ClawkeepError that ended the turn)."""
+        return stream_message(self.runtime, self.request(text, **inbound))
+
+    def request(
         self,
         text: str,
         *,
@@ -100,7 +111,10 @@ class Engine:
         message_id: str | None = None,
         at: str | int | None = None,
         session: str | None = None,
-    ) -> MessageResult:
+    ) -> MessageRequest:
+        """A checked turn request: where the message came from (channel, account, sender, chat
+        type, group, thread — or `session` to deliver into an existing session), role, the
+        channel's own message id (idempotent per conversation) and an optional time."""
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
             check.ident(value, name)
@@ -116,8 +130,7 @@ class Engine:
             thread=thread,
             session=session,
         )
-        at_ms = _at(self.runtime, at)
-        return handle_message(self.runtime, MessageRequest(text, inbound, role, message_id, at_ms))
+        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at))
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
@@ -254,14 +267,14 @@ class Engine:
         `summarize(messages, *, instructions, policy, custom_rule) -> str`. Tried before the model;
         if it raises a ClawkeepError the next provider (and finally the extractive one) is used."""
         check.summarizer(summarizer)
-        self.runtime.__dict__.setdefault("compaction_providers", []).append(summarizer)
+        self.runtime.compaction_providers.append(summarizer)
 
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> dict[str, Any]:
         """Active Memory for a would-be user message in `session`, without storing it."""
         check.text(text, "recall text")
         check.ident(session, "session")
-        model = turn.chat_model(self.runtime)
+        model = self.runtime.models.chat_model()
         return recall_service.recall(self.runtime, text, session, model=model).to_json()
 
     def classify(self, text: str) -> dict[str, Any]:

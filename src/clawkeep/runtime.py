@@ -1,4 +1,6 @@
-"""The runtime every service function receives: home, config, and the open stores."""
+"""The runtime every service function receives: home, config, the open stores, and the
+process-wide parts a long-running engine keeps warm (chat models, the memory index, the
+event bus, per-session locks, Active Memory's circuit breaker)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,13 @@ import os
 import time
 from pathlib import Path
 
+from typing import Any
+
 from .config import Config
 from .errors import NotFoundError
+from .events import EventBus
+from .locks import SessionLocks
+from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
 from .sessions.visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
 from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_memory_store
@@ -30,8 +37,16 @@ class Runtime:
         self._incognito: dict[str, AgentStore] = {}
         self._empty: dict[str, AgentStore] = {}  # stand-ins for agents without a database (reads only)
         self._closers: list = []
+        self._agents: tuple[float, list[str]] | None = None
         self.warnings: list[str] = []
-        self.config_path: Path | None = None
+        self.config_path: Path | None = None  # the file `/active-memory --global` writes to
+        self.events = EventBus()
+        defaults = config.agents.defaults.model
+        self.models = ChatModels(config.models, defaults.primary, defaults.fallbacks)
+        self.locks = SessionLocks()
+        self.memory_index: Any | None = None  # memory.service.open_index caches the agent's index here
+        self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
+        self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
 
     def now(self) -> int:
         return now_ms()
@@ -80,7 +95,7 @@ class Runtime:
         """Agents with a database under the home, plus the current one (re-listed at most every 5 s:
         a search must not glob the home each time, a long-running gateway must still see new agents)."""
         now = time.monotonic()
-        cached = self.__dict__.get("_agents")
+        cached = self._agents
         if cached and now - cached[0] < AGENT_LIST_TTL_S:
             return cached[1]
         found = {self.agent_id}
@@ -123,6 +138,7 @@ class Runtime:
         for closer in reversed(self._closers):
             closer()
         self._closers.clear()
+        self.models.close()
         for store in [*self._stores.values(), *self._incognito.values(), *self._empty.values()]:
             store.close()
         self._stores.clear()

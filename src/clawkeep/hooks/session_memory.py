@@ -14,7 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import ClawkeepError, InputError
+from ..events import SessionReset
+from ..memory.workspace import workspace_dir
 from ..routing.keys import SYNTHETIC_KINDS
+from ..runtime import Runtime
 from ..sessions.history_view import sanitize_text
 from ..sessions.transcript import plain_text
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -45,8 +49,6 @@ def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
 
 def model_slug(model: Any, lines: list[str]) -> str | None:
     """llmSlug: a 1–2 word lowercase hyphenated name for the file; None if the model fails."""
-    from ..errors import ClawkeepError  # noqa: PLC0415
-
     prompt = "Give a 1-2 word lowercase hyphenated slug naming this conversation. Reply with the slug only."
     try:
         answer = model.complete([{"role": "user", "content": "\n".join(lines)[:2000]}], system=prompt,
@@ -92,3 +94,32 @@ def write_session_memory(workspace: Path, session: SessionRecord, store: AgentSt
     ]
     path.write_text("\n".join(body), encoding="utf-8")
     return path
+
+
+def install(rt: Runtime) -> None:
+    """Subscribe the hook to the runtime's resets (on by default: hooks.internal.entries.session-memory)."""
+    rt.events.subscribe(SessionReset, lambda event: on_reset(rt, event))
+
+
+def on_reset(rt: Runtime, event: SessionReset) -> None:
+    hook = rt.config.hooks.entry("session-memory")
+    if not hook.enabled:
+        return
+    store = rt.store_for_key(event.session_key)
+    session = store.get_session(event.session_id)
+    if session is None:
+        return
+    slugger = None
+    if hook.llm_slug:
+        model = rt.models.chat_model()
+        slugger = (lambda lines: model_slug(model, lines)) if model is not None else None
+    workspace = workspace_dir(rt.home, rt.config, session.agent_id)
+    try:
+        written = write_session_memory(workspace, session, store, after_seq=event.after_seq,
+                                       before_seq=event.before_seq, at=event.at, reason=event.reason,
+                                       limit=hook.messages, slugger=slugger)
+    except (OSError, InputError) as exc:  # a read-only workspace must not break the reset itself
+        rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
+        return
+    if written is not None:
+        event.outputs["sessionMemoryFile"] = str(written.relative_to(workspace))

@@ -62,7 +62,7 @@ def _provider_factory(rt: Runtime):
 
 def open_index(rt: Runtime) -> MemoryIndex:
     """The agent's memory index (cached on the runtime: one per process)."""
-    cached = getattr(rt, "_memory_index", None)
+    cached = rt.memory_index
     if cached is not None:
         return cached
     settings = rt.config.agents.defaults.memory_search.model_copy()
@@ -71,7 +71,7 @@ def open_index(rt: Runtime) -> MemoryIndex:
     store = SqliteMemoryStore(memory_database_path(rt), busy_timeout_ms=rt.config.storage.busy_timeout_ms)
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
                         sessions=lambda: transcript_docs(rt.store()))
-    rt._memory_index = index  # type: ignore[attr-defined]
+    rt.memory_index = index
     rt.on_close(store.close)
     return index
 

@@ -93,9 +93,9 @@ class CircuitBreaker:
 
 
 def breaker(rt: Runtime) -> CircuitBreaker:
-    if not hasattr(rt, "_recall_breaker"):
-        rt._recall_breaker = CircuitBreaker()  # type: ignore[attr-defined]
-    return rt._recall_breaker  # type: ignore[attr-defined]
+    if rt.recall_breaker is None:
+        rt.recall_breaker = CircuitBreaker()
+    return rt.recall_breaker
 
 
 def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False) -> RecallResult:

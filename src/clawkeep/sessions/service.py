@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError
+from ..events import SessionReset
 from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
@@ -92,8 +93,8 @@ def open_session(rt: Runtime, route: Route, at: int, *, interactive: bool) -> tu
 
 
 def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int, *, reason: str) -> EntryRecord:
-    """Close the current interval: same key, same id, a boundary entry (S1/S3); then the
-    session-memory hook (C3) keeps an excerpt of the closed interval."""
+    """Close the current interval: same key, same id, a boundary entry (S1/S3), then a
+    `SessionReset` event for the hooks (what they report lands in the entry's meta)."""
     start, _ = transcript.interval_bounds(store, session.session_id)
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
@@ -108,33 +109,10 @@ def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int
         fresh.meta["activeTokens"] = fresh.meta["activeBytes"] = 0
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
-    _session_memory_hook(rt, store, session, start, entry, reason)
+    event = SessionReset(at, session.agent_id, session.key, session.session_id, reason, start, entry.seq)
+    rt.events.publish(event)  # the session-memory hook keeps an excerpt of the closed interval (C3)
+    entry.meta.update(event.outputs)
     return entry
-
-
-def _session_memory_hook(rt: Runtime, store: AgentStore, session: SessionRecord, start: int,
-                         boundary: EntryRecord, reason: str) -> None:
-    hook = rt.config.hooks.entry("session-memory")
-    if not hook.enabled:
-        return
-    from ..hooks.session_memory import model_slug, write_session_memory  # noqa: PLC0415
-    from ..memory.workspace import workspace_dir  # noqa: PLC0415
-
-    slugger = None
-    if hook.llm_slug:
-        from ..turn import chat_model  # noqa: PLC0415 - models load only when a slug is wanted
-
-        model = chat_model(rt)
-        slugger = (lambda lines: model_slug(model, lines)) if model is not None else None
-    workspace = workspace_dir(rt.home, rt.config, session.agent_id)
-    try:
-        written = write_session_memory(workspace, session, store, after_seq=start, before_seq=boundary.seq,
-                                       at=boundary.timestamp, reason=reason, limit=hook.messages, slugger=slugger)
-    except OSError as exc:  # a read-only workspace must not break the reset itself
-        rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
-        return
-    if written is not None:
-        boundary.meta["sessionMemoryFile"] = str(written.relative_to(workspace))
 
 
 def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> dict[str, Any]:

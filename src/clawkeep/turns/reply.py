@@ -7,39 +7,28 @@ fallbacks), but no reply is generated and the result says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .context import compaction as compaction_mod
-from .context.assembly import TurnContext, assemble, clear_notices
-from .context.flush import FlushResult, flush, flush_due
-from .errors import ClawkeepError
-from .memory import service as memory
-from .recall.service import RecallResult, recall
-from .runtime import Runtime
-from .sessions import transcript
-from .storage import AgentStore, EntryRecord, SessionRecord
-from .timeutil import zone
+from ..context import compaction as compaction_mod
+from ..context.assembly import TurnContext, assemble, clear_notices
+from ..context.flush import FlushResult, flush, flush_due
+from ..errors import ClawkeepError
+from ..events import Compacted, MemoryWritten, MessageRecorded
+from ..memory import service as memory
+from ..models.chat import ContextOverflowError
+from ..recall.service import RecallResult, recall
+from ..recall.settings import active_memory_config
+from ..runtime import Runtime
+from ..sessions import transcript
+from ..storage import AgentStore, EntryRecord, SessionRecord
+from ..timeutil import zone
+from .messages import TurnEvent
 
 DEFAULT_CONTEXT_TOKENS = 128_000
 RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
-
-
-def chat_model(rt: Runtime, ref: str | None = None) -> Any | None:
-    """The configured chat model chain (primary + fallbacks), or None for record mode."""
-    defaults = rt.config.agents.defaults.model
-    primary = ref or defaults.primary
-    if not primary:
-        return None
-    cache = rt.__dict__.setdefault("_chat_models", {})
-    if primary not in cache:
-        from .models.chat import create_chain  # noqa: PLC0415 - httpx clients only when a model is used
-
-        cache[primary] = create_chain(primary, [] if ref else defaults.fallbacks, rt.config.models)
-        if cache[primary] is not None:
-            rt.on_close(cache[primary].close)
-    return cache[primary]
 
 
 def window_tokens(rt: Runtime, model: Any | None) -> int:
@@ -62,17 +51,12 @@ class TurnOutcome:
     record_mode: bool = False
 
 
-def before_user_message(rt: Runtime, session: SessionRecord, text: str, model: Any | None) -> RecallResult | None:
+def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | None) -> RecallResult | None:
     """Active Memory runs before the message is stored, so it cannot recall the question itself."""
-    recall_model = chat_model(rt, _recall_model_ref(rt)) if model is not None else None
-    return recall(rt, text, session.key, model=recall_model or model)
-
-
-def _recall_model_ref(rt: Runtime) -> str | None:
-    from .recall.settings import active_memory_config  # noqa: PLC0415
-
     options = active_memory_config(rt.config).config
-    return options.model or options.model_fallback
+    ref = options.model or options.model_fallback
+    recall_model = rt.models.chat_model(ref) if model is not None and ref else None
+    return recall(rt, text, session.key, model=recall_model or model)
 
 
 def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,
@@ -99,7 +83,8 @@ def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: 
 
 def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None,
               messages: list[EntryRecord]) -> FlushResult:
-    flush_model = chat_model(rt, rt.config.agents.defaults.compaction.memory_flush.model) or model
+    flush_ref = rt.config.agents.defaults.compaction.memory_flush.model
+    flush_model = (rt.models.chat_model(flush_ref) if flush_ref else None) or model
     today = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone)).date()
     try:
         result = flush(memory.workspace(rt), session, messages, today=today, model=flush_model,
@@ -108,6 +93,8 @@ def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any
     except (ClawkeepError, OSError) as exc:  # an unwritable note never fails the turn it runs in
         rt.log_warning(f"memory flush failed: {exc}")
         result = FlushResult(False, f"failed: {exc}")
+    if result.path:
+        rt.events.publish(MemoryWritten(rt.now(), session.agent_id, "flush", result.path, session_key=session.key))
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
         fresh.meta["memoryFlushCompactionCount"] = fresh.meta.get("compactionCount", 0)
@@ -120,9 +107,9 @@ def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any
 def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, *, at: int,
                    reason: str, instructions: str | None = None) -> compaction_mod.CompactionResult:
     settings = rt.config.agents.defaults.compaction
-    summarizer_model = chat_model(rt, settings.model) or model
+    summarizer_model = (rt.models.chat_model(settings.model) if settings.model else None) or model
     # registered providers first, then the model, then (inside compact) the extractive fallback
-    summarizers = list(rt.__dict__.get("compaction_providers", []))
+    summarizers = list(rt.compaction_providers)
     if summarizer_model is not None:
         summarizers.append(compaction_mod.ModelSummarizer(summarizer_model))
     result = compaction_mod.compact(
@@ -136,28 +123,39 @@ def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model
         successor = compaction_mod.successor_session(store, session, at=at)
         result.session_id = successor.session_id
         session.__dict__.update(successor.__dict__)
+    if result.compacted:
+        rt.events.publish(Compacted(at, session.agent_id, session.key, session.session_id, reason,
+                                    result.tokens_before, result.tokens_after))
     return result
 
 
 def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, recall_result: RecallResult | None,
-          model: Any, at: int, *, retried: bool = False,
-          context: TurnContext | None = None) -> tuple[str, dict[str, Any] | None]:
+          model: Any, at: int, *, retried: bool = False, context: TurnContext | None = None,
+          on_event: Callable[[TurnEvent], None] | None = None) -> tuple[str, dict[str, Any] | None]:
     """Call the model; on a context overflow compact and retry once. `context` is reused when
-    nothing changed since it was built (no flush, no compaction)."""
-    from .models.chat import ContextOverflowError  # noqa: PLC0415
-
+    nothing changed since it was built (no flush, no compaction). With `on_event` the reply is
+    streamed and each delta is handed over as a `token` event."""
     if context is None:
         context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
     try:
-        result = model.complete(context.messages, system=context.system or None)
+        result = _call_model(model, context, on_event)
     except ContextOverflowError:
         if retried:
             raise
         compacted = run_compaction(rt, store, session, model, at=at, reason="overflow").to_json()
-        answer, _ = reply(rt, store, session, text, recall_result, model, at, retried=True)
+        answer, _ = reply(rt, store, session, text, recall_result, model, at, retried=True, on_event=on_event)
         return answer, compacted
     _record_usage(store, session, result, rt.now())
     return result.text, None
+
+
+def _call_model(model: Any, context: TurnContext, on_event: Callable[[TurnEvent], None] | None) -> Any:
+    if on_event is None:
+        return model.complete(context.messages, system=context.system or None)
+    with model.stream(context.messages, system=context.system or None) as deltas:
+        for delta in deltas:
+            on_event(TurnEvent("token", delta))
+        return deltas.result
 
 
 def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: str,
@@ -187,10 +185,10 @@ def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: i
 
 
 def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
-                       at: int) -> TurnOutcome:
+                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None) -> TurnOutcome:
     """Everything after the user message is stored: context, memory steps, the reply."""
     store = rt.store_for_key(session.key)
-    model = chat_model(rt)
+    model = rt.models.chat_model()
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None
@@ -207,15 +205,16 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
         # a flush changes today's note and a compaction the history: only then build again
         unchanged = outcome.flush is None and outcome.compaction is None
         answer, overflow_compaction = reply(rt, store, session, text, recall_result, model, at,
-                                            context=context if unchanged else None)
+                                            context=context if unchanged else None, on_event=on_event)
         outcome.reply = answer
         outcome.compaction = overflow_compaction or outcome.compaction
-        _record_reply(store, session, answer, outcome.model, rt.now())
+        _record_reply(rt, store, session, answer, outcome.model, rt.now())
     clear_notices(store, session)
     return outcome
 
 
-def _record_reply(store: AgentStore, session: SessionRecord, text: str, model: str | None, at: int) -> None:
+def _record_reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, model: str | None,
+                  at: int) -> None:
     entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role="assistant",
                         content=transcript.text_blocks(text), meta={"model": model})
     with store.transaction():  # the reply and the session counters land together
@@ -226,3 +225,5 @@ def _record_reply(store: AgentStore, session: SessionRecord, text: str, model: s
         fresh.updated_at = max(fresh.updated_at, at)
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
+    rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id,
+                                      "assistant"))

@@ -1,0 +1,65 @@
+"""What a turn takes and gives: the request, the result, and the events a streaming caller sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..routing.router import Inbound
+
+
+@dataclass
+class MessageRequest:
+    text: str
+    inbound: Inbound = field(default_factory=Inbound)
+    role: str = "user"
+    message_id: str | None = None
+    at: int | None = None
+
+
+@dataclass
+class MessageResult:
+    session_key: str
+    session_id: str
+    message_id: str | None
+    role: str
+    command: str | None = None
+    duplicate: bool = False
+    reset: str | None = None  # automatic or manual reset that this message caused
+    status: dict[str, Any] | None = None
+    reply: str | None = None
+    active_memory: dict[str, Any] | None = None
+    mode: str | None = None  # "record" when no model is configured
+    note: str | None = None
+    compaction: dict[str, Any] | None = None
+    flush: dict[str, Any] | None = None
+    verbose: str | None = None
+    trace: str | None = None
+    client_message_id: str | None = None  # the channel's own id, when it gave one
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sessionKey": self.session_key, "sessionId": self.session_id,
+                               "messageId": self.message_id, "role": self.role}
+        if self.client_message_id is not None:
+            out["clientMessageId"] = self.client_message_id
+        if self.command:
+            out["command"] = self.command
+        if self.duplicate:
+            out["duplicate"] = True
+        if self.reset:
+            out["reset"] = self.reset
+        if self.status is not None:
+            out["status"] = self.status
+        optional = {"reply": self.reply, "activeMemory": self.active_memory, "mode": self.mode, "note": self.note,
+                    "compaction": self.compaction, "flush": self.flush, "verbose": self.verbose, "trace": self.trace}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """One step of a turn as it happens: `token` (a reply delta), `tool_call`, `result` (the
+    final MessageResult) or `error` (a ClawkeepError that ended the turn)."""
+
+    kind: str
+    data: Any = None

@@ -1,0 +1,96 @@
+"""Writing a turn's entries: the message with its session counters in one transaction,
+idempotent re-delivery by the conversation's own message id, and system events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConflictError, DuplicateError, InputError
+from ..events import MessageRecorded
+from ..redact import redact_secrets
+from ..routing.router import Route
+from ..runtime import Runtime
+from ..sessions import service, transcript
+from ..sessions.visibility import Caller
+from ..storage import EntryRecord, SessionRecord
+from .messages import MessageResult
+
+
+def already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> MessageResult | None:
+    """A re-delivery of a message this conversation already sent (ids are per conversation: the
+    same number from another chat is another message)."""
+    if message_id is None:
+        return None
+    store = rt.store_for_key(routed.key)
+    entry = store.get_entry_by_client_id(routed.conversation, message_id)
+    if entry is None:
+        return None
+    session = store.get_session(entry.session_id)
+    key = session.key if session else routed.key
+    return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", duplicate=True,
+                         client_message_id=message_id)
+
+
+def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at: int,
+                   message_id: str | None, interactive: bool, *, client_scope: str | None = None) -> EntryRecord | None:
+    """Append a message and update the session row in one transaction; None if the conversation
+    (`client_scope`) already delivered this client message id."""
+    store = rt.store_for_key(session.key)
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at,
+                        role=role, content=transcript.text_blocks(text), client_id=message_id,
+                        client_scope=(client_scope or session.key) if message_id else None)
+    try:
+        with store.transaction():
+            transcript.append(store, entry)
+            fresh = _apply_message(SessionRecord(**{**session.__dict__, "meta": dict(session.meta)}),
+                                   entry, role, text, at, interactive)
+            try:
+                store.update_session(fresh)  # optimistic: our copy is usually current
+            except ConflictError:  # another process wrote the row since we read it
+                fresh = _apply_message(store.get_session(session.session_id) or session, entry, role, text, at,
+                                       interactive)
+                store.update_session(fresh)
+    except DuplicateError:
+        return None
+    session.__dict__.update(fresh.__dict__)
+    rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id, role))
+    return entry
+
+
+def _apply_message(fresh: SessionRecord, entry: EntryRecord, role: str, text: str, at: int,
+                   interactive: bool) -> SessionRecord:
+    fresh.message_count += 1
+    fresh.updated_at = max(fresh.updated_at, at)
+    transcript.add_active_size(fresh, entry)
+    if interactive:
+        fresh.last_interaction_at = max(fresh.last_interaction_at or 0, at)
+    if "title" not in fresh.meta and role == "user":
+        fresh.meta["title"] = redact_secrets(text.strip().splitlines()[0][:80])[0]
+    return fresh
+
+
+def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = None, queue: bool = True,
+                        caller: Caller = Caller()) -> dict[str, Any]:
+    """A heartbeat/cron/exec notice: written to the transcript, never extends freshness (S3).
+
+    Queued notices wait for the next turn; a reset drops the ones still queued.
+    """
+    if not text.strip():
+        raise InputError("system event text is empty")
+    limit = rt.config.session.max_message_chars
+    if len(text) > limit:
+        raise InputError(f"system event text is {len(text)} characters long; at most {limit} are allowed "
+                         "(session.maxMessageChars, the same limit as messages)")
+    store, session = service.find_session(rt, ref, caller)
+    at = at if at is not None else rt.now()
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "system_event", at,
+                        role="system", content=transcript.text_blocks(text), meta={"queued": queue})
+    with store.transaction():
+        transcript.append(store, entry)
+        fresh = store.get_session(session.session_id) or session
+        fresh.updated_at = max(fresh.updated_at, at)
+        if queue:
+            fresh.meta.setdefault("pendingNotices", []).append(entry.entry_id)
+        store.update_session(fresh)
+    return {"sessionKey": fresh.key, "sessionId": fresh.session_id, "eventId": entry.entry_id,
+            "pendingNotices": len(fresh.meta.get("pendingNotices", []))}
