@@ -18,6 +18,7 @@ run: $(STAMP)
 	$(BIN)/clawkeep status
 
 test: $(STAMP)
+	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

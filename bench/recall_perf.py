@@ -66,7 +66,7 @@ from clawkeep.memory.chunking import chunk_lines  # noqa: E402
 from clawkeep.recall import lanes  # noqa: E402
 from clawkeep.recall import service as recall_service  # noqa: E402
 from clawkeep.recall.detector import classify  # noqa: E402
-from clawkeep.recall.settings import active_memory_config, remember_across_conversations  # noqa: E402
+from clawkeep.config.active_memory import active_memory_config, remember_across_conversations  # noqa: E402
 from clawkeep.sessions import transcript  # noqa: E402
 from clawkeep.sessions.service import find_session  # noqa: E402
 from clawkeep.storage import EntryRecord, SessionRecord  # noqa: E402

@@ -33,7 +33,7 @@ from clawkeep import Engine
 from clawkeep.redact import redact_secrets
 from clawkeep.sessions import transcript
 from clawkeep.sessions.search import CANDIDATES
-from clawkeep.sessions.visibility import Caller
+from clawkeep.visibility import Caller
 from clawkeep.storage import EntryRecord
 from clawkeep.text.analyzer import analyze_document, build_match_query, fts5_doc_freq, parse_query, rerank, snippet
 

@@ -33,7 +33,7 @@ from clawkeep import Engine
 from clawkeep.cli.main import app
 from clawkeep.config import Config, load_config
 from clawkeep.errors import ClawkeepError, InputError, StorageError
-from clawkeep.recall.settings import ActiveMemoryConfig
+from clawkeep.config.active_memory import ActiveMemoryConfig
 
 settings.register_profile(
     "ci", max_examples=30, deadline=None, database=None, print_blob=True,

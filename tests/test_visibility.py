@@ -99,7 +99,7 @@ def test_main_session_tree_widens_to_its_agent(home):
 
 def test_sandboxed_callers_are_clamped_to_tree(home):
     from clawkeep.sessions import service
-    from clawkeep.sessions.visibility import Caller
+    from clawkeep.visibility import Caller
     eng, alice, bob, *_ = setup(home, "agent")
     rows = service.list_sessions(eng.runtime, caller=Caller(alice.session_key, sandboxed=True))
     assert bob.session_key not in {r["key"] for r in rows}

@@ -24,7 +24,7 @@ from .recall.detector import classify
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
 from .sessions import history, maintenance, search, service
-from .sessions.visibility import Caller
+from .visibility import Caller
 from .timeutil import parse_iso
 
 CONFIG_FILE = "clawkeep.json5"

@@ -4,8 +4,9 @@ Producers publish after their work is committed; subscribers react. A subscriber
 is logged and skipped — an event never fails the operation that published it — so a hook
 (the session-memory excerpt, a metrics counter, the Dreaming recall store) can never lose a
 message or block a turn. The one exception is a `StorageError` (the durable database is
-damaged or locked): that is the caller's business and is raised. Handlers run synchronously in the publishing thread, in the order
-they subscribed; one that needs to be slow should hand the work to its own thread.
+damaged or locked): that is the caller's business and is raised. Handlers run synchronously
+in the publishing thread, in the order they subscribed; one that needs to be slow should hand
+the work to its own thread.
 
     bus = EventBus()
     bus.subscribe(SessionReset, lambda event: print(event.session_key))

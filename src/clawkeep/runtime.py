@@ -8,7 +8,6 @@ import logging
 import os
 import time
 from pathlib import Path
-
 from typing import Any
 
 from .config import Config
@@ -17,7 +16,7 @@ from .events import EventBus
 from .locks import SessionLocks
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
-from .sessions.visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
+from .visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
 from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_memory_store
 from .timeutil import now_ms
 

@@ -16,19 +16,7 @@ import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-_CJK = re.compile(
-    "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
-)
-
-
-def weighted_length(text: str) -> int:
-    """Length in quarter-tokens: CJK characters count 4, everything else 1."""
-    return len(text) + 3 * len(_CJK.findall(text))
-
-
-def estimate_tokens(text: str) -> int:
-    return (weighted_length(text) + 3) // 4
-
+from ..text.estimate import _CJK, estimate_tokens, weighted_length  # noqa: F401 - re-exported
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

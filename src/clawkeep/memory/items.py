@@ -16,18 +16,17 @@ down-weighted and only removed by the sweep after a grace period, into
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import uuid
-from urllib.parse import quote, unquote
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from ..errors import InputError, NotFoundError
 from ..redact import redact_secrets
-from .timeparse import event_day
 from .owners import UNKNOWN_OWNER, visible_to
+from .timeparse import event_day
 from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
 
 _MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")

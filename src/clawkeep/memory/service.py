@@ -8,9 +8,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from ..config.active_memory import remember_across_conversations
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
-from ..recall.settings import remember_across_conversations
 from ..runtime import Runtime
 from ..storage.sqlite_memory import SqliteMemoryStore
 from ..timeutil import zone

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..config.active_memory import ActiveMemoryOptions, active_memory_config, remember_across_conversations
 from ..errors import ClawkeepError, InputError
 from ..memory import service as memory
 from ..memory.owners import DM_KINDS, visible_to
@@ -24,8 +25,6 @@ from ..text.query import parse_query, rerank
 from ..timeutil import to_iso
 from . import lanes
 from .detector import classify
-from .settings import ActiveMemoryOptions, active_memory_config, remember_across_conversations
-
 
 
 @dataclass

@@ -24,9 +24,9 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from ..config import AGENT_ID
 from ..errors import InputError
 
-AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _SEGMENT = re.compile(r"^[^\s:\x00-\x1f\x7f]{1,600}$")
 MAX_SEGMENT_CHARS = 200  # as given; escaping may lengthen it up to 600
 MAX_KEY_CHARS = 2048

@@ -17,7 +17,7 @@ from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
 from . import service, transcript
 from .history_view import TOOL_ROLES, build_history_view_newest_first
-from .visibility import Caller
+from ..visibility import Caller
 
 MAX_FORK_DEPTH = 8  # a fork of a fork of …: bounded so a cycle can never loop
 PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, until 80 KB are full

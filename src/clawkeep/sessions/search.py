@@ -18,7 +18,7 @@ from ..text.query import SearchQuery, parse_query, rerank
 from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
-from .visibility import Caller
+from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
 DEFAULT_LIMIT = 10

@@ -17,7 +17,7 @@ from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
 from . import lifecycle, maintenance, transcript
-from .visibility import Caller
+from ..visibility import Caller
 
 PREVIEW_CHARS = 120
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..text.analyzer import analyze_document
+from ..text.estimate import estimate_tokens
 
 ROLES = ("user", "assistant", "system", "tool")
 SEARCHABLE_ROLES = ("user", "assistant")
@@ -59,8 +60,6 @@ def interval_bounds(store: AgentStore, session_id: str, around_seq: int | None =
 
 def entry_size(entry: EntryRecord) -> tuple[int, int]:
     """(estimated tokens, JSON bytes) an entry adds to the active context."""
-    from ..memory.chunking import estimate_tokens  # noqa: PLC0415 - avoids a package cycle
-
     raw = json.dumps(entry.content, ensure_ascii=False)
     return estimate_tokens(raw) + 4, len(raw.encode("utf-8"))
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import json5
 
+from ..config.active_memory import active_memory_config
 from ..errors import InputError
-from ..recall.settings import active_memory_config
 from ..runtime import Runtime
 from ..sessions import service
 from ..storage import SessionRecord

@@ -11,7 +11,7 @@ from ..redact import redact_secrets
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..sessions import service, transcript
-from ..sessions.visibility import Caller
+from ..visibility import Caller
 from ..storage import EntryRecord, SessionRecord
 from .messages import MessageResult
 

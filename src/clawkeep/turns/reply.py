@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..config.active_memory import active_memory_config
 from ..context import compaction as compaction_mod
 from ..context.assembly import TurnContext, assemble, clear_notices
 from ..context.flush import FlushResult, flush, flush_due
@@ -20,7 +21,6 @@ from ..events import Compacted, MemoryWritten, MessageRecorded
 from ..memory import service as memory
 from ..models.chat import ContextOverflowError
 from ..recall.service import RecallResult, recall
-from ..recall.settings import active_memory_config
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord

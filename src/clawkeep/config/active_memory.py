@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ..config import Config, _Model
+from .base import _Model
+
+if TYPE_CHECKING:
+    from .model import Config
 
 PROMPT_STYLES = ("balanced", "strict", "contextual", "recall-heavy", "precision-heavy", "preference-only")
 DEFAULT_STYLE = {"message": "strict", "recent": "balanced", "full": "contextual"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
-from ..storage import SessionRecord
+from .config import Config
+from .storage import SessionRecord
 
 
 @dataclass(frozen=True)
