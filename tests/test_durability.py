@@ -20,7 +20,7 @@ WRITER = textwrap.dedent("""
         for i in range(count):
             result = eng.message(f"writer {tag} message {i} about parcel{tag}x{i}", channel="telegram",
                                  sender=f"user{tag}", message_id=f"{tag}-{i}")
-            print(result.client_message_id, flush=True)  # acknowledged: durable before this line
+            print(result.message_id, flush=True)  # acknowledged: durable before this line
 """)
 
 
@@ -37,9 +37,7 @@ def check_consistent(home: Path) -> set[str]:
         assert messages == indexed
         counted = conn.execute("SELECT sum(message_count) FROM sessions").fetchone()[0] or 0
         assert counted == messages
-        # acknowledged ids are the channel's own (client) ids where one was given
-        return {row[0] for row in conn.execute(
-            "SELECT coalesce(client_id, entry_id) FROM entries WHERE type = 'message'")}
+        return {row[0] for row in conn.execute("SELECT entry_id FROM entries WHERE type = 'message'")}
 
 
 def test_concurrent_cli_processes_lose_nothing(home):
@@ -78,7 +76,7 @@ def test_kill_9_mid_write_loses_no_acknowledged_message(home, tmp_path):
     # the database still works for new writes and searches afterwards
     eng = open_engine(home)
     eng.message("after the crash", message_id="after")
-    assert eng.sessions_search("parcelkx0")["hits"][0]["clientMessageId"] == "k-0"
+    assert eng.sessions_search("parcelkx0")["hits"][0]["messageId"] == "k-0"
 
 
 def test_corrupt_database_gives_clear_error_and_is_not_touched(home, cli):

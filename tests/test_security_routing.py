@@ -45,9 +45,9 @@ def test_client_message_ids_are_scoped_to_the_conversation(home):
     engine = open_engine(home, {"session": {"dmScope": "per-channel-peer"}})
     bob = engine.message("bob's order 1001", channel="telegram", sender="bob", message_id="1001")
     alice = engine.message("alice's order 1001", channel="telegram", sender="alice", message_id="1001")
-    assert not alice.duplicate
+    assert not alice.duplicate and bob.message_id == "1001"
     assert alice.session_key != bob.session_key and bob.session_key not in str(alice.to_json())
-    assert bob.message_id not in str(alice.to_json())
+    assert alice.message_id.startswith("1001#") and alice.client_message_id == "1001"  # bob's id is taken
     # same number in a group, on another account, or on another channel: all different messages
     group = engine.message("group 1001", channel="telegram", sender="bob", chat_type="group", group="g",
                            message_id="1001")

@@ -17,6 +17,7 @@ from . import validation as check
 from .config import Config, config_from_dict, load_config
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
+from .errors import StorageError
 from .hooks import session_memory
 from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
 from .recall import service as recall_service
@@ -68,6 +69,8 @@ class Engine:
         check.ident(agent, "agent id")
         home_path = Path(home).expanduser() if home is not None else default_home()
         check.path(home_path, "home")
+        if home_path.exists() and not home_path.is_dir():
+            raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         session_memory.install(runtime)
         if isinstance(config, (str, os.PathLike)):

@@ -3,6 +3,7 @@ idempotent re-delivery by the conversation's own message id, and system events."
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from ..errors import ConflictError, DuplicateError, InputError
@@ -36,9 +37,9 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
     """Append a message and update the session row in one transaction; None if the conversation
     (`client_scope`) already delivered this client message id."""
     store = rt.store_for_key(session.key)
-    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at,
-                        role=role, content=transcript.text_blocks(text), client_id=message_id,
-                        client_scope=(client_scope or session.key) if message_id else None)
+    scope = (client_scope or session.key) if message_id else None
+    entry = EntryRecord(_entry_id(store, message_id, scope), session.session_id, "message", at,
+                        role=role, content=transcript.text_blocks(text), client_id=message_id, client_scope=scope)
     try:
         with store.transaction():
             transcript.append(store, entry)
@@ -55,6 +56,18 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
     session.__dict__.update(fresh.__dict__)
     rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id, role))
     return entry
+
+
+def _entry_id(store: Any, message_id: str | None, scope: str | None) -> str:
+    """The channel's own id is the message id (SPEC §P) unless another conversation of this
+    agent already used it; then a stable per-conversation variant (`1001#3fa2b7c1`), so the
+    answer never points at — or reveals — the other conversation's message."""
+    if message_id is None:
+        return transcript.new_entry_id()
+    if store.get_entry(message_id) is None:
+        return message_id
+    variant = f"{message_id}#{hashlib.sha1(str(scope).encode()).hexdigest()[:8]}"
+    return variant if store.get_entry(variant) is None else transcript.new_entry_id()
 
 
 def _apply_message(fresh: SessionRecord, entry: EntryRecord, role: str, text: str, at: int,
