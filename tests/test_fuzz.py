@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from clawkeep import Engine
-from clawkeep.cli.main import app
+from clawkeep.cli.main import app, as_json_data
 from clawkeep.config import Config, load_config
 from clawkeep.errors import ClawkeepError, InputError, StorageError
 from clawkeep.config.active_memory import ActiveMemoryConfig
@@ -100,8 +100,8 @@ def maybe(strategy: st.SearchStrategy, other: st.SearchStrategy = ANYTHING) -> s
 
 
 def json_safe(value: Any) -> None:
-    """What `--json` prints must be JSON that encodes as UTF-8."""
-    json.dumps(value, ensure_ascii=False).encode("utf-8")
+    """What `--json` prints must be JSON that encodes as UTF-8 (results are contract models)."""
+    json.dumps(as_json_data(value), ensure_ascii=False).encode("utf-8")
 
 
 # --- the Engine API -----------------------------------------------------------------------------
@@ -417,9 +417,12 @@ LEAVES = st.one_of(
                      "Europe/Berlin", "Mars/Olympus", "rw", "ro", "numpy", "sqlite-vec", "escalate", "off", "on"]),
     SMALL_TEXT,
 )
-DOCUMENTS = st.recursive(LEAVES, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.one_of(st.sampled_from(sorted(KEYS)), st.text(max_size=8)),
-                                                 inner, max_size=5)), max_leaves=25)
+def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:
+    keys = st.one_of(st.sampled_from(sorted(KEYS)), st.text(max_size=8))
+    return st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=5))
+
+
+DOCUMENTS = st.recursive(LEAVES, _nested, max_leaves=25)
 # Keys that reach outside the temp home when an engine runs with the config (files, network).
 UNSAFE = {"workspace", "extraPaths", "model", "models", "remote", "provider", "baseUrl", "url", "primary",
           "fallbacks", "llmSlug"}

@@ -8,16 +8,18 @@ with Engine.open(home="~/.clawkeep") as engine:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import api
 from . import validation as check
 from .config import Config, config_from_dict, load_config
+from .errors import CorruptDatabaseError, StorageError
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .errors import StorageError
 from .hooks import session_memory
 from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
 from .recall import service as recall_service
@@ -26,6 +28,7 @@ from .routing.router import Inbound
 from .runtime import Runtime, default_home
 from .sessions import history, maintenance, search, service
 from .visibility import Caller
+from .storage.sqlite_base import commit_journal
 from .timeutil import parse_iso
 
 CONFIG_FILE = "clawkeep.json5"
@@ -91,9 +94,9 @@ class Engine:
         self.close()
 
     # --- messages -------------------------------------------------------------------
-    def message(self, text: str, **inbound: Any) -> MessageResult:
+    def message(self, text: str, **inbound: Any) -> api.MessageResult:
         """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
-        return handle_message(self.runtime, self.request(text, **inbound))
+        return api.MessageResult.model_validate(handle_message(self.runtime, self.request(text, **inbound)).to_json())
 
     def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
         """The same turn as events: reply `token`s as the model streams them, then `result`
@@ -137,11 +140,12 @@ class Engine:
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
-    ) -> dict[str, Any]:
+    ) -> api.SystemEventResult:
         check.ident(session, "session")
         check.text(text, "system event text")
         check.flag(queue, "queue")
-        return record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue)
+        return api.SystemEventResult.model_validate(
+            record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue))
 
     # --- sessions -------------------------------------------------------------------
     def sessions_list(
@@ -155,7 +159,7 @@ class Engine:
         preview: bool = False,
         recent_messages: int = 0,
         caller: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[api.SessionInfo]:
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
         check.text(search_text, "search text", optional=True)
@@ -163,103 +167,106 @@ class Engine:
         check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
-        return service.list_sessions(self.runtime, flt, Caller(caller))
+        return [api.SessionInfo.model_validate(row) for row in service.list_sessions(self.runtime, flt, Caller(caller))]
 
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
-    ) -> dict[str, Any]:
+    ) -> api.History:
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
         check.flag(include_tools, "include tools")
-        return history.sessions_history(
-            self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools
-        )
+        return api.History.model_validate(history.sessions_history(
+            self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
-    def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> dict[str, Any]:
+    def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
         check.text(query, "search query")
         check.integer(limit, "--limit", 1, search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
-        return search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
+        return api.SearchResult.model_validate(search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
 
-    def session_status(self, session: str | None = None, *, caller: str | None = None) -> dict[str, Any]:
+    def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
-        return service.session_status(self.runtime, session, Caller(caller))
+        return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
 
-    def sessions_reset(self, session: str, *, at: str | int | None = None, caller: str | None = None) -> dict[str, Any]:
+    def sessions_reset(self, session: str, *, at: str | int | None = None,
+                       caller: str | None = None) -> api.ResetResult:
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
-        return service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at))
+        return api.ResetResult.model_validate(
+            service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
 
-    def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> dict[str, Any]:
+    def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
-        return service.fork_session(self.runtime, session, Caller(caller), label=label)
+        return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> dict[str, Any]:
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
-        return service.create_dashboard(self.runtime, incognito=incognito, label=label)
+        return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
-    ) -> dict[str, Any]:
+    ) -> api.CleanupReport:
         for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
             check.flag(value, name)
-        return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
+        return api.CleanupReport.model_validate(
+            maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope))
 
     # --- memory ---------------------------------------------------------------------
-    def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
+    def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> api.MemorySearchResult:
         check.text(query, "memory search query")
         check.integer(limit, "--limit", 1, MAX_MEMORY_SEARCH_LIMIT)
         check.ident(mode, "mode")
-        return memory.search(self.runtime, query, limit=limit, mode=mode)
+        return api.MemorySearchResult.model_validate(memory.search(self.runtime, query, limit=limit, mode=mode))
 
-    def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
+    def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> api.MemoryFile:
         check.path(path, "memory path")
         check.integer(from_line, "--from", 1, check.MAX_INT)
         check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
-        return memory.get(self.runtime, path, from_line=from_line, lines=lines)
+        return api.MemoryFile.model_validate(memory.get(self.runtime, path, from_line=from_line, lines=lines))
 
-    def memory_remember(self, text: str, *, force: bool = False) -> dict[str, Any]:
+    def memory_remember(self, text: str, *, force: bool = False) -> api.RememberResult:
         check.text(text, "memory text")
         check.flag(force, "force")
-        return memory.remember(self.runtime, text, force=force).to_json(memory.today(self.runtime))
+        return api.RememberResult.model_validate(
+            memory.remember(self.runtime, text, force=force).to_json(memory.today(self.runtime)))
 
-    def memory_items(self, *, status: str | None = None) -> list[dict[str, Any]]:
+    def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
         check.ident(status, "status", optional=True)
-        return memory.list_items(self.runtime, status=status)
+        return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
 
-    def memory_edit(self, item_id: str, text: str) -> dict[str, Any]:
+    def memory_edit(self, item_id: str, text: str) -> api.MemoryItem:
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
-        return memory.edit_item(self.runtime, item_id, text)
+        return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text))
 
-    def memory_delete(self, item_id: str) -> dict[str, Any]:
+    def memory_delete(self, item_id: str) -> api.DeleteResult:
         check.ident(item_id, "memory item id")
-        return memory.delete_item(self.runtime, item_id)
+        return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
-    def memory_sweep(self) -> dict[str, Any]:
-        return memory.sweep(self.runtime)
+    def memory_sweep(self) -> api.SweepResult:
+        return api.SweepResult.model_validate(memory.sweep(self.runtime))
 
-    def memory_index(self, *, force: bool = False, progress: Any = None) -> dict[str, Any]:
+    def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
         check.flag(force, "force")
-        return memory.index(self.runtime, force=force, progress=progress).to_json()
+        return api.IndexReport.model_validate(memory.index(self.runtime, force=force, progress=progress).to_json())
 
-    def memory_status(self, *, deep: bool = False) -> dict[str, Any]:
+    def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
         check.flag(deep, "deep")
-        return memory.status(self.runtime, deep=deep)
+        return api.MemoryStatus.model_validate(memory.status(self.runtime, deep=deep))
 
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
-                         session: str | None = None) -> list[dict[str, Any]]:
+                         session: str | None = None) -> list[api.BootstrapFile]:
         """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
         files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session)
-        return [{"path": f.path, "text": f.text, "truncated": f.truncated, "originalChars": f.original_chars}
+        return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
                 for f in files]
 
     def memory_watch(self) -> Any:
@@ -273,34 +280,57 @@ class Engine:
         self.runtime.compaction_providers.append(summarizer)
 
     # --- recall ---------------------------------------------------------------------
-    def recall(self, text: str, *, session: str) -> dict[str, Any]:
+    def recall(self, text: str, *, session: str) -> api.RecallResult:
         """Active Memory for a would-be user message in `session`, without storing it."""
         check.text(text, "recall text")
         check.ident(session, "session")
         model = self.runtime.models.chat_model()
-        return recall_service.recall(self.runtime, text, session, model=model).to_json()
+        return api.RecallResult.model_validate(recall_service.recall(self.runtime, text, session, model=model).to_json())
 
-    def classify(self, text: str) -> dict[str, Any]:
+    def classify(self, text: str) -> api.Classification:
         check.text(text, "text")
         found = classify(text)
-        return {"pastQuestion": found.past_question, "language": found.language}
+        return api.Classification(past_question=found.past_question, language=found.language)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> api.EngineStatus:
         rt = self.runtime
         store = rt.read_store()  # status of an agent without a database must not create one
         sessions = store.list_sessions()
-        return {
-            "home": str(rt.home),
-            "agentId": rt.agent_id,
-            "agents": rt.agent_ids(),
-            "database": getattr(store, "path", None) if rt.has_database() else None,
-            "storage": "sqlite",
-            "sessions": len(sessions),
-            "messages": sum(s.message_count for s in sessions),
-            "indexedMessages": store.indexed_documents(),
-            "dmScope": rt.config.session.dm_scope,
-            "visibility": rt.config.tools.sessions.visibility,
-            "resetMode": rt.config.session.reset.mode,
-            "maintenanceMode": rt.config.session.maintenance.mode,
-            "configWarnings": rt.config.warnings,
-        }
+        return api.EngineStatus(
+            home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
+            database=getattr(store, "path", None) if rt.has_database() else None, storage="sqlite",
+            sessions=len(sessions), messages=sum(s.message_count for s in sessions),
+            indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
+            visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
+            maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings)
+
+    # --- maintenance ----------------------------------------------------------------
+    def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
+        """Check every agent database and memory index (or one agent's); `repair` salvages a
+        damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""
+        check.flag(repair, "repair")
+        check.ident(agent, "agent id", optional=True)
+        from .doctor import doctor  # noqa: PLC0415 - only for this command
+
+        return doctor(self.runtime, repair=repair, agent=agent)
+
+
+def _reports_commits(method: Any) -> Any:
+    """A damaged agent.sqlite found part-way through a call: say exactly which of the call's
+    writes had already committed (the store's commit journal), instead of guessing."""
+
+    @functools.wraps(method)
+    def call(self: Engine, *args: Any, **kwargs: Any) -> Any:
+        with commit_journal() as committed:
+            try:
+                return method(self, *args, **kwargs)
+            except CorruptDatabaseError as exc:
+                exc.committed = list(committed)
+                raise
+
+    return call
+
+
+for _name, _method in list(vars(Engine).items()):
+    if callable(_method) and not _name.startswith("_") and _name not in ("open", "close", "doctor"):
+        setattr(Engine, _name, _reports_commits(_method))

@@ -42,6 +42,32 @@ class StorageError(ClawkeepError):
     http_status = 503
 
 
+class CorruptDatabaseError(StorageError):
+    """A database file is damaged or is not SQLite (SQLITE_CORRUPT / SQLITE_NOTADB).
+
+    `committed` is what the failing call had already made durable before the damage was hit
+    (None: unknown). The memory index rebuilds itself; the durable store never does.
+    """
+
+    code = "corrupt"
+
+    def __init__(self, path: str, detail: str, committed: list[str] | None = None):
+        super().__init__(path, detail)
+        self.path, self.detail, self.committed = path, detail, committed
+
+    def __str__(self) -> str:
+        if self.committed is None:
+            changed = "the step that failed was rolled back"
+        elif not self.committed:
+            changed = "nothing was changed"
+        else:
+            changed = ("before the damage was hit this call had already committed: " + "; ".join(self.committed)
+                       + " (nothing after that was written)")
+        return (f"database {self.path} is corrupt or not a clawkeep database ({self.detail}); {changed}. "
+                "Run `clawkeep doctor` to check every database and `clawkeep doctor --repair` to salvage what "
+                "is readable into a new file (the damaged original is kept beside it).")
+
+
 class DuplicateError(ConflictError):
     """An entry with this id already exists (idempotent re-delivery)."""
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..api import Shape
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
 
@@ -64,7 +65,17 @@ def engine(ctx: typer.Context) -> Engine:
     return opened
 
 
+def as_json_data(data: Any) -> Any:
+    """The documented JSON of a result: contract models (clawkeep.api) print their own shape."""
+    if isinstance(data, Shape):
+        return data.to_json()
+    if isinstance(data, list):
+        return [as_json_data(item) for item in data]
+    return data
+
+
 def emit(data: Any, as_json: bool, render: Any = None) -> None:
+    data = as_json_data(data)
     if as_json or render is None:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
@@ -143,6 +154,7 @@ OVERVIEW = [
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("status", "this overview and the engine's state"),
+    ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
 ]
 
 
@@ -395,6 +407,8 @@ def memory_index(
     emit(report, as_json, lambda d: out.print(
         f"indexed {len(d['indexed'])} file(s), removed {len(d['removed'])}, skipped {len(d['skipped'])}; "
         f"{d['chunks']} chunks" + (" (rebuilt)" if d["rebuilt"] else "")
+        + (f"\n[yellow]the index was corrupt ({d['corrupt']['error']}):[/yellow] moved to {d['corrupt']['movedTo']} "
+           "and rebuilt from the Markdown files" if d.get("corrupt") else "")
         + (f"\n[yellow]embedding error:[/yellow] {d['embeddingError']} (keyword search still works)"
            if d["embeddingError"] else "")
         + "".join(f"\n[dim]skipped {p}: {why}[/dim]" for p, why in d["skipped"].items()), highlight=False))
@@ -493,6 +507,42 @@ def memory_sweep(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
     """Archive time-bound items that expired more than 30 days ago."""
     emit(engine(ctx).memory_sweep(), as_json,
          lambda d: out.print(f"archived {len(d['removed'])} expired item(s)", highlight=False))
+
+
+# --- doctor -------------------------------------------------------------------------------
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    agent: str | None = typer.Option(None, "--agent", help="Only this agent (default: every agent in the home)."),
+    repair: bool = typer.Option(False, "--repair", help="Salvage damaged agent databases into new files (the "
+                                "originals are kept) and rebuild damaged memory indexes."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Check every database (integrity and full-text index); exit 1 while corruption remains."""
+    data = engine(ctx).doctor(repair=repair, agent=agent)
+
+    def render(d: dict[str, Any]) -> None:
+        rows = []
+        for f in d["files"]:
+            fixed = f.get("repair") or f.get("rebuild") or {}
+            what = f.get("error") or (f["problems"][0] if f["problems"] else "")
+            if f.get("repair"):
+                msgs = fixed["messages"]
+                what = (f"recovered {msgs['recovered']}"
+                        + (f" of {msgs['expected']}" if msgs["expected"] is not None else "")
+                        + f" messages, {fixed['sessions']['recovered']} sessions ({fixed['method']}); "
+                        f"original kept at {fixed['corruptKeptAt']}")
+            elif f.get("rebuild"):
+                what = f"rebuilt ({fixed['chunks']} chunks); old file at {fixed['movedTo']}"
+            rows.append({"agent": f["agent"], "file": f["kind"], "status": f["status"], "details": what})
+        out.print(table(rows, ["agent", "file", "status", "details"], "clawkeep doctor"))
+        if not d["healthy"]:
+            err.print("corruption remains: " + ("see the errors above" if d["repair"]
+                                                 else "run `clawkeep doctor --repair`"), highlight=False)
+
+    emit(data, as_json, render)
+    if not data["healthy"]:
+        raise typer.Exit(1)
 
 
 def run() -> None:

@@ -42,14 +42,18 @@ class SyncReport:
     embedding_error: str | None = None
     chunks: int = 0
     superseded: str | None = None
+    corrupt: dict[str, Any] | None = None  # the index file was corrupt: moved aside, rebuilt (rebuild.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
                 "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks,
-                **({"superseded": self.superseded} if self.superseded else {})}
+                **({"superseded": self.superseded} if self.superseded else {}),
+                **({"corrupt": self.corrupt} if self.corrupt else {})}
 
 
 class MemoryIndex:
+    recovered: dict[str, Any] | None = None  # set when the store replaced a corrupt file; the next sync reports it
+
     def __init__(self, workspace: Path, store: MemoryStore, settings: MemorySearchConfig,
                  provider_factory: Callable[[], Any | None],
                  sessions: Callable[[], list[SessionDoc]] | None = None):
@@ -93,6 +97,7 @@ class MemoryIndex:
     # --- sync -------------------------------------------------------------------------
     def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
         report = SyncReport()
+        report.corrupt, self.recovered = self.recovered, None
         fingerprint = self._current_fingerprint(report)
         if force or self.store.get_meta("fingerprint") != fingerprint:
             self.store.clear()

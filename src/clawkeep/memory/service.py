@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..config.active_memory import remember_across_conversations
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
+from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
-from ..storage.sqlite_memory import SqliteMemoryStore
 from ..timeutil import zone
 from . import items
 from .index import MemoryIndex, Progress, SyncReport
+from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
 from .sessions_source import transcript_docs
@@ -35,6 +36,7 @@ MAX_GET_CHARS = 100_000
 MAX_GET_FILE_BYTES = 64 * 1024 * 1024  # a larger "memory file" is refused, not read into memory
 MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-system work
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
+T = TypeVar("T")
 
 
 def memory_database_path(rt: Runtime) -> Path:
@@ -68,12 +70,23 @@ def open_index(rt: Runtime) -> MemoryIndex:
     settings = rt.config.agents.defaults.memory_search.model_copy()
     if not sessions_enabled(rt):
         settings.sources = [s for s in settings.sources if s != "sessions"] or ["memory"]
-    store = SqliteMemoryStore(memory_database_path(rt), busy_timeout_ms=rt.config.storage.busy_timeout_ms)
+    store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
                         sessions=lambda: transcript_docs(rt.store()))
+    index.recovered = recovered
     rt.memory_index = index
-    rt.on_close(store.close)
+    if recovered is None:
+        rt.on_close(store.close)
     return index
+
+
+def with_index(rt: Runtime, op: Callable[[MemoryIndex], T]) -> T:
+    """`op(index)`; an index file found corrupt on the way is rebuilt from the Markdown and `op` retried."""
+    return guarded(rt, open_index(rt), op)
+
+
+def sync_index(rt: Runtime) -> SyncReport:
+    return with_index(rt, lambda idx: idx.sync())
 
 
 def workspace(rt: Runtime) -> Path:
@@ -98,11 +111,13 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         validate_query(query)
         return {"results": []}
 
-    index = open_index(rt)
-    if sync:
-        index.sync()  # cheap staleness check: results never lag an edit
-    hits = memory_search(index, query, limit=limit, mode=mode, today=today(rt), citations=rt.config.memory.citations)
-    return {"results": [hit.to_json() for hit in hits]}
+    def run(index: MemoryIndex) -> list[Any]:
+        if sync or index.recovered:
+            index.sync()  # cheap staleness check: results never lag an edit
+        return memory_search(index, query, limit=limit, mode=mode, today=today(rt),
+                             citations=rt.config.memory.citations)
+
+    return {"results": [hit.to_json() for hit in with_index(rt, run)]}
 
 
 def resolve_memory_path(rt: Runtime, path: str) -> Path:
@@ -250,31 +265,41 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
 
 def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
     item = items.edit_item(workspace(rt), item_id, text)
-    open_index(rt).sync()
+    sync_index(rt)
     return item.to_json(today(rt))
 
 
 def delete_item(rt: Runtime, item_id: str) -> dict[str, Any]:
     item = items.delete_item(workspace(rt), item_id)
-    open_index(rt).sync()
+    sync_index(rt)
     return {"deleted": item.id, "path": item.path, "text": item.text}
 
 
 def sweep(rt: Runtime) -> dict[str, Any]:
     removed = items.sweep_expired(workspace(rt), today(rt))
     if removed:
-        open_index(rt).sync()
+        sync_index(rt)
     return {"removed": [{"id": i.id, "path": i.path, "text": i.text, "expires": i.expires} for i in removed]}
 
 
 # --- index and status -----------------------------------------------------------------------
 def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
     ensure_workspace(workspace(rt))
-    return open_index(rt).sync(force=force, progress=progress)
+    return with_index(rt, lambda idx: idx.sync(force=force, progress=progress))
 
 
 def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
     ws = workspace(rt)
+
+    def index_state(idx: MemoryIndex) -> dict[str, Any]:
+        if idx.recovered:
+            idx.sync()  # a corrupt index was just replaced: re-index before reporting on it
+        return {"path": str(memory_database_path(rt)), "chunks": idx.store.chunk_count(),
+                "indexedFiles": len(idx.store.files()),
+                "lastEmbeddingError": idx.store.get_meta("lastEmbeddingError") or None,
+                "lastCorruptRebuild": last_rebuild(idx.store)}
+
+    index_info = with_index(rt, index_state)
     idx = open_index(rt)
     settings = idx.settings
     out: dict[str, Any] = {
@@ -282,9 +307,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "workspaceExists": ws.is_dir(),
         "files": len(items.memory_files(ws)) if ws.is_dir() else 0,
         "sources": settings.sources,
-        "index": {"path": str(memory_database_path(rt)), "chunks": idx.store.chunk_count(),
-                  "indexedFiles": len(idx.store.files()),
-                  "lastEmbeddingError": idx.store.get_meta("lastEmbeddingError") or None},
+        "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store},
     }
@@ -323,13 +346,15 @@ def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: boo
                            visible=lambda text: items.visible_text(text, session_key, across=across, today=day))
 
 
+
 def watch(rt: Runtime):
     """Start a file watcher that re-indexes after edits (for long-running processes)."""
     from .watcher import MemoryWatcher, TranscriptPoller  # noqa: PLC0415 - only long-running processes
 
     idx = open_index(rt)
     sync_settings = rt.config.agents.defaults.memory_search.sync
-    watcher = MemoryWatcher(ensure_workspace(workspace(rt)), idx.sync, sync_settings.watch_debounce_ms).start()
+    watcher = MemoryWatcher(ensure_workspace(workspace(rt)), lambda: sync_index(rt),
+                            sync_settings.watch_debounce_ms).start()
     rt.on_close(watcher.stop)
     if "sessions" in idx.settings.sources:
         store = rt.store()
@@ -337,6 +362,6 @@ def watch(rt: Runtime):
         def signature() -> object:
             return tuple((s.session_id, s.message_count, s.updated_at) for s in store.list_sessions())
 
-        poller = TranscriptPoller(signature, idx.sync, sync_settings.sessions_debounce_ms).start()
+        poller = TranscriptPoller(signature, lambda: sync_index(rt), sync_settings.sessions_debounce_ms).start()
         rt.on_close(poller.stop)
     return watcher

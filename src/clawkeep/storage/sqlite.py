@@ -85,6 +85,17 @@ _ENTRY_WIDTH = 11
 # What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
 _BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
                                                   8232, 8233, 8239, 8287, 12288)) + ")"
+# Appends go to the right edge of these B-trees: read it (and the FTS5 structure record) before
+# a call's first write, so a damaged page there fails the call before anything commits.
+_WRITE_PATH_PROBES = (
+    "SELECT max(rowid) FROM sessions",
+    "SELECT max(seq) FROM entries",
+    "SELECT name, seq FROM sqlite_sequence",
+    "SELECT max(id) FROM entries_fts_content",
+    "SELECT max(id) FROM entries_fts_docsize",
+    "SELECT max(id) FROM entries_fts_data",
+    "SELECT length(block) FROM entries_fts_data WHERE id = 10",
+)
 
 
 class SqliteAgentStore(SqliteConnection, AgentStore):
@@ -105,6 +116,10 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     def _schema(self) -> list[str]:
         return [statement for statement in _SCHEMA.split(";\n") if statement.strip()]
+
+    def _probe_write_path(self) -> None:
+        for sql in _WRITE_PATH_PROBES:
+            self._conn.execute(sql).fetchall()
 
     # --- sessions -------------------------------------------------------------------
     @staticmethod
@@ -140,6 +155,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                 )
             except sqlite3.IntegrityError:
                 raise ConflictError(f"session key {record.key!r} already has a current session") from None
+            self._note(f"created session {record.key} ({record.session_id})")
 
     def update_session(self, record: SessionRecord) -> None:
         columns = [c for c in _SESSION_COLUMNS if c not in ("session_id", "version")]
@@ -152,6 +168,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             )
             if cursor.rowcount != 1:
                 raise ConflictError(f"session {record.session_id} was changed by another writer; reload and retry")
+            self._note(f"updated session {record.key}", minor=True)
         record.version += 1
 
     def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]:
@@ -165,6 +182,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             )
             self._write("DELETE FROM entries WHERE session_id = ?", (session_id,))
             self._write("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            self._note(f"deleted session {session_id}")
 
     # --- transcript -----------------------------------------------------------------
     @staticmethod
@@ -194,6 +212,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             entry.seq = cursor.lastrowid
             if index_text:
                 self._write("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (entry.seq, index_text))
+            self._note(_describe(entry), minor=entry.type == "session")
         return entry
 
     def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
@@ -333,3 +352,12 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # max(rowid) is O(log n) where count(*) walks the whole index; rowids are entry seqs,
         # so this over-counts by the non-message entries, which only flattens idf slightly.
         return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
+
+
+def _describe(entry: EntryRecord) -> str:
+    """An entry as the commit journal names it."""
+    if entry.type == "message":
+        return f"{entry.role or 'a'} message {entry.entry_id} in session {entry.session_id}"
+    if entry.type == "reset":
+        return f"reset boundary {entry.entry_id} ({entry.meta.get('reason', 'reset')}) in session {entry.session_id}"
+    return f"{entry.type} entry {entry.entry_id} in session {entry.session_id}"

@@ -3,35 +3,88 @@
 from __future__ import annotations
 
 import abc
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import CorruptDatabaseError, StorageError
+
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """The file is damaged or not SQLite at all (not: locked, read-only, a bad query)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _CORRUPT_CODES
+    text = str(exc)
+    return "file is not a database" in text or "disk image is malformed" in text
 
 
 def storage_error(path: str, exc: sqlite3.Error) -> StorageError:
     """A message naming the file and what is wrong; the caller's data is untouched."""
     text = str(exc)
+    if is_corruption(exc):
+        return CorruptDatabaseError(path, text)
     if "locked" in text or "busy" in text:
         return StorageError(f"database {path} is locked by another process and stayed locked; nothing was changed")
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return StorageError(
-            f"database {path} is corrupt or not a clawkeep database ({text}); nothing was changed. "
-            "Move it aside or restore a backup."
-        )
     if "readonly" in text or "unable to open" in text:
         return StorageError(f"database {path} cannot be opened for writing ({text})")
     return StorageError(f"database {path}: {text}")
+
+
+# What committed transactions wrote, per thread, while a `commit_journal()` block runs: a call
+# that hits a damaged page after some of its steps committed can say exactly which ones did.
+_journals = threading.local()
+
+
+@contextmanager
+def commit_journal() -> Iterator[list[str]]:
+    """Collect the notes of every transaction this thread commits inside the block."""
+    stack = _journals.__dict__.setdefault("stack", [])
+    mine: list[str] = []
+    stack.append(mine)
+    try:
+        yield mine
+    finally:
+        del stack[next(i for i, j in enumerate(stack) if j is mine)]  # by identity: empty lists are equal
+
+
+def move_aside(path: str | Path, label: str = "corrupt", *, keep: int | None = None) -> Path:
+    """Rename a database and its -wal/-shm to `<name>.<label>-<UTC time>` beside it (never
+    deleted). `keep` prunes older sets with the same label down to that many (derived stores
+    only). OSError when the directory is not writable."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.{label}-{stamp}")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.{label}-{stamp}.{counter}")
+        counter += 1
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if side.exists():
+            os.replace(side, Path(f"{target}{suffix}"))
+    if keep is not None:
+        older = sorted(p for p in path.parent.glob(f"{path.name}.{label}-*") if not p.name.endswith(("-wal", "-shm")))
+        for stale in older[:-keep] if keep > 0 else older:
+            for victim in (stale, Path(f"{stale}-wal"), Path(f"{stale}-shm")):
+                victim.unlink(missing_ok=True)
+    return target
 
 
 class SqliteConnection(abc.ABC):
     """One connection per store, shared by threads under a lock; ":memory:" never touches disk."""
 
     schema_version = 1
+    _ready = False  # set once the schema is in place: the write-path probe needs the tables
+    _probed: object = None  # the journal (or True: this connection) the write path was last probed for
 
     def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int):
         self.path = str(path)
@@ -47,6 +100,7 @@ class SqliteConnection(abc.ABC):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._migrate()
+            self._ready = True
         except sqlite3.Error as exc:
             raise storage_error(self.path, exc) from None
         except OSError as exc:
@@ -71,6 +125,29 @@ class SqliteConnection(abc.ABC):
     def _upgrade(self, from_version: int) -> None:
         """Changes CREATE ... IF NOT EXISTS cannot express (new columns), run before the schema."""
 
+    def _probe_write_path(self) -> None:
+        """Cheap reads (a few B-tree descents) of the pages the next writes will touch, run before
+        the first write of a call (a `commit_journal()` block) or of the connection: a damaged
+        page fails the call before anything is committed. A whole-file check is `clawkeep doctor`."""
+
+    def _note(self, what: str, *, minor: bool = False) -> None:
+        """Describe a change for the commit journal; kept only if its transaction commits.
+        Minor notes (a session row's counters) are dropped when the transaction did more."""
+        self.__dict__.setdefault("_pending", []).append((what, minor))
+
+    def _maybe_probe(self) -> None:
+        stack = _journals.__dict__.get("stack") or []
+        token = stack[-1] if stack else True
+        if self._ready and self._probed is not token:
+            self._probe_write_path()
+            self._probed = token
+
+    def _committed(self) -> None:
+        pending = self.__dict__.pop("_pending", [])
+        notes = [what for what, minor in pending if not minor] or [what for what, _ in pending]
+        for journal in _journals.__dict__.get("stack") or []:
+            journal.extend(n for n in dict.fromkeys(notes) if n not in journal)
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -82,7 +159,9 @@ class SqliteConnection(abc.ABC):
             outer = self._depth == 0
             try:
                 if outer:
+                    self.__dict__.pop("_pending", None)
                     self._conn.execute("BEGIN IMMEDIATE")
+                    self._maybe_probe()
                 self._depth += 1
                 try:
                     yield
@@ -90,9 +169,15 @@ class SqliteConnection(abc.ABC):
                     self._depth -= 1
                 if outer:
                     self._conn.execute("COMMIT")
+                    self._committed()
             except BaseException as exc:
+                if outer:
+                    self.__dict__.pop("_pending", None)
                 if outer and self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                    try:
+                        self._conn.execute("ROLLBACK")
+                    except sqlite3.Error:  # a damaged file can fail the rollback too; the first error says why
+                        pass
                 if isinstance(exc, sqlite3.Error):
                     raise storage_error(self.path, exc) from None
                 raise

@@ -1,0 +1,44 @@
+"""The typed contract: results (`shapes`) and operations with typed arguments (`operations`).
+
+The Engine returns these models; the CLI's `--json`, the HTTP gateway's OpenAPI, the MCP tool
+schemas and the reply model's tool schemas are generated from them.
+"""
+
+from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
+from .shapes import (
+    BootstrapFile,
+    Classification,
+    CleanupReport,
+    DeleteResult,
+    DoctorReport,
+    EngineStatus,
+    History,
+    HistoryMessage,
+    IndexReport,
+    MemoryFile,
+    MemoryHit,
+    MemoryItem,
+    MemorySearchResult,
+    MemoryStatus,
+    MessagePreview,
+    MessageResult,
+    RecallResult,
+    RememberResult,
+    ResetResult,
+    SearchHit,
+    SearchResult,
+    SessionInfo,
+    SessionStatus,
+    Shape,
+    SweepResult,
+    SystemEventResult,
+    Usage,
+)
+
+__all__ = [
+    "AGENT_TOOLS", "OPERATIONS", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
+    "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
+    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Operation",
+    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
+    "Shape", "SweepResult", "SystemEventResult", "Usage",
+]

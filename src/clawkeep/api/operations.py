@@ -1,0 +1,179 @@
+"""The operations every surface exposes, each with its typed arguments and result.
+
+One registry, `OPERATIONS`: the HTTP gateway builds its routes from it, the MCP server its
+tools, the reply model's tool loop its function schemas (`tool_schema()`), and the CLI prints
+the same result shapes. An operation runs as `op.run(engine, args, caller)`; `caller` is the
+calling session (visibility, S8) or None for the operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from . import shapes
+
+
+class Args(BaseModel):
+    """Base of operation arguments: camelCase in JSON, unknown keys refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class MessageArgs(Args):
+    text: str = Field(description="The message text; a slash command (/new, /reset, /status, …) is executed.")
+    channel: str = "cli"
+    account: str | None = None
+    sender: str = "owner"
+    chat_type: Literal["direct", "group", "channel"] = "direct"
+    group: str | None = None
+    thread: str | None = None
+    role: Literal["user", "assistant"] = "user"
+    message_id: str | None = Field(None, description="The channel's own id, idempotent per conversation.")
+    at: str | None = Field(None, description="ISO-8601 time of the message (import, replay).")
+    session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
+
+
+class SessionsListArgs(Args):
+    kind: str | None = None
+    label: str | None = None
+    agent_id: str | None = None
+    active_minutes: int | None = Field(None, ge=1, description="Only sessions active in the last N minutes.")
+    search: str | None = Field(None, description="Text in the key, label or title.")
+    preview: bool = False
+    recent_messages: int = Field(0, ge=0, le=20)
+
+
+class SessionsHistoryArgs(Args):
+    session_key: str = Field(description="A session key or id.")
+    message_id: str | None = Field(None, description="Re-open the interval this message lies in.")
+    include_tools: bool = False
+
+
+class SessionsSearchArgs(Args):
+    query: str = Field(max_length=4096)
+    limit: int | None = Field(None, ge=1, le=25)
+
+
+class SessionStatusArgs(Args):
+    session_key: str | None = Field(None, description="Default: the calling session.")
+
+
+class SessionRefArgs(Args):
+    session_key: str
+
+
+class SessionsCreateArgs(Args):
+    incognito: bool = False
+    label: str | None = None
+
+
+class MemorySearchArgs(Args):
+    query: str
+    max_results: int | None = Field(None, ge=1, le=50)
+    mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
+
+
+class MemoryGetArgs(Args):
+    path: str
+    from_line: int | None = Field(None, alias="from", ge=1)
+    lines: int | None = Field(None, ge=1)
+
+
+class MemoryRememberArgs(Args):
+    text: str
+
+
+class MemoryEditArgs(Args):
+    item_id: str
+    text: str
+
+
+class MemoryItemArgs(Args):
+    item_id: str
+
+
+class RecallArgs(Args):
+    text: str
+    session: str
+
+
+class NoArgs(Args):
+    pass
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    summary: str
+    args: type[Args]
+    result: type[BaseModel]
+    call: Callable[[Any, Any, str | None], Any]  # (engine, args, caller) -> result
+    tool: bool = False  # offered to the reply model and over MCP (SPEC §P "Agent tools")
+    writes: bool = False
+
+    def run(self, engine: Any, args: Args | dict[str, Any], caller: str | None = None) -> Any:
+        parsed = args if isinstance(args, self.args) else self.args.model_validate(args)
+        return self.call(engine, parsed, caller)
+
+    def tool_schema(self) -> dict[str, Any]:
+        """A JSON-schema function description (OpenAI `tools` / Anthropic `input_schema`)."""
+        schema = self.args.model_json_schema(by_alias=True)
+        schema.pop("title", None)
+        return {"name": self.name, "description": self.summary, "parameters": schema}
+
+
+def _ops() -> list[Operation]:
+    return [
+        Operation("message", "Send one inbound message through the turn.", MessageArgs, shapes.MessageResult,
+                  lambda e, a, c: e.message(**a.model_dump()), writes=True),
+        Operation("sessions_list", "List the sessions the caller may see.", SessionsListArgs, shapes.SessionInfo,
+                  lambda e, a, c: e.sessions_list(
+                      kind=a.kind, label=a.label, agent_id=a.agent_id, active_minutes=a.active_minutes,
+                      search_text=a.search, preview=a.preview, recent_messages=a.recent_messages, caller=c),
+                  tool=True),
+        Operation("sessions_history", "Read a session's current interval (or the one a message lies in), sanitised.",
+                  SessionsHistoryArgs, shapes.History,
+                  lambda e, a, c: e.sessions_history(a.session_key, message_id=a.message_id,
+                                                     include_tools=a.include_tools, caller=c), tool=True),
+        Operation("sessions_search", "Full-text search over past conversations the caller may see.",
+                  SessionsSearchArgs, shapes.SearchResult,
+                  lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True),
+        Operation("session_status", "Times, counters, next reset and usage of a session.", SessionStatusArgs,
+                  shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True),
+        Operation("sessions_reset", "Close the session's current interval.", SessionRefArgs, shapes.ResetResult,
+                  lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
+        Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
+                  shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
+        Operation("sessions_create", "A new dashboard thread (incognito: never stored).", SessionsCreateArgs,
+                  shapes.SessionInfo, lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label),
+                  writes=True),
+        Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
+                  MemorySearchArgs, shapes.MemorySearchResult,
+                  lambda e, a, c: e.memory_search(a.query, limit=a.max_results, mode=a.mode), tool=True),
+        Operation("memory_get", "Read lines of a memory file inside the workspace.", MemoryGetArgs,
+                  shapes.MemoryFile,
+                  lambda e, a, c: e.memory_get(a.path, from_line=a.from_line, lines=a.lines), tool=True),
+        Operation("memory_remember", "Write one durable fact (or a dated plan) to memory; filters apply.",
+                  MemoryRememberArgs, shapes.RememberResult, lambda e, a, c: e.memory_remember(a.text),
+                  tool=True, writes=True),
+        Operation("memory_items", "The remembered items with their status.", NoArgs, shapes.MemoryItem,
+                  lambda e, a, c: e.memory_items()),
+        Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
+                  lambda e, a, c: e.memory_edit(a.item_id, a.text), writes=True),
+        Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
+                  lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+        Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
+                  shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
+        Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,
+                  shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session)),
+        Operation("status", "The engine's state.", NoArgs, shapes.EngineStatus, lambda e, a, c: e.status()),
+    ]
+
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in _ops()}
+AGENT_TOOLS: tuple[str, ...] = tuple(name for name, op in OPERATIONS.items() if op.tool)

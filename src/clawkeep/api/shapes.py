@@ -1,0 +1,309 @@
+"""The typed contract: every result the engine returns, defined once (SPEC §P shapes).
+
+Fields are snake_case in Python and camelCase in JSON. `to_json()` gives the documented JSON
+(a key the service left out — `reply` in record mode, say — stays out; a key it set to null
+stays null); the CLI's `--json`, the HTTP gateway, the MCP server and the model's tool results
+all print exactly that. A result also reads like its JSON — `result["hits"][0]["messageId"]` —
+so callers that think in the documented shapes need no second vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Shape(BaseModel):
+    """Base of every contract model: camelCase aliases, extra keys kept, JSON-like reads."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    # --- reading a result like its JSON --------------------------------------------------
+    def _field_for(self, key: str) -> str | None:
+        for name, field in type(self).model_fields.items():
+            if key in (field.alias, name):
+                return name
+        extra = self.__pydantic_extra__ or {}
+        return key if key in extra else None
+
+    def __getitem__(self, key: str) -> Any:
+        name = self._field_for(key)
+        if name is None or name not in self.model_fields_set and name in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self) -> list[str]:
+        return list(self.to_json())
+
+    def __iter__(self) -> Any:  # iterates its JSON keys, like the dict it documents
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, dict):
+            return self.to_json() == other
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# --- messages and recall ----------------------------------------------------------------------
+class RecallResult(Shape):
+    status: Literal["ok", "none", "skipped", "timeout", "error"]
+    lane: int | None = None
+    past_question: bool
+    summary: str | None = None
+    elapsed_ms: int
+    reason: str | None = None
+
+
+class Classification(Shape):
+    past_question: bool
+    language: str
+
+
+class MessageResult(Shape):
+    """One inbound message through the turn (`message --json`, `POST /v1/messages`)."""
+
+    session_key: str
+    session_id: str
+    message_id: str | None = None
+    role: str
+    client_message_id: str | None = None
+    command: str | None = None
+    duplicate: bool = False
+    reset: str | None = None
+    status: dict[str, Any] | None = None
+    reply: str | None = None
+    active_memory: RecallResult | None = None
+    mode: Literal["record"] | None = None
+    note: str | None = None
+    compaction: dict[str, Any] | None = None
+    flush: dict[str, Any] | None = None
+    verbose: str | None = None
+    trace: str | None = None
+
+
+class SystemEventResult(Shape):
+    session_key: str
+    session_id: str
+    event_id: str
+    pending_notices: int
+
+
+# --- sessions ---------------------------------------------------------------------------------
+class MessagePreview(Shape):
+    message_id: str
+    role: str | None = None
+    text: str
+    timestamp: str | None = None
+
+
+class SessionInfo(Shape):
+    """A row of `sessions list`, and what create/fork return."""
+
+    key: str
+    session_id: str
+    agent_id: str
+    kind: str
+    chat_type: str | None = None
+    channel: str | None = None
+    label: str | None = None
+    session_started_at: str | None = None
+    last_interaction_at: str | None = None
+    updated_at: str | None = None
+    message_count: int
+    title: str | None = None
+    preview: str | None = None
+    recent_messages: list[MessagePreview] | None = None
+
+
+class Usage(Shape):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class SessionStatus(SessionInfo):
+    model: str | None = None
+    origin: str | None = None
+    parent_session_id: str | None = None
+    current: bool = False
+    reset_count: int = 0
+    compaction_count: int = 0
+    pending_notices: int = 0
+    next_reset_at: str | None = None
+    usage: Usage | None = None
+    incognito: bool = False
+
+
+class HistoryMessage(Shape):
+    message_id: str | None = None
+    role: str | None = None
+    text: str
+    timestamp: str | None = None
+    client_message_id: str | None = None
+
+
+class History(Shape):
+    session_key: str
+    session_id: str
+    messages: list[HistoryMessage]
+    truncated: bool
+    dropped_messages: int
+    content_truncated: bool
+    content_redacted: bool
+    bytes: int
+
+
+class SearchHit(Shape):
+    session_key: str
+    session_id: str
+    message_id: str
+    role: str | None = None
+    timestamp: str | None = None
+    snippet: str
+    client_message_id: str | None = None
+
+
+class SearchResult(Shape):
+    hits: list[SearchHit]
+
+
+class ResetResult(Shape):
+    session_key: str
+    session_id: str
+    boundary_id: str
+    memory_file: str | None = None
+
+
+class CleanupReport(Shape):
+    applied: bool
+    mode: str
+    sessions: int
+    stale: list[Any] = Field(default_factory=list)
+    over_cap: list[Any] = Field(default_factory=list)
+    wrong_dm_scope: list[Any] = Field(default_factory=list)
+    archives: list[Any] = Field(default_factory=list)
+
+
+# --- memory -----------------------------------------------------------------------------------
+class MemoryItem(Shape):
+    """A remembered bullet; its state attributes (at, expires, supersededBy, …) ride along."""
+
+    id: str
+    path: str
+    line: int
+    text: str
+    status: Literal["active", "superseded", "expired"]
+
+
+class RememberResult(Shape):
+    status: Literal["stored", "duplicate", "refused"]
+    item: MemoryItem | None = None
+    reason: str | None = None
+    superseded: list[str] | None = None
+
+
+class MemoryHit(Shape):
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str | None = None
+    origin: str | None = None
+    session_key: str | None = None
+    message_ids: list[str] | None = None
+
+
+class MemorySearchResult(Shape):
+    results: list[MemoryHit]
+
+
+class MemoryFile(Shape):
+    path: str
+    from_line: int = Field(alias="from")
+    to_line: int = Field(alias="to")
+    total_lines: int
+    text: str
+    truncated: bool = False
+
+
+class DeleteResult(Shape):
+    deleted: str
+    path: str
+    text: str
+
+
+class SweepResult(Shape):
+    removed: list[dict[str, Any]]
+
+
+class IndexReport(Shape):
+    indexed: list[str]
+    removed: list[str]
+    skipped: dict[str, str]
+    rebuilt: bool
+    embedding_error: str | None = None
+    chunks: int
+
+
+class MemoryStatus(Shape):
+    workspace: str
+    workspace_exists: bool
+    files: int
+    sources: list[str]
+    index: dict[str, Any]
+    provider: dict[str, Any]
+    vector_store: dict[str, Any]
+
+
+class BootstrapFile(Shape):
+    path: str
+    text: str
+    truncated: bool
+    original_chars: int
+
+
+# --- the engine -------------------------------------------------------------------------------
+class EngineStatus(Shape):
+    home: str
+    agent_id: str
+    agents: list[str]
+    database: str | None = None
+    storage: str
+    sessions: int
+    messages: int
+    indexed_messages: int
+    dm_scope: str
+    visibility: str
+    reset_mode: str
+    maintenance_mode: str
+    config_warnings: list[str] = Field(default_factory=list)
+
+
+class DoctorReport(Shape):
+    """Per-file health of every agent database and memory index (and what a repair did)."""
+
+    ok: bool | None = None
