@@ -9,6 +9,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..events import MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
@@ -104,7 +105,8 @@ def today(rt: Runtime) -> date:
 
 # --- search and read ------------------------------------------------------------------------
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
-           sync: bool = True) -> dict[str, Any]:
+           sync: bool = True, caller: str | None = None) -> dict[str, Any]:
+    """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store."""
     if not has_memory(rt):  # nothing to find; opening the index would create a database for a ghost agent
         if mode not in ("hybrid", "keyword", "vector"):
             raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
@@ -117,7 +119,10 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         return memory_search(index, query, limit=limit, mode=mode, today=today(rt),
                              citations=rt.config.memory.citations)
 
-    return {"results": [hit.to_json() for hit in with_index(rt, run)]}
+    results = [hit.to_json() for hit in with_index(rt, run)]
+    rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
+        {k: r.get(k) for k in ("path", "startLine", "endLine", "score")} for r in results), caller))
+    return {"results": results}
 
 
 def resolve_memory_path(rt: Runtime, path: str) -> Path:
@@ -241,6 +246,8 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
         item = items.append_item(ws, MEMORY_FILE, fact, attrs, heading="# Memory")
     for old in conflicts:
         items.set_attr(ws, old, supersededBy=item.id)
+    rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
+                                    superseded=tuple(i.id for i in conflicts)))
     return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
 
 
@@ -265,18 +272,22 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
 
 def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
     item = items.edit_item(workspace(rt), item_id, text)
+    rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "edit", item.path, item.id))
     sync_index(rt)
     return item.to_json(today(rt))
 
 
 def delete_item(rt: Runtime, item_id: str) -> dict[str, Any]:
     item = items.delete_item(workspace(rt), item_id)
+    rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "delete", item.path, item.id))
     sync_index(rt)
     return {"deleted": item.id, "path": item.path, "text": item.text}
 
 
 def sweep(rt: Runtime) -> dict[str, Any]:
     removed = items.sweep_expired(workspace(rt), today(rt))
+    for item in removed:
+        rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "sweep", item.path, item.id))
     if removed:
         sync_index(rt)
     return {"removed": [{"id": i.id, "path": i.path, "text": i.text, "expires": i.expires} for i in removed]}

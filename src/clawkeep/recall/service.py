@@ -13,6 +13,7 @@ from typing import Any
 
 from ..config.active_memory import ActiveMemoryOptions, active_memory_config, remember_across_conversations
 from ..errors import ClawkeepError, InputError
+from ..events import RecallTraced
 from ..memory import service as memory
 from ..memory.owners import DM_KINDS, visible_to
 from ..memory.sessions_source import eligible as transcript_eligible
@@ -98,6 +99,14 @@ def breaker(rt: Runtime) -> CircuitBreaker:
 
 
 def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False) -> RecallResult:
+    """Active Memory for one would-be message; the outcome is published as `RecallTraced`."""
+    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session)
+    rt.events.publish(RecallTraced(rt.now(), rt.agent_id, session_ref, text, result.status, result.lane,
+                                   result.summary, result.elapsed_ms))
+    return result
+
+
+def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool) -> RecallResult:
     started = time.monotonic()
 
     def done(status: str, lane: int | None, past: bool, summary: str | None = None,
@@ -194,7 +203,7 @@ def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary
 
 def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
     """memory_search, minus what belongs to other conversations when DMs are isolated."""
-    results = memory.search(rt, query, limit=6)["results"]
+    results = memory.search(rt, query, limit=6, caller=session.key)["results"]
     found = []
     for hit in results:
         if not visible_to(hit.get("sessionKey"), session.key, across=across):
