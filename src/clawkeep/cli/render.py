@@ -1,0 +1,37 @@
+"""Output: contract models print their documented JSON with --json, Rich tables otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.table import Table
+
+from ..api import Shape
+
+
+def as_json_data(data: Any) -> Any:
+    """The documented JSON of a result: contract models (clawkeep.api) print their own shape."""
+    if isinstance(data, Shape):
+        return data.to_json()
+    if isinstance(data, list):
+        return [as_json_data(item) for item in data]
+    return data
+
+
+def emit(data: Any, as_json: bool, render: Any = None) -> None:
+    data = as_json_data(data)
+    if as_json or render is None:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render(data)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> Table:
+    grid = Table(title=title, show_lines=False)
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    return grid
