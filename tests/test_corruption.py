@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-import stat
 from pathlib import Path
 
 import pytest
@@ -184,18 +183,19 @@ def test_index_still_corrupt_after_moving_aside_does_not_loop(home, monkeypatch)
         eng.memory_index()
 
 
-@pytest.mark.skipif(hasattr(__import__("os"), "geteuid") and __import__("os").geteuid() == 0,
-                    reason="root ignores directory permissions")
-def test_read_only_agent_directory_is_a_clear_error(home, cli):
+def test_read_only_agent_directory_is_a_clear_error(home, monkeypatch):
+    """The directory refuses the rename (as a read-only mount or directory would; root ignores
+    permission bits, so the refusal is made at the rename itself)."""
     write_memory(home, notes=3)
     garbage_header(memory_db(home))
-    folder = memory_db(home).parent
-    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
-        result = cli("memory", "search", "kayak1")
-    finally:
-        folder.chmod(stat.S_IRWXU)
-    assert result.code == 1 and "cannot be moved aside" in result.stderr and "Traceback" not in result.stderr
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(src))
+
+    monkeypatch.setattr("clawkeep.storage.sqlite_base.os.replace", refuse)
+    with open_engine(home) as eng, pytest.raises(StorageError, match="cannot be moved aside") as caught:
+        eng.memory_search("kayak1")
+    assert "Permission denied" in str(caught.value) and memory_db(home).exists()
 
 
 # --- 2. a turn on a damaged agent.sqlite --------------------------------------------------------
