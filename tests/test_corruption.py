@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import open_engine, run_cli
+from conftest import open_engine
 
 from clawkeep.errors import CorruptDatabaseError, StorageError
 from clawkeep.memory import rebuild

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import string
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,16 +37,17 @@ from clawkeep.errors import ClawkeepError, InputError, StorageError
 from clawkeep.config.active_memory import ActiveMemoryConfig
 
 settings.register_profile(
-    "ci", max_examples=30, deadline=None, database=None, print_blob=True,
+    "ci", max_examples=120, deadline=None, database=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
                            HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
 )
-settings.register_profile("long", settings.get_profile("ci"), max_examples=750)
+settings.register_profile("long", settings.get_profile("ci"), max_examples=1000)
 PROFILE = os.environ.get("CLAWKEEP_FUZZ_PROFILE", "ci")
 settings.load_profile(PROFILE)
 EXAMPLES = settings.get_profile(PROFILE).max_examples
 
 TRIED: Counter[str] = Counter()  # inputs tried per test (bench/fuzz.py reports the sum)
+SLOW_S = 30.0  # no single call may take longer, whatever the input (resource bounds)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -71,7 +73,9 @@ SPECIAL = ["", " ", "\n", "\x00", "\udc80", "\ud800x", "\u202eevil\u202c", "\u20
 # A few very long strings (up to ~1 MB), built by repetition so drawing them stays cheap.
 BIG_TEXT = st.builds(lambda unit, n: unit * n, st.sampled_from(["x", "上", "\udc80", "ab ", "\n", "<think>", "a/"]),
                      st.integers(2_000, 1_000_000))
-SMALL_TEXT = st.one_of(st.text(ANY_CHAR, max_size=40), st.sampled_from(SPECIAL), st.text(max_size=200))
+SMALL_TEXT = st.one_of(st.text(ANY_CHAR, max_size=40), st.sampled_from(SPECIAL), st.text(max_size=200),
+                       st.builds(lambda a, b, c: a + b + c, st.text(max_size=10), st.sampled_from(SPECIAL),
+                                 st.text(max_size=10)))
 TEXT = st.integers(0, 24).flatmap(lambda k: BIG_TEXT if k == 0 else SMALL_TEXT)
 ID_CHARS = st.sampled_from(string.ascii_lowercase + string.digits + "-_:.@%/ \n\x00\udc80é上")
 IDISH = st.one_of(st.text(ID_CHARS, min_size=0, max_size=24), SMALL_TEXT)
@@ -248,10 +252,13 @@ def test_engine_api_answers_or_refuses(world, method):
     @given(data=st.data())
     def run(data):
         TRIED[f"api.{method}"] += 1
+        started = time.perf_counter()
         try:
             result = API[method](data, world)
         except ClawkeepError:
             return
+        finally:
+            assert time.perf_counter() - started < SLOW_S, f"{method} took {time.perf_counter() - started:.1f} s"
         json_safe(result)
 
     providers = list(world.engine.runtime.compaction_providers)
@@ -353,7 +360,9 @@ def cli_home(tmp_path_factory):
 
 
 def check_cli(home: Path, args: list[str], extra: list[str] = ()) -> None:
+    started = time.perf_counter()
     result = runner.invoke(app, ["--home", str(home), *extra, *args], catch_exceptions=True)
+    assert time.perf_counter() - started < SLOW_S, f"{args[:2]} took {time.perf_counter() - started:.1f} s"
     exc = result.exception
     output = (result.stdout or "") + (result.stderr or "")
     assert "Traceback" not in output, output[-2000:]
@@ -452,23 +461,78 @@ def config_home(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz-config")
 
 
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every key path of a config document, inner objects included."""
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+# The real shape (every default, by alias), so mutations land on typed keys: session.reset.atHour = true,
+# session.maintenance.pruneAfter = "99999999999999999999d", plugins.entries = 5, agents.list[0].workspace = 5 …
+TEMPLATE = {**Config().model_dump(by_alias=True, exclude={"warnings"}),
+            "plugins": {"entries": {"active-memory": ActiveMemoryConfig().model_dump(by_alias=True)}},
+            "agents": {**Config().agents.model_dump(by_alias=True), "list": [{"id": "main", "workspace": "/tmp/x"}]}}
+PATHS_IN_CONFIG = _paths(TEMPLATE)
+
+
+def _set(document: dict, path: tuple, value: Any) -> dict:
+    """document[path] = value, creating objects on the way; a list index makes a one-entry list."""
+    where = next((i for i, key in enumerate(path) if isinstance(key, int)), None)
+    if where is not None:
+        entry = value if where == len(path) - 1 else _set({}, path[where + 1:], value)
+        return _set(document, path[:where], [entry])
+    node = document
+    for key in path[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[path[-1]] = value
+    return document
+
+
+def _mutated(changes: list[tuple[tuple, Any]]) -> dict:
+    document: dict = {}
+    for path, value in changes:
+        _set(document, path, value)
+    return document
+
+
+STRUCTURED = st.lists(st.tuples(st.sampled_from(PATHS_IN_CONFIG), st.one_of(LEAVES, LEAVES, DOCUMENTS)),
+                      min_size=1, max_size=4).map(_mutated)
+DEEP = st.builds(lambda open_, close, n: open_ * n + "1" + close * n,
+                 st.sampled_from(["{a:", "["]), st.sampled_from(["}", "]"]), st.integers(20, 5000))
+
+
 @examples(4.0)
-@given(data=st.one_of(DOCUMENTS, st.dictionaries(st.sampled_from(["session", "agents", "plugins", "storage", "tools",
-                                                                   "memory", "hooks"]), DOCUMENTS, max_size=4)),
+@given(data=st.one_of(DOCUMENTS, STRUCTURED, STRUCTURED, DEEP,
+                      st.dictionaries(st.sampled_from(["session", "agents", "plugins", "storage", "tools", "memory",
+                                                       "hooks"]), DOCUMENTS, max_size=4)),
        mangle=st.integers(0, 1000), run_engine=st.integers(0, 3))
 def test_config_loader_answers_or_refuses(config_home, data, mangle, run_engine):
     TRIED["config"] += 1
     path = config_home / "clawkeep.json5"
-    try:
-        path.write_text(_document(_strip_unsafe(data), mangle), encoding="utf-8", errors="surrogatepass")
-    except UnicodeError:
-        return
-    try:
-        config = load_config(path)
-    except InputError as exc:
-        assert str(exc).strip() and len(str(exc)) < 5000
-        return
-    if run_engine:  # a config that loads must also run
+
+    def load(document: Any) -> Config | None:
+        text = document if isinstance(document, str) else _document(document, mangle)
+        try:
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        except UnicodeError:
+            return None
+        try:
+            return load_config(path)
+        except InputError as exc:
+            assert str(exc).strip() and len(str(exc)) < 5000
+            return None
+
+    load(data)  # the loader sees everything, paths and models included
+    config = load(_strip_unsafe(data)) if run_engine else None
+    if config is not None:  # a config that loads must also run (on paths inside the temp home only)
         config.agents.defaults.memory_search.provider = "none"
         try:
             with Engine.open(home=config_home / "home", config=config) as eng:
