@@ -1,6 +1,6 @@
 """The fuzz suite with the `long` hypothesis profile: many more random inputs than `make test`.
 
-python bench/fuzz.py            # long profile (~25x the CI budget)
+python bench/fuzz.py            # long profile (1,000 examples per target; CI runs 120)
 python bench/fuzz.py --quick    # the CI profile (what `make test` runs)
 python -m bench --only fuzz     # the same, as a section of bench/results/latest.md
 

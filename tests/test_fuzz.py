@@ -8,7 +8,7 @@ paths; ISO dates and epoch integers far out of range; limits of every type; rand
 config documents.
 
 Profiles (CLAWKEEP_FUZZ_PROFILE): `ci`, the default, keeps this file to about a minute;
-`long` tries ~25× more inputs (`python -m bench --only fuzz`). CLAWKEEP_FUZZ_STATS=FILE
+`long` tries ~8× more inputs (`python -m bench --only fuzz`). CLAWKEEP_FUZZ_STATS=FILE
 writes how many inputs each test tried (JSON) when the module finishes.
 """
 
@@ -331,20 +331,31 @@ def generic_args(d, params: list[Any]) -> list[str]:
     return args + d.draw(st.lists(ARG, max_size=2)) if d.draw(st.integers(0, 5)) == 0 else args
 
 
+def some(d, *pairs: tuple[str, st.SearchStrategy]) -> list[str]:
+    """Each option with its drawn value, or left out (so one bad option does not hide the others)."""
+    out: list[str] = []
+    for flag, values in pairs:
+        if d.draw(st.booleans()):
+            out += [flag, d.draw(values)]
+    return out
+
+
+KEY_ARGS = st.sampled_from(["agent:main:main", "agent:main:main\n", "agent:main:telegram:direct:alice", "",
+                            "agent:ghost:main", "agent:main:main\udc80", "agent:main:dashboard:x"])
 SPECIFIC = {
-    ("message",): lambda d: [d.draw(ARG), "--at", d.draw(DATES.map(str)), "--message-id", d.draw(IDISH),
-                             "--session", d.draw(st.sampled_from(["agent:main:main", "", "agent:main:main\n",
-                                                                  "agent:ghost:main"]))],
-    ("sessions", "search"): lambda d: [d.draw(ARG), "--limit", d.draw(NUMBERS.map(str))],
-    ("memory", "search"): lambda d: [d.draw(ARG), "--limit", d.draw(NUMBERS.map(str)), "--mode",
-                                     d.draw(st.sampled_from(["keyword", "vector", "hybrid", "x"]))],
-    ("memory", "get"): lambda d: [d.draw(PATHS.map(lambda p: p[:100_000])), "--from", d.draw(NUMBERS.map(str)),
-                                  "--lines", d.draw(NUMBERS.map(str))],
-    ("sessions", "history"): lambda d: [d.draw(st.sampled_from(["agent:main:main", "agent:main:main\n",
-                                                                "agent:main:telegram:direct:alice"])),
-                                        "--message-id", d.draw(IDISH)],
-    ("sessions", "notify"): lambda d: ["agent:main:main", d.draw(ARG), "--at", d.draw(DATES.map(str))],
-    ("recall",): lambda d: [d.draw(ARG), "--session", d.draw(st.sampled_from(["agent:main:main", "x", ""]))],
+    ("message",): lambda d: [d.draw(ARG), *some(d, ("--at", DATES.map(str)), ("--message-id", IDISH),
+                                                 ("--session", KEY_ARGS), ("--sender", IDISH), ("--channel", IDISH))],
+    ("sessions", "search"): lambda d: [d.draw(ARG), *some(d, ("--limit", NUMBERS.map(str)), ("--as", KEY_ARGS))],
+    ("memory", "search"): lambda d: [d.draw(ARG), *some(d, ("--limit", NUMBERS.map(str)),
+                                                        ("--mode", st.sampled_from(["keyword", "vector", "x"])))],
+    ("memory", "get"): lambda d: [d.draw(PATHS.map(lambda p: p[:100_000])),
+                                  *some(d, ("--from", NUMBERS.map(str)), ("--lines", NUMBERS.map(str)))],
+    ("memory", "remember"): lambda d: [d.draw(ARG)],
+    ("memory", "edit"): lambda d: [d.draw(IDISH), d.draw(ARG)],
+    ("sessions", "history"): lambda d: [d.draw(KEY_ARGS), *some(d, ("--message-id", IDISH), ("--as", KEY_ARGS))],
+    ("sessions", "status"): lambda d: [d.draw(KEY_ARGS), *some(d, ("--as", KEY_ARGS))],
+    ("sessions", "notify"): lambda d: [d.draw(KEY_ARGS), d.draw(ARG), *some(d, ("--at", DATES.map(str)))],
+    ("recall",): lambda d: [d.draw(ARG), *some(d, ("--session", KEY_ARGS))],
 }
 CLI_SHARE = {("status",): 0.2, ("memory", "status"): 0.2, ("memory", "index"): 0.2, ("memory", "sweep"): 0.2,
              ("sessions", "cleanup"): 0.3, ("sessions", "create"): 0.3, ("memory", "items"): 0.3}
