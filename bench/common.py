@@ -156,3 +156,26 @@ def machine_info() -> dict[str, str]:
 def machine_line(info: dict[str, str]) -> str:
     return (f"Machine: {info['cores']} cores ({info['cpu']}), {info['memory']} RAM, {info['os']}; "
             f"Python {info['python']}, SQLite {info['sqlite']}; clawkeep at {info['git']}.")
+
+
+# --- FTS5 MATCH strings as the SQLite store renders them (for raw-SQL baselines) ------------------
+def match_of(query: Any) -> str:
+    """The FTS5 MATCH expression the SQLite store runs for a parsed/selected `SearchQuery`."""
+    from clawkeep.storage import TextQuery
+    from clawkeep.storage.sqlite.fts import match_expression
+
+    return match_expression(TextQuery.of(query.terms))
+
+
+def build_match_query(query: str, df: Any = None, total: int | None = None, max_terms: int | None = None) -> str | None:
+    """parse → select → render: the MATCH string the engine builds for user text (None: nothing searchable)."""
+    from clawkeep.text.query import parse_query
+
+    parsed = parse_query(query)
+    return match_of(parsed.select(df, total, max_terms)) if parsed else None
+
+
+def fts5_doc_freq(conn: sqlite3.Connection, vocab_table: str) -> Any:
+    from clawkeep.storage.sqlite.fts import vocab_doc_freq
+
+    return vocab_doc_freq(conn, vocab_table)

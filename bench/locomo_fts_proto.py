@@ -29,7 +29,19 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from clawkeep.text.analyzer import analyze_document, build_match_query, fts5_doc_freq, parse_query, rerank  # noqa: E402
+from clawkeep.storage import TextQuery  # noqa: E402
+from clawkeep.storage.sqlite.fts import match_expression, vocab_doc_freq as fts5_doc_freq  # noqa: E402
+from clawkeep.text.analyzer import analyze_document, parse_query, rerank  # noqa: E402
+
+
+def match_of(query):
+    """The FTS5 MATCH expression the SQLite store renders for these terms."""
+    return match_expression(TextQuery.of(query.terms))
+
+
+def build_match_query(text):
+    parsed = parse_query(text)
+    return match_of(parsed.select()) if parsed else None
 from clawkeep.text.tokens import CJK_RUN  # noqa: E402
 
 LOCOMO = "/work/shared/eval/locomo"
@@ -335,11 +347,11 @@ def search(index: Index, question: str, method: str, k: int = 10) -> list[int]:
     if parsed is None:
         return []
     if method == "all-terms":
-        return [r[0] for r in index.top(parsed.match(), k)]
+        return [r[0] for r in index.top(match_of(parsed), k)]
     query = parsed.select(index.df, index.total)
     if method == "pruned":
-        return [r[0] for r in index.top(query.match(), k)]
-    rows = index.top(query.match(), CANDIDATES)
+        return [r[0] for r in index.top(match_of(query), k)]
+    rows = index.top(match_of(query), CANDIDATES)
     ranked = rerank(rows, query, tokens=lambda r: r[1], rank=lambda r: r[2])
     return [r[0] for r in ranked[:k]]
 

@@ -157,8 +157,9 @@ def measure(n: int, progress: Any, profile: bool = False) -> dict[str, Any]:
     provider.embed_query("warm-up")  # loads the model outside the timings
     qvecs = {q: np.asarray(provider.embed_query(q), dtype=np.float32) for q in queries}
     t0 = time.perf_counter()
-    backend = search_mod.vector_backend(index, list(index.settings.sources))  # load + cache the vectors
-    ids, matrix = backend.ids, backend.matrix
+    flt = search_mod.vector_filter(index, list(index.settings.sources))
+    index.store.vector_count(flt)  # load + cache the vectors
+    ids, matrix = index.store.vectors(flt.vector_key, flt.sources)  # the same matrix, for the numpy baseline
     load_s = time.perf_counter() - t0
 
     def search(q: str, mode: str) -> Any:

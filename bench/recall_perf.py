@@ -70,8 +70,10 @@ from clawkeep.config.active_memory import active_memory_config, remember_across_
 from clawkeep.sessions import transcript  # noqa: E402
 from clawkeep.sessions.service import find_session  # noqa: E402
 from clawkeep.storage import EntryRecord, SessionRecord  # noqa: E402
-from clawkeep.storage.sqlite import SqliteAgentStore  # noqa: E402
+from clawkeep.storage import AgentStore, open_agent_store_file  # noqa: E402
 from clawkeep.text.query import parse_query  # noqa: E402
+
+from bench.common import match_of  # noqa: E402
 
 CORPUS_VERSION = "rp1"
 DATA = REPO / ".bench-data"
@@ -772,8 +774,8 @@ def raw_fts_baselines(rt, questions: list[str], reps: int) -> dict[str, float]:
         parsed = parse_query(q)
         if parsed is None:
             continue
-        matches_t.append(parsed.select(store.document_frequency, store.indexed_documents()).match())
-        matches_m.append(parsed.select(index.store.document_frequency, index.store.chunk_count()).match())
+        matches_t.append(match_of(parsed.select(store.document_frequency, store.indexed_documents())))
+        matches_m.append(match_of(parsed.select(index.store.document_frequency, index.store.chunk_count())))
     out: dict[str, list[float]] = defaultdict(list)
     conn_t = sqlite3.connect(f"file:{agent_db}?mode=ro", uri=True)
     conn_m = sqlite3.connect(f"file:{memory_db}?mode=ro", uri=True)
@@ -1014,7 +1016,7 @@ class BuiltTranscript:
     messages: int
 
 
-def build_transcript(store: SqliteAgentStore, rng: random.Random, turns: int = 200) -> BuiltTranscript:
+def build_transcript(store: AgentStore, rng: random.Random, turns: int = 200) -> BuiltTranscript:
     key = f"agent:main:dashboard:{uuid.uuid4()}"  # not from rng: the same transcript is built more than once
     ts = NOW_MS - turns * 600_000
     session = SessionRecord(session_id=str(uuid.uuid4()), key=key, agent_id="main", kind="dashboard",
@@ -1080,7 +1082,7 @@ def bench_compaction(reps: int) -> tuple[list[str], dict[str, Any]]:
     scratch = DATA / "tmp" / f"recall-compaction-{os.getpid()}"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    store = SqliteAgentStore(scratch / "agent.sqlite", "main")
+    store = open_agent_store_file(scratch / "agent.sqlite", "main")
     rows, data = [], {}
     lost_examples: dict[str, set[str]] = defaultdict(set)
     try:

@@ -34,10 +34,21 @@ from clawkeep.redact import redact_secrets
 from clawkeep.sessions import transcript
 from clawkeep.sessions.search import CANDIDATES
 from clawkeep.visibility import Caller
-from clawkeep.storage import EntryRecord
-from clawkeep.text.analyzer import analyze_document, build_match_query, fts5_doc_freq, parse_query, rerank, snippet
+from clawkeep.storage import EntryRecord, TextQuery
+from clawkeep.text.analyzer import analyze_document, parse_query, rerank, snippet
 
-from .common import BENCH_DATA, Section, fmt_ms, fmt_ratio, md_table, percentile, scratch_dir
+from .common import (
+    BENCH_DATA,
+    Section,
+    build_match_query,
+    fmt_ms,
+    fmt_ratio,
+    fts5_doc_freq,
+    match_of,
+    md_table,
+    percentile,
+    scratch_dir,
+)
 from .corpus import (
     CJK_KEYWORDS,
     CORPUS_VERSION,
@@ -505,8 +516,7 @@ def _breakdown(eng: Engine, query: str) -> dict[str, float]:
     out["indexed_documents"] = t
     t, selected = _timed(parsed.select, store.document_frequency, total)
     out["df_select"] = t
-    match = selected.match()
-    t, rows = _timed(store.search, match, session_ids=scope.session_ids, limit=CANDIDATES)
+    t, rows = _timed(store.search, TextQuery.of(selected.terms), session_ids=scope.session_ids, limit=CANDIDATES)
     out["sql"] = t
     out["rows"] = len(rows)
     t, ranked = _timed(rerank, rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
@@ -551,7 +561,7 @@ def measure_search(home: Path, progress: Progress, reps: int, n_nl: int, label: 
     same = 0
     for _cls, q, match, _naive in plan:
         parsed = parse_query(q)
-        engine_match = parsed.select(store.document_frequency, store.indexed_documents()).match() if parsed else None
+        engine_match = match_of(parsed.select(store.document_frequency, store.indexed_documents())) if parsed else None
         same += engine_match == match
 
     task = progress.add_task(f"search {label}: warm-up + {reps} timed rounds", total=len(plan) * (reps + 1))

@@ -17,7 +17,7 @@ from conftest import open_engine
 
 from clawkeep.errors import CorruptDatabaseError, StorageError
 from clawkeep.memory import rebuild
-from clawkeep.storage.salvage import read_header, scan_leaf_rows
+from clawkeep.storage.sqlite.salvage import read_header, scan_leaf_rows
 
 PAGE = 4096
 DAY1, DAY3 = "2026-05-08T10:00:00Z", "2026-05-10T10:00:00Z"  # a daily reset falls between them
@@ -192,7 +192,7 @@ def test_read_only_agent_directory_is_a_clear_error(home, monkeypatch):
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", str(src))
 
-    monkeypatch.setattr("clawkeep.storage.sqlite_base.os.replace", refuse)
+    monkeypatch.setattr("clawkeep.storage.sqlite.connection.os.replace", refuse)
     with open_engine(home) as eng, pytest.raises(StorageError, match="cannot be moved aside") as caught:
         eng.memory_search("kayak1")
     assert "Permission denied" in str(caught.value) and memory_db(home).exists()

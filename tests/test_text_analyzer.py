@@ -1,7 +1,8 @@
 """S5 text analysis: CJK fragments, stemming, identifiers, safe queries, snippets.
 
-Every search test runs the generated MATCH expression against a real in-memory FTS5 table
-with the production tokenizer, so "valid query" means "SQLite accepted it".
+Every search test runs the MATCH expression the SQLite store renders (storage/sqlite/fts.py)
+against a real in-memory FTS5 table with the production tokenizer, so "valid query" means
+"SQLite accepted it".
 """
 
 from __future__ import annotations
@@ -12,15 +13,29 @@ import sys
 
 import pytest
 
+from clawkeep.storage import TextQuery
+from clawkeep.storage.sqlite.fts import match_expression, vocab_doc_freq
 from clawkeep.text.analyzer import (
     SearchQuery,
     analyze_document,
-    build_match_query,
-    fts5_doc_freq,
     parse_query,
     rerank,
     snippet,
 )
+
+
+def match_of(query: SearchQuery) -> str:
+    """The FTS5 expression the SQLite store runs for these terms."""
+    return match_expression(TextQuery.of(query.terms))
+
+
+def build_match_query(query: str) -> str | None:
+    parsed = parse_query(query)
+    return match_of(parsed.select()) if parsed else None
+
+
+def fts5_doc_freq(conn, vocab_table):
+    return vocab_doc_freq(conn, vocab_table)
 
 
 class Index:
@@ -209,7 +224,7 @@ def test_operator_soup_gives_valid_query_or_none(query):
     parsed = parse_query(query)
     if parsed is not None:  # the df-pruned form must be valid too
         pruned = parsed.select(fts5_doc_freq(index.conn, "fts_v"), total=3)
-        assert isinstance(index.run(pruned.match()), list)
+        assert isinstance(index.run(match_of(pruned)), list)
 
 
 def test_operator_words_are_plain_text():
@@ -233,7 +248,7 @@ def test_exact_phrase_ranks_first_after_rerank():
     docs = ["server deploy server deploy server deploy", "please deploy the server tonight", "deploy deploy"]
     index = Index(*docs)
     query = parse_query('"deploy the server" deploy server').select(fts5_doc_freq(index.conn, "fts_v"), len(docs))
-    ranked = rerank(index.run(query.match()), query, tokens=lambda r: r[1], rank=lambda r: r[2])
+    ranked = rerank(index.run(match_of(query)), query, tokens=lambda r: r[1], rank=lambda r: r[2])
     assert docs[ranked[0][0]] == "please deploy the server tonight"
 
 
@@ -245,7 +260,7 @@ def test_rare_identifier_ranks_first_after_rerank():
     ]
     index = Index(*docs)
     query = parse_query("is invoice INV-2024-0042 payment overdue?").select(fts5_doc_freq(index.conn, "fts_v"), 3)
-    ranked = rerank(index.run(query.match()), query, tokens=lambda r: r[1], rank=lambda r: r[2])
+    ranked = rerank(index.run(match_of(query)), query, tokens=lambda r: r[1], rank=lambda r: r[2])
     assert docs[ranked[0][0]] == "reminder: INV-2024-0042 still open"
 
 
@@ -261,14 +276,15 @@ def test_select_prunes_to_rarest_known_terms():
     parsed = parse_query("alpha beta gamma common missingword")
     query = parsed.select(fts5_doc_freq(index.conn, "fts_v"), total=len(docs), max_terms=2)
     assert isinstance(query, SearchQuery) and len(query.terms) == 2
-    assert all("missingword" not in t.match() and "common" not in t.match() for t in query.terms)
+    assert all("missingword" not in match_of(SearchQuery((t,))) and "common" not in match_of(SearchQuery((t,)))
+               for t in query.terms)
     assert query.weights is not None and len(query.weights) == 2
 
 
 def test_select_keeps_something_when_all_terms_are_common():
     index = Index("common a", "common b")
     query = parse_query("common").select(fts5_doc_freq(index.conn, "fts_v"), total=2)
-    assert query.match() == '"common"'
+    assert match_of(query) == '"common"'
 
 
 def test_document_tokens_are_plain_alphanumerics():
@@ -279,9 +295,9 @@ def test_document_tokens_are_plain_alphanumerics():
 
 def test_english_only_use_does_not_load_jieba():
     code = (
-        "import sys; from clawkeep.text.analyzer import analyze_document, build_match_query, snippet;"
-        "analyze_document('hello world'); build_match_query('where is the deploy log?');"
-        "snippet('x ' * 200 + 'deploy', 'deploy'); analyze_document('上海出差'); build_match_query('上海');"
+        "import sys; from clawkeep.text.analyzer import analyze_document, parse_query, snippet;"
+        "analyze_document('hello world'); parse_query('where is the deploy log?').select();"
+        "snippet('x ' * 200 + 'deploy', 'deploy'); analyze_document('上海出差'); parse_query('上海').select();"
         "print('jieba' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

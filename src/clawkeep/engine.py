@@ -28,7 +28,7 @@ from .routing.router import Inbound
 from .runtime import Runtime, default_home
 from .sessions import history, maintenance, search, service
 from .visibility import Caller
-from .storage.sqlite_base import commit_journal
+from .storage import commit_journal
 from .timeutil import parse_iso
 
 CONFIG_FILE = "clawkeep.json5"

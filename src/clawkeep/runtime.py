@@ -1,6 +1,7 @@
 """The runtime every service function receives: home, config, the open stores, and the
 process-wide parts a long-running engine keeps warm (chat models, the memory index, the
-event bus, per-session locks, Active Memory's circuit breaker)."""
+event bus, Active Memory's circuit breaker). Per-session turn locks belong to the stores
+(`AgentStore.session_lock`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ from typing import Any
 from .config import Config
 from .errors import NotFoundError
 from .events import EventBus
-from .locks import SessionLocks
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
-from .visibility import OPERATOR_SCOPE, Caller, Scope, scope_for
-from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_memory_store
+from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for
+from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_in_memory_store
 from .timeutil import now_ms
 
 AGENT_LIST_TTL_S = 5.0
@@ -42,7 +42,6 @@ class Runtime:
         self.events = EventBus()
         defaults = config.agents.defaults.model
         self.models = ChatModels(config.models, defaults.primary, defaults.fallbacks)
-        self.locks = SessionLocks()
         self.memory_index: Any | None = None  # memory.service.open_index caches the agent's index here
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
@@ -67,7 +66,7 @@ class Runtime:
         if self.has_database(agent):
             return self.store(agent)
         if agent not in self._empty:
-            self._empty[agent] = open_memory_store(agent)
+            self._empty[agent] = open_in_memory_store(agent)
         return self._empty[agent]
 
     def read_store_for_key(self, key: str) -> AgentStore:
@@ -83,7 +82,7 @@ class Runtime:
     def incognito_store(self, agent_id: str | None = None) -> AgentStore:
         agent = agent_id or self.agent_id
         if agent not in self._incognito:
-            self._incognito[agent] = open_memory_store(agent)
+            self._incognito[agent] = open_in_memory_store(agent)
         return self._incognito[agent]
 
     def store_for_key(self, key: str) -> AgentStore:
@@ -119,10 +118,10 @@ class Runtime:
         if caller.key is None:
             return OPERATOR_SCOPE
         own = self.caller_session(caller)
-        siblings = self.read_store_for_key(own.key).list_sessions()
+        stores = [self.read_store_for_key(own.key)]
         if own.meta.get("incognito"):
-            siblings += self.read_store(own.agent_id).list_sessions()
-        return scope_for(self.config, caller, own, siblings)
+            stores.append(self.read_store(own.agent_id))
+        return scope_for(self.config, caller, own, lambda root: descendants(root, stores))
 
     def log_warning(self, message: str) -> None:
         """Warnings that must not fail the operation (hooks, background sync)."""

@@ -7,10 +7,11 @@ themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .config import Config
-from .storage import SessionRecord
+from .storage import AgentStore, SessionFilter, SessionRecord
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,10 @@ def effective_level(config: Config, caller: Caller) -> str:
     return level
 
 
-def scope_for(config: Config, caller: Caller, own: SessionRecord, agent_sessions: list[SessionRecord]) -> Scope:
-    """The scope of a calling session given every session of its agent."""
+def scope_for(config: Config, caller: Caller, own: SessionRecord,
+              below: Callable[[str], set[str]]) -> Scope:
+    """The scope of a calling session; `below(root)` is `root` and the sessions spawned or
+    forked under it (asked only for the `tree` level)."""
     level = effective_level(config, caller)
     if level == "all":
         return Scope(None, None, own.session_id)
@@ -58,18 +61,19 @@ def scope_for(config: Config, caller: Caller, own: SessionRecord, agent_sessions
         return Scope(own.agent_id, None, own.session_id)
     if level == "self":
         return Scope(own.agent_id, frozenset({own.session_id}), own.session_id)
-    return Scope(own.agent_id, frozenset(_descendants(own.session_id, agent_sessions)), own.session_id)
+    return Scope(own.agent_id, frozenset(below(own.session_id)), own.session_id)
 
 
-def _descendants(root: str, sessions: list[SessionRecord]) -> set[str]:
-    children: dict[str, list[str]] = {}
-    for record in sessions:
-        if record.parent_session_id:
-            children.setdefault(record.parent_session_id, []).append(record.session_id)
-    found, stack = {root}, [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
+def descendants(root: str, stores: Sequence[AgentStore]) -> set[str]:
+    """`root` and every current (non-archived) session below it by parent links, across
+    `stores` (an incognito session's store and its agent's durable one)."""
+    found, frontier = {root}, (root,)
+    while frontier:
+        new: set[str] = set()
+        for store in stores:
+            new.update(s.session_id for s in store.list_sessions(SessionFilter(descendants_of=frontier)))
+        if len(stores) == 1:
+            return found | new  # one store answers the whole walk at once
+        frontier = tuple(sorted(new - found))
+        found |= new
     return found

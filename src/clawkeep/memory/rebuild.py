@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 
 from ..errors import CorruptDatabaseError, StorageError
 from ..runtime import Runtime
-from ..storage.sqlite_base import move_aside
-from ..storage.sqlite_memory import SqliteMemoryStore
+from ..storage import MemoryStore, move_aside, open_memory_index
 from ..timeutil import to_iso
 
 KEEP_CORRUPT = 3
@@ -25,11 +24,12 @@ META_KEY = "corruptRebuild"
 T = TypeVar("T")
 
 
-def _open(rt: Runtime, path: Path) -> SqliteMemoryStore:
-    return SqliteMemoryStore(path, busy_timeout_ms=rt.config.storage.busy_timeout_ms)
+def _open(rt: Runtime, path: Path) -> MemoryStore:
+    return open_memory_index(path, rt.config.storage,
+                             vector_store=rt.config.agents.defaults.memory_search.vector_store)
 
 
-def open_store(rt: Runtime, path: Path) -> tuple[SqliteMemoryStore, dict[str, Any] | None]:
+def open_store(rt: Runtime, path: Path) -> tuple[MemoryStore, dict[str, Any] | None]:
     """The index store at `path`; (fresh store, what happened) when the file was corrupt."""
     try:
         return _open(rt, path), None
@@ -37,7 +37,7 @@ def open_store(rt: Runtime, path: Path) -> tuple[SqliteMemoryStore, dict[str, An
         return replace_corrupt(rt, path, exc.detail)
 
 
-def replace_corrupt(rt: Runtime, path: Path, detail: str) -> tuple[SqliteMemoryStore, dict[str, Any]]:
+def replace_corrupt(rt: Runtime, path: Path, detail: str) -> tuple[MemoryStore, dict[str, Any]]:
     """Move the corrupt index aside and create an empty one; StorageError if either is impossible
     (never a retry loop)."""
     try:

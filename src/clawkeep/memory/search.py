@@ -27,10 +27,10 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from ..errors import ClawkeepError, InputError
+from ..storage import TextQuery, VectorFilter
 from ..text.analyzer import analyze_document
 from ..text.query import SearchQuery, parse_query, score_boost
 from ..text.snippet import snippet
@@ -38,7 +38,6 @@ from ..text.tokens import fold, normalise
 from . import items
 from .index import MemoryIndex
 from .sessions_source import DATE_LINE
-from .vectors import open_backend
 
 MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 50  # results per memory_search (--limit 1-50)
@@ -52,7 +51,6 @@ SMALL_INDEX = 8  # below this many chunks no term counts as common
 POSTINGS_BUDGET = 20_000  # postings an OR search may read (FTS5 reads them all): ~15 ms here
 SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
 _WORD = re.compile(r"\w+")
-_VECTOR_CACHE: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
 _COUNTS: dict[tuple[str, int], int] = {}
 _FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
@@ -238,7 +236,7 @@ def _with(query: SearchQuery, extra: tuple[Any, ...], weight: float) -> SearchQu
 
 def _keyword(index: MemoryIndex, terms: _Terms, sources: list[str], pool: int,
              candidates: dict[int, _Candidate]) -> bool:
-    rows = index.store.keyword_search(terms.search.match(), sources=sources, limit=pool)
+    rows = index.store.keyword_search(TextQuery.of(terms.search.terms), sources=sources, limit=pool)
     if not rows:
         return True
     best = max(-rank for _, rank, _ in rows) or 1.0
@@ -258,14 +256,13 @@ def _keyword(index: MemoryIndex, terms: _Terms, sources: list[str], pool: int,
 def _vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list[tuple[int, float]] | None:
     """(chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks; None when unavailable."""
     try:
-        backend = vector_backend(index, sources)
-        if not len(backend):
+        flt = vector_filter(index, sources)
+        if not index.store.vector_count(flt):
             return None
         query = index.provider.embed_query(text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
-    ids, sims = backend.top_k(query, pool)
-    return [(int(i), float(max(0.0, s))) for i, s in zip(ids, sims, strict=True)]
+    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt)]
 
 
 def _vector_key(index: MemoryIndex) -> str:
@@ -282,22 +279,9 @@ def _vector_key(index: MemoryIndex) -> str:
         return index.vector_key() or ""
 
 
-def vector_backend(index: MemoryIndex, sources: list[str]) -> Any:
-    """The configured top-k backend over the index's vectors, rebuilt once per index generation."""
-    key = _vector_key(index)
-    cache_key = (getattr(index.store, "path", ""), key, index.store.generation(), tuple(sorted(sources)))
-    with _CACHE_LOCK:
-        cached = _VECTOR_CACHE.get(cache_key)
-    if cached is None:
-        ids, matrix = index.store.vectors(key, sources)
-        store_path = Path(getattr(index.store, "path", "") or ".")
-        sidecar = store_path.with_name(f"{store_path.stem}-vec-{'-'.join(sorted(sources))}.sqlite")
-        cached = open_backend(index.settings.vector_store, sidecar=sidecar, vector_key=key, ids=ids, matrix=matrix)
-        with _CACHE_LOCK:
-            for stale in [k for k in _VECTOR_CACHE if k[:2] == cache_key[:2]]:
-                del _VECTOR_CACHE[stale]
-            _VECTOR_CACHE[cache_key] = cached
-    return cached
+def vector_filter(index: MemoryIndex, sources: list[str]) -> VectorFilter:
+    """The stored vectors a search of `sources` considers: those of the current provider."""
+    return VectorFilter(_vector_key(index), tuple(sources))
 
 
 def _chunk_count(index: MemoryIndex) -> int:

@@ -326,9 +326,9 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         out["provider"] = _provider_health(idx)
         try:
             out["index"]["stale"] = idx.store.get_meta("fingerprint") != idx.fingerprint()
-            from .search import vector_backend  # noqa: PLC0415
+            from .search import vector_filter  # noqa: PLC0415
 
-            out["vectorStore"].update({"ok": True, **vector_backend(idx, settings.sources).describe()})
+            out["vectorStore"].update({"ok": True, **idx.store.describe_vectors(vector_filter(idx, settings.sources))})
         except ClawkeepError as exc:
             out["vectorStore"].update({"ok": False, "error": str(exc)})
     return out

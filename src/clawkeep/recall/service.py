@@ -21,7 +21,7 @@ from ..routing.keys import SYNTHETIC_KINDS
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..sessions.service import find_session
-from ..storage import SessionRecord
+from ..storage import SessionFilter, SessionRecord, TextQuery
 from ..text.query import parse_query, rerank
 from ..timeutil import to_iso
 from . import lanes
@@ -218,12 +218,12 @@ def _transcript_evidence(rt: Runtime, session: SessionRecord, query: str) -> lis
     if parsed is None:
         return []
     store = rt.store(session.agent_id)
-    allowed = [s.session_id for s in store.list_sessions()
-               if s.session_id != session.session_id and s.kind in DM_KINDS and transcript_eligible(s)]
+    allowed = [s.session_id for s in store.list_sessions(SessionFilter(kinds=DM_KINDS))
+               if s.session_id != session.session_id and transcript_eligible(s)]
     if not allowed:
         return []
     selected = parsed.select(store.document_frequency, store.indexed_documents())
-    rows = rerank(store.search(selected.match(), session_ids=allowed, limit=50), selected,
+    rows = rerank(store.search(TextQuery.of(selected.terms), session_ids=allowed, limit=50), selected,
                   tokens=lambda r: r.tokens, rank=lambda r: r.score)
     evidence = []
     for position, row in enumerate(rows[:5]):

@@ -68,7 +68,7 @@ def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm
     return {
         "applied": apply,
         "mode": rt.config.session.maintenance.mode,
-        "sessions": len(store.list_sessions()),
+        "sessions": store.count_sessions(),
         "stale": [_brief(s) for s in plan.stale],
         "overCap": [_brief(s) for s in plan.over_cap],
         "wrongDmScope": [_brief(s) for s in plan.wrong_scope],
@@ -82,7 +82,7 @@ def maybe_cleanup_after_create(rt: Runtime) -> None:
     if cfg.mode != "enforce":
         return
     store = rt.store()
-    if len(store.list_sessions()) > cfg.max_entries + cfg.high_water_entries:
+    if store.count_sessions() > cfg.max_entries + cfg.high_water_entries:
         for session in plan_cleanup(rt, store).victims():
             archive_and_remove(rt, store, session)
 

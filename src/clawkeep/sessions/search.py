@@ -1,6 +1,6 @@
 """sessions_search (S5): full-text search over user and assistant text of visible sessions.
 
-The query text is analysed into a safe match expression (never raw FTS syntax); candidates
+The query text is analysed into terms (a typed `TextQuery`, never raw FTS syntax); candidates
 come from the store already restricted to the caller's visible sessions (filter before the
 limit), then are re-ranked and cut to `limit`.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
-from ..storage import AgentStore, SearchRow
+from ..storage import AgentStore, SearchRow, TextQuery
 from ..text.query import SearchQuery, parse_query, rerank
 from ..text.snippet import snippet
 from ..timeutil import to_iso
@@ -53,8 +53,9 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
     rows: list[SearchRow] = []
+    wanted = TextQuery.of(selected.terms)
     for store in stores:
-        rows += store.search(selected.match(), session_ids=scope.session_ids, limit=CANDIDATES)
+        rows += store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)
     ranked = rerank(rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
     return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
 

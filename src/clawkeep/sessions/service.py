@@ -14,7 +14,7 @@ from ..events import SessionReset
 from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
-from ..storage import AgentStore, EntryRecord, SessionRecord
+from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
 from ..timeutil import to_iso
 from . import lifecycle, maintenance, transcript
 from ..visibility import Caller
@@ -174,23 +174,20 @@ def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = 
         raise InputError(f"recent messages {flt.recent_messages} is out of range; allowed 0-{MAX_RECENT_MESSAGES}")
     scope = rt.scope(caller)
     now = rt.now()
+    # kind, label and activity are answered by the store; the rest is checked here
+    wanted = SessionFilter(kinds=(flt.kind,) if flt.kind else None, label=flt.label or None,
+                           updated_since=None if flt.active_minutes is None else now - flt.active_minutes * 60_000)
     rows = []
     for store in [*rt.stores_in(scope), rt.incognito_store()]:
-        for session in store.list_sessions():
-            if scope.allows(session) and _matches(session, flt, now):
+        for session in store.list_sessions(wanted):
+            if scope.allows(session) and _matches(session, flt):
                 rows.append(_list_row(store, session, flt))
     rows.sort(key=lambda r: r["updatedAt"] or "", reverse=True)
     return rows
 
 
-def _matches(session: SessionRecord, flt: ListFilter, now: int) -> bool:
-    if flt.kind and session.kind != flt.kind:
-        return False
-    if flt.label and (session.label or "").lower() != flt.label.lower():
-        return False
+def _matches(session: SessionRecord, flt: ListFilter) -> bool:
     if flt.agent_id and session.agent_id != flt.agent_id:
-        return False
-    if flt.active_minutes is not None and session.updated_at < now - flt.active_minutes * 60_000:
         return False
     if flt.search:
         haystack = " ".join(filter(None, [session.key, session.label, session.meta.get("title")])).lower()

@@ -1,33 +1,43 @@
-"""Storage backends behind one interface (`AgentStore`)."""
+"""Storage backends behind one interface (`AgentStore`, `MemoryStore`), opened by the factory.
+
+Layout: base.py and memory_base.py (the interfaces and records), query.py (typed full-text
+queries), journal.py (commit notes), factory.py (the only place stores are opened), and one
+package per backend (sqlite/) holding all of its SQL.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord
+from .factory import (
+    agent_database_path,
+    move_aside,
+    open_agent_store,
+    open_agent_store_file,
+    open_in_memory_store,
+    open_memory_index,
+)
+from .journal import commit_journal
+from .memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
+from .query import TextQuery, TextTerm
 
-from ..config import StorageConfig
-from ..errors import InputError
-from .base import AgentStore, EntryRecord, SearchRow, SessionRecord
-from .sqlite import SqliteAgentStore
-
-__all__ = ["AgentStore", "EntryRecord", "SearchRow", "SessionRecord", "open_agent_store", "open_memory_store"]
-
-
-def agent_database_path(home: Path, agent_id: str) -> Path:
-    return home / "agents" / agent_id / "agent.sqlite"
-
-
-def open_agent_store(home: Path, agent_id: str, config: StorageConfig) -> AgentStore:
-    """The durable store for one agent, chosen by `storage.url`."""
-    if config.url and not config.url.startswith("sqlite"):
-        raise InputError(
-            f"storage.url = {config.url!r} is not supported by this build; allowed: unset (embedded SQLite)"
-        )
-    return SqliteAgentStore(
-        agent_database_path(home, agent_id), agent_id,
-        synchronous=config.synchronous, busy_timeout_ms=config.busy_timeout_ms,
-    )
-
-
-def open_memory_store(agent_id: str) -> AgentStore:
-    """Process-local store for incognito sessions: never written to disk, gone on exit."""
-    return SqliteAgentStore(":memory:", agent_id)
+__all__ = [
+    "AgentStore",
+    "AppliedMigration",
+    "ChunkRecord",
+    "EntryRecord",
+    "FileRecord",
+    "MemoryStore",
+    "SearchRow",
+    "SessionFilter",
+    "SessionRecord",
+    "TextQuery",
+    "TextTerm",
+    "VectorFilter",
+    "agent_database_path",
+    "commit_journal",
+    "move_aside",
+    "open_agent_store",
+    "open_agent_store_file",
+    "open_in_memory_store",
+    "open_memory_index",
+]

@@ -1,8 +1,10 @@
 """The storage interface every backend implements (SQLite now, PostgreSQL per SPEC D1).
 
 One `AgentStore` holds one agent's sessions and transcript entries plus the full-text index
-over them. No SQL lives outside `clawkeep.storage`; services speak only this interface.
-Times are integer milliseconds since the epoch (UTC).
+over them. Queries are typed (`SessionFilter`, `TextQuery`): each backend renders them into its
+own SQL, and no SQL lives outside `clawkeep.storage.<backend>`; services speak only this
+interface. Every backend passes tests/storage/conformance. Times are integer milliseconds
+since the epoch (UTC).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+from .query import TextQuery
 
 ENTRY_TYPES = ("session", "message", "reset", "compaction", "model_change", "system_event")
 
@@ -65,6 +69,31 @@ class SearchRow:
     tokens: str = ""  # the analysed text that was indexed (for re-ranking)
 
 
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions `list_sessions` returns, newest `updated_at` first. Every field narrows.
+
+    `descendants_of`: only sessions below one of these ids (children, their children, ...; the
+    ids themselves are not included unless they are below another one). The walk follows only
+    sessions the archived rule admits, so an archived session ends its branch.
+    """
+
+    kinds: tuple[str, ...] | None = None
+    label: str | None = None  # equal ignoring case (Python's str.lower on both sides)
+    updated_since: int | None = None  # updated_at >= this
+    parent_session_id: str | None = None  # direct children of this session
+    descendants_of: tuple[str, ...] | None = None
+    include_archived: bool = False
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class AppliedMigration:
+    version: int
+    name: str
+    applied_at: int | None  # ms since the epoch; None = applied before the history was recorded
+
+
 def has_block(content: Any, block_types: Sequence[str]) -> bool:
     """Whether message content has a block of one of `block_types` (see `count_entries`)."""
     if isinstance(content, str):
@@ -90,6 +119,16 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    @abc.abstractmethod
+    def session_lock(self, key: str) -> AbstractContextManager[None]:
+        """Hold while a turn of session `key` runs: turns of one session never interleave, other
+        sessions run in parallel. Re-entrant within a thread. (SQLite: in-process; a shared
+        database needs a lock all writers see, e.g. a PostgreSQL advisory lock.)"""
+
+    @abc.abstractmethod
+    def applied_migrations(self) -> list[AppliedMigration]:
+        """The schema history of this store, oldest first."""
+
     # --- sessions -------------------------------------------------------------------
     @abc.abstractmethod
     def get_session(self, session_id: str) -> SessionRecord | None: ...
@@ -106,7 +145,12 @@ class AgentStore(abc.ABC):
         """Write the record if its `version` is still current, then bump it (ConflictError if not)."""
 
     @abc.abstractmethod
-    def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]: ...
+    def list_sessions(self, flt: SessionFilter = SessionFilter()) -> list[SessionRecord]:
+        """Sessions matching `flt`, newest `updated_at` first."""
+
+    @abc.abstractmethod
+    def count_sessions(self, flt: SessionFilter = SessionFilter()) -> int:
+        """How many sessions `list_sessions(flt)` would return."""
 
     @abc.abstractmethod
     def delete_session(self, session_id: str) -> None:
@@ -163,8 +207,9 @@ class AgentStore(abc.ABC):
 
     # --- search ---------------------------------------------------------------------
     @abc.abstractmethod
-    def search(self, match: str, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
-        """Full-text candidates for an already-safe match expression, best first."""
+    def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        """Full-text candidates, best (lowest score) first. `session_ids` (None: every session)
+        restricts the candidates before the limit, never after: a caller's visibility."""
 
     @abc.abstractmethod
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:

@@ -10,8 +10,12 @@ import abc
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from .base import AppliedMigration
+from .query import TextQuery
 
 
 @dataclass
@@ -38,6 +42,15 @@ class ChunkRecord:
     id: int = 0
 
 
+@dataclass(frozen=True)
+class VectorFilter:
+    """Which stored vectors a vector search considers: those made by one embedding
+    configuration (`vector_key`) for chunks of these `sources`."""
+
+    vector_key: str
+    sources: tuple[str, ...]
+
+
 class MemoryStore(abc.ABC):
     """One agent's memory index.
 
@@ -53,6 +66,9 @@ class MemoryStore(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def applied_migrations(self) -> list[AppliedMigration]: ...
 
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None: ...
@@ -86,15 +102,25 @@ class MemoryStore(abc.ABC):
     def chunk_count(self) -> int: ...
 
     @abc.abstractmethod
-    def keyword_search(self, match: str, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
-        """(chunk id, bm25 rank — lower is better, analysed tokens) for a safe match expression."""
+    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
+        """(chunk id, bm25 rank — lower is better, analysed tokens) of chunks of `sources`, best first."""
 
     @abc.abstractmethod
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]: ...
 
     @abc.abstractmethod
-    def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, float32 matrix) of every stored vector made with `vector_key`."""
+    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the `k` stored vectors nearest `query_vec` (unit
+        length, like the stored ones), most similar first."""
+
+    @abc.abstractmethod
+    def vector_count(self, flt: VectorFilter) -> int:
+        """How many stored vectors `vector_search` considers (0: skip embedding the query)."""
+
+    @abc.abstractmethod
+    def describe_vectors(self, flt: VectorFilter) -> dict[str, Any]:
+        """For status: {"backend", "vectors", "dims", ...}; ClawkeepError when the vector backend
+        cannot run."""
 
     @abc.abstractmethod
     def generation(self) -> int:

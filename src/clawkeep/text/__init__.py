@@ -1,11 +1,9 @@
-"""Text analysis for search: CJK-aware tokens, safe FTS5 queries, snippets (S5)."""
+"""Text analysis for search: CJK-aware tokens, query terms (never query syntax), snippets (S5)."""
 
 from .analyzer import (
     SearchQuery,
     Term,
     analyze_document,
-    build_match_query,
-    fts5_doc_freq,
     parse_query,
     rerank,
     score_boost,
@@ -17,8 +15,6 @@ __all__ = [
     "SearchQuery",
     "Term",
     "analyze_document",
-    "build_match_query",
-    "fts5_doc_freq",
     "parse_query",
     "rerank",
     "score_boost",

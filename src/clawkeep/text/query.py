@@ -1,10 +1,11 @@
-"""Turn any user text into a safe FTS5 MATCH expression over analysed tokens.
+"""Turn any user text into analysed query terms (never query syntax).
 
-User syntax is never passed through: the query is re-tokenised with the document analyser
-and every term is emitted as a double-quoted string, so `"`, `NEAR(`, `AND`, `*`, `col:x`,
-`^` and parentheses are just text. Terms are OR-joined (a question's words rarely all occur
-in one message) after dropping stop words; with document frequencies the rarest few are
-kept, which bounds latency and keeps the informative words.
+User syntax is never passed through: the query is re-tokenised with the document analyser,
+so `"`, `NEAR(`, `AND`, `*`, `col:x`, `^` and parentheses are just text. Terms are OR-ed (a
+question's words rarely all occur in one message) after dropping stop words; with document
+frequencies the rarest few are kept, which bounds latency and keeps the informative words.
+Stores receive the selected terms as a typed `clawkeep.storage.TextQuery` (each backend
+renders its own query language: SQLite's FTS5 MATCH lives in storage/sqlite/fts.py).
 """
 
 from __future__ import annotations
@@ -69,10 +70,6 @@ class Term:
     prefix: bool = False
     surface: str = ""
 
-    def match(self) -> str:
-        alts = [_quote(form, self.prefix) for form in self.forms]
-        return alts[0] if len(alts) == 1 else "(" + " OR ".join(alts) + ")"
-
     @property
     def exact(self) -> bool:
         """Quoted phrases and identifiers: never pruned, boosted by `score_boost`."""
@@ -90,10 +87,6 @@ class SearchQuery:
     def phrases(self) -> tuple[Term, ...]:
         return tuple(t for t in self.terms if t.kind == "phrase")
 
-    def match(self) -> str:
-        """The FTS5 MATCH expression (also valid input for a unicode61/`simple` index)."""
-        return " OR ".join(t.match() for t in self.terms)
-
     def select(
         self,
         df: DocFreq | None = None,
@@ -103,7 +96,7 @@ class SearchQuery:
     ) -> SearchQuery:
         """Keep the most informative terms.
 
-        `df(tokens) -> {token: rows containing it}` (e.g. an fts5vocab 'row' lookup) and
+        `df(tokens) -> {token: rows containing it}` (a store's `document_frequency`) and
         `total` (indexed rows) are optional; without df, quoted phrases and identifiers come
         first, then longer terms. Terms that cannot match (df 0) and terms in more than
         `common_ratio` of the rows are dropped unless nothing else would remain; lower it to
@@ -139,14 +132,6 @@ def parse_query(text: str) -> SearchQuery | None:
     for term in terms:  # deploy / deploying / deployed are one term
         unique.setdefault((term.forms, term.prefix), term)
     return SearchQuery(tuple(unique.values())) if unique else None
-
-
-def build_match_query(
-    query: str, df: DocFreq | None = None, total: int | None = None, max_terms: int | None = None
-) -> str | None:
-    """A safe FTS5 MATCH string for any user text, or None if nothing searchable remains."""
-    parsed = parse_query(query)
-    return parsed.select(df, total, max_terms).match() if parsed else None
 
 
 def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
@@ -189,31 +174,12 @@ def rerank(
     return sorted(rows, key=score, reverse=True)
 
 
-def fts5_doc_freq(conn, vocab_table: str) -> DocFreq:
-    """df lookup over an `fts5vocab(<fts>, 'row')` table (one indexed query per call)."""
-
-    def lookup(tokens: Sequence[str]) -> Mapping[str, int]:
-        unique = list(dict.fromkeys(tokens))
-        if not unique:
-            return {}
-        marks = ", ".join("?" for _ in unique)
-        rows = conn.execute(f"SELECT term, doc FROM {vocab_table} WHERE term IN ({marks})", unique)
-        return dict(rows.fetchall())
-
-    return lookup
-
-
 def warm_up() -> None:
     """Load the Chinese segmenter now (about 1.5 s) instead of on the first Chinese query."""
     _jieba()
 
 
 # --- parsing helpers -----------------------------------------------------------------
-
-
-def _quote(tokens: tuple[str, ...], prefix: bool) -> str:
-    body = " ".join(tokens).replace('"', '""')  # tokens are alphanumeric; belt and braces
-    return f'"{body}"' + ("*" if prefix else "")
 
 
 def _term_df(term: Term, counts: Mapping[str, int]) -> int | None:

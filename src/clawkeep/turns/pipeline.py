@@ -61,7 +61,7 @@ def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink 
     routed = route(request.inbound, rt.agent_id, rt.config.session)
     if request.inbound.session:
         service.find_session(rt, routed.key)  # delivering into a session requires it to exist
-    with rt.locks.hold(routed.key):  # turns of one session never interleave
+    with rt.store_for_key(routed.key).session_lock(routed.key):  # turns of one session never interleave
         existing = record.already_recorded(rt, routed, request.message_id)
         if existing is not None:
             return existing

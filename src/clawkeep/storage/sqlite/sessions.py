@@ -5,15 +5,22 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConflictError, DuplicateError
-from .base import AgentStore, EntryRecord, SearchRow, SessionRecord
-from .sqlite_base import SqliteConnection
+from ...errors import ConflictError, DuplicateError
+from ...locks import SessionLocks
+from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord
+from ..query import TextQuery
+from .connection import SqliteConnection
+from .fts import match_expression, vocab_sql
+from .migrations import Migration
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
+# Released migrations are never edited: a schema change is a new entry at the end.
+MIGRATIONS = (
+    Migration(1, "sessions, entries and their full-text index", (
+        """CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
     key TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -30,11 +37,10 @@ CREATE TABLE IF NOT EXISTS sessions (
     message_count INTEGER NOT NULL DEFAULT 0,
     model TEXT,
     meta TEXT NOT NULL DEFAULT '{}'
-);
-CREATE UNIQUE INDEX IF NOT EXISTS sessions_current_key ON sessions(key) WHERE archived_at IS NULL;
-CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_session_id);
-
-CREATE TABLE IF NOT EXISTS entries (
+)""",
+        "CREATE UNIQUE INDEX IF NOT EXISTS sessions_current_key ON sessions(key) WHERE archived_at IS NULL",
+        "CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_session_id)",
+        """CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     entry_id TEXT NOT NULL UNIQUE,
     session_id TEXT NOT NULL,
@@ -43,20 +49,22 @@ CREATE TABLE IF NOT EXISTS entries (
     role TEXT,
     ts INTEGER NOT NULL,
     content TEXT NOT NULL DEFAULT '[]',
-    meta TEXT NOT NULL DEFAULT '{}',
-    client_scope TEXT,
-    client_id TEXT
-);
-CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, seq);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_client ON entries(client_scope, client_id) WHERE client_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS entries_session_type ON entries(session_id, type, seq);
-
-CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
-    tokens, tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts_vocab USING fts5vocab(entries_fts, 'row');
-"""
+    meta TEXT NOT NULL DEFAULT '{}'
+)""",
+        "CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, seq)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(tokens, tokenize = 'unicode61 remove_diacritics 2')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts_vocab USING fts5vocab(entries_fts, 'row')",
+    )),
+    Migration(2, "index on (session_id, type, seq) for boundaries and compactions", (
+        "CREATE INDEX IF NOT EXISTS entries_session_type ON entries(session_id, type, seq)",
+    )),
+    Migration(3, "client message ids scoped to their conversation (client_scope, client_id)", (
+        "ALTER TABLE entries ADD COLUMN client_scope TEXT",
+        "ALTER TABLE entries ADD COLUMN client_id TEXT",
+        "CREATE UNIQUE INDEX IF NOT EXISTS entries_client ON entries(client_scope, client_id) WHERE client_id IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL",
+    )),
+)
 
 _SESSION_COLUMNS = (
     "session_id",
@@ -80,6 +88,7 @@ _SESSION_COLUMNS = (
     "model",
     "meta",
 )
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
 _ENTRY_WIDTH = 11
 # What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
@@ -101,21 +110,20 @@ _WRITE_PATH_PROBES = (
 class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
-    # 2: index on (session_id, type, seq) for boundaries and compactions
-    # 3: client message ids scoped to their conversation (client_scope, client_id)
-    schema_version = 3
-
-    def _upgrade(self, from_version: int) -> None:
-        if 0 < from_version < 3:
-            self._conn.execute("ALTER TABLE entries ADD COLUMN client_scope TEXT")
-            self._conn.execute("ALTER TABLE entries ADD COLUMN client_id TEXT")
+    migrations = MIGRATIONS
 
     def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
         self.agent_id = agent_id
+        self._session_locks = SessionLocks()
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        # Python's str.lower for label filters: SQLite's lower() folds ASCII only.
+        self._conn.create_function("py_lower", 1, lambda v: v.lower() if isinstance(v, str) else v,
+                                   deterministic=True)
 
-    def _schema(self) -> list[str]:
-        return [statement for statement in _SCHEMA.split(";\n") if statement.strip()]
+    def session_lock(self, key: str) -> AbstractContextManager[None]:
+        # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
+        # across processes.
+        return self._session_locks.hold(key)
 
     def _probe_write_path(self) -> None:
         for sql in _WRITE_PATH_PROBES:
@@ -171,9 +179,44 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             self._note(f"updated session {record.key}", minor=True)
         record.version += 1
 
-    def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]:
-        where = "1" if include_archived else "archived_at IS NULL"
-        return self._select_sessions(f"{where} ORDER BY updated_at DESC", ())
+    @staticmethod
+    def _session_where(flt: SessionFilter) -> tuple[str, list[Any]]:
+        where, params = ["1" if flt.include_archived else "archived_at IS NULL"], []
+        if flt.kinds is not None:
+            where.append(f"kind IN ({', '.join('?' for _ in flt.kinds)})" if flt.kinds else "0")
+            params.extend(flt.kinds)
+        if flt.label is not None:
+            where.append("py_lower(coalesce(label, '')) = ?")
+            params.append(flt.label.lower())
+        if flt.updated_since is not None:  # SQLite integers are 64-bit: a bound outside is all or nothing
+            if flt.updated_since > _INT64_MAX:
+                where.append("0")
+            else:
+                where.append("updated_at >= ?")
+                params.append(max(flt.updated_since, _INT64_MIN))
+        if flt.parent_session_id is not None:
+            where.append("parent_session_id = ?")
+            params.append(flt.parent_session_id)
+        if flt.descendants_of is not None:
+            # the walk admits what the archived rule admits; the roots come in as one JSON array
+            walk = "" if flt.include_archived else " AND s.archived_at IS NULL"
+            where.append(
+                "session_id IN (WITH RECURSIVE below(id) AS ("
+                "SELECT s.session_id FROM sessions s WHERE s.parent_session_id IN (SELECT value FROM json_each(?))"
+                f"{walk} UNION SELECT s.session_id FROM sessions s JOIN below ON s.parent_session_id = below.id"
+                f"{walk}) SELECT id FROM below)")
+            params.append(json.dumps(list(flt.descendants_of)))
+        return " AND ".join(where), params
+
+    def list_sessions(self, flt: SessionFilter = SessionFilter()) -> list[SessionRecord]:
+        where, params = self._session_where(flt)
+        tail = f" LIMIT {int(flt.limit)}" if flt.limit is not None else ""
+        return self._select_sessions(f"{where} ORDER BY updated_at DESC{tail}", params)
+
+    def count_sessions(self, flt: SessionFilter = SessionFilter()) -> int:
+        where, params = self._session_where(flt)
+        count = self._query(f"SELECT count(*) FROM sessions WHERE {where}", params)[0][0]
+        return min(count, flt.limit) if flt.limit is not None else count
 
     def delete_session(self, session_id: str) -> None:
         with self.transaction():
@@ -314,8 +357,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         return self._query(f"SELECT count(*) FROM entries WHERE {' AND '.join(where)}", params)[0][0]
 
     # --- search ---------------------------------------------------------------------
-    def search(self, match: str, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
-        params: list[Any] = [match]
+    def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        params: list[Any] = [match_expression(query)]
         scope = ""
         if session_ids is not None:
             ids = list(session_ids)
@@ -342,10 +385,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         if not tokens:
             return {}
         unique = list(dict.fromkeys(tokens))
-        rows = self._query(
-            f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({', '.join('?' for _ in unique)})", unique
-        )
-        found = {term: doc for term, doc in rows}
+        found = {term: doc for term, doc in self._query(vocab_sql("entries_fts_vocab", len(unique)), unique)}
         return {t: found.get(t, 0) for t in unique}
 
     def indexed_documents(self) -> int:

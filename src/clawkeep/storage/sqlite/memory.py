@@ -1,7 +1,8 @@
 """SQLite memory index: `agents/<id>/memory.sqlite` (WAL), vectors as float32 BLOBs.
 
-Vector top-k runs in process with numpy (measured ~4.5x faster than sqlite-vec at 100k×384
-here, and stdlib sqlite3 on this Python cannot load extensions anyway).
+Vector top-k runs in process with numpy by default (measured ~4.5x faster than sqlite-vec at
+100k×384 here, and stdlib sqlite3 on this Python cannot load extensions anyway); `vector_store =
+"sqlite-vec"` answers from a vec0 mirror instead (vectors.py).
 """
 
 from __future__ import annotations
@@ -9,14 +10,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError
-from .memory_base import ChunkRecord, FileRecord, MemoryStore
-from .sqlite_base import SqliteConnection
+from ...errors import ConflictError
+from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
+from ..query import TextQuery
+from .connection import SqliteConnection
+from .fts import match_expression, vocab_sql
+from .migrations import Migration
+from .vectors import vector_backend
 
-_SCHEMA = [
+# Released migrations are never edited: a schema change is a new entry at the end.
+_INITIAL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS files (
         path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL, mtime REAL NOT NULL, size INTEGER NOT NULL)""",
@@ -31,18 +38,23 @@ _SCHEMA = [
         chunk_id INTEGER PRIMARY KEY, vector_key TEXT NOT NULL, source TEXT NOT NULL, vec BLOB NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS embedding_cache (
         key TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (key, hash))""",
-]
+)
+MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedding cache", _INITIAL),)
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
 
 
 class SqliteMemoryStore(SqliteConnection, MemoryStore):
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
-        # The index can always be rebuilt from Markdown, so it does not pay for FULL fsyncs.
-        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    """`vector_store`: "numpy" (brute force in process) or "sqlite-vec" (a vec0 mirror in a
+    sidecar file beside the index); checked when vectors are first searched."""
 
-    def _schema(self) -> list[str]:
-        return _SCHEMA
+    migrations = MIGRATIONS
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
+                 vector_store: str = "numpy"):
+        # The index can always be rebuilt from Markdown, so it does not pay for FULL fsyncs.
+        self.vector_store = vector_store
+        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
     def _check_guard(self) -> None:
         """Inside a write: refuse if another writer switched the index to another configuration."""
@@ -152,24 +164,35 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return self._rows("SELECT count(*) FROM chunks")[0][0]
 
     # --- search -----------------------------------------------------------------
-    def keyword_search(self, match: str, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
+    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
         marks = ", ".join("?" for _ in sources)
         return self._rows(
             "SELECT f.rowid, f.rank, f.tokens FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
             f"WHERE chunks_fts MATCH ? AND c.source IN ({marks}) ORDER BY f.rank LIMIT ?",
-            [match, *sources, int(limit)],
+            [match_expression(query), *sources, int(limit)],
         )
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         unique = list(dict.fromkeys(tokens))
         if not unique:
             return {}
-        rows = self._rows(f"SELECT term, doc FROM chunks_fts_vocab WHERE term IN ({', '.join('?' for _ in unique)})",
-                          unique)
-        found = dict(rows)
+        found = dict(self._rows(vocab_sql("chunks_fts_vocab", len(unique)), unique))
         return {t: found.get(t, 0) for t in unique}
 
+    # --- vectors ----------------------------------------------------------------
+    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+        ids, sims = vector_backend(self, flt).top_k(query_vec, k)
+        return [(int(i), float(s)) for i, s in zip(ids, sims, strict=True)]
+
+    def vector_count(self, flt: VectorFilter) -> int:
+        return len(vector_backend(self, flt))
+
+    def describe_vectors(self, flt: VectorFilter) -> dict[str, Any]:
+        return vector_backend(self, flt).describe()
+
     def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, float32 matrix) of every stored vector made with `vector_key` (what the
+        top-k backends load; SQLite only)."""
         marks = ", ".join("?" for _ in sources)
         rows = self._rows(f"SELECT chunk_id, vec FROM vectors WHERE vector_key = ? AND source IN ({marks})",
                           [vector_key, *sources])

@@ -1,10 +1,10 @@
-"""Vector top-k backends (M5): numpy by default, sqlite-vec optional; same answers."""
+"""The SQLite memory index's vector top-k (M5): numpy by default, the sqlite-vec mirror optional; same answers."""
 
 import numpy as np
 import pytest
 
 from clawkeep.errors import InputError
-from clawkeep.memory.vectors import NumpyVectors, SqliteVecVectors, open_backend
+from clawkeep.storage.sqlite.vectors import NumpyVectors, SqliteVecVectors, open_backend
 
 
 def unit(rows):

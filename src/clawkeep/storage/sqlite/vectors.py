@@ -1,4 +1,4 @@
-"""Vector top-k backends for memory_search (M5): numpy (default) and sqlite-vec (optional).
+"""Vector top-k for the SQLite memory index (M5): numpy (default) and sqlite-vec (optional).
 
 The float32 vectors always live in the memory index database as BLOBs (the source of truth
 for this layer). `numpy` loads them once per index generation and does a brute-force
@@ -16,9 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, StorageError
+from ...errors import InputError, StorageError
+from ..memory_base import VectorFilter
 
 BACKENDS = ("numpy", "sqlite-vec")
+_CACHE: dict[tuple[str, str, int, tuple[str, ...], str], Any] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 class NumpyVectors:
@@ -126,3 +129,22 @@ def open_backend(name: str, *, sidecar: Path, vector_key: str, ids: np.ndarray, 
     if name == "sqlite-vec":
         return SqliteVecVectors(sidecar, vector_key, ids, matrix)
     raise InputError(f"memorySearch.vectorStore {name!r} is not supported; allowed: {', '.join(BACKENDS)}")
+
+
+def vector_backend(store: Any, flt: VectorFilter) -> Any:
+    """The store's top-k backend over its vectors for `flt`, loaded once per index generation
+    (per process: two store objects on one file share it)."""
+    sources = tuple(sorted(flt.sources))
+    cache_key = (store.path, flt.vector_key, store.generation(), sources, store.vector_store)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(cache_key)
+    if cached is None:
+        ids, matrix = store.vectors(flt.vector_key, sources)
+        store_path = Path(store.path or ".")
+        sidecar = store_path.with_name(f"{store_path.stem}-vec-{'-'.join(sources)}.sqlite")
+        cached = open_backend(store.vector_store, sidecar=sidecar, vector_key=flt.vector_key, ids=ids, matrix=matrix)
+        with _CACHE_LOCK:
+            for stale in [k for k in _CACHE if k[:2] == cache_key[:2]]:
+                del _CACHE[stale]
+            _CACHE[cache_key] = cached
+    return cached

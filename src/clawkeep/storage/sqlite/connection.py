@@ -1,8 +1,8 @@
-"""What every SQLite-backed store shares: the WAL connection, nested transactions, errors."""
+"""What every SQLite-backed store shares: the WAL connection, nested transactions, numbered
+migrations, errors, and moving a damaged file aside."""
 
 from __future__ import annotations
 
-import abc
 import os
 import sqlite3
 import threading
@@ -12,7 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptDatabaseError, StorageError
+from ...errors import CorruptDatabaseError, StorageError
+from ..base import AppliedMigration
+from ..journal import current_journal, record_committed
+from . import migrations as schema
+from .migrations import Migration
 
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
 
@@ -36,23 +40,6 @@ def storage_error(path: str, exc: sqlite3.Error) -> StorageError:
     if "readonly" in text or "unable to open" in text:
         return StorageError(f"database {path} cannot be opened for writing ({text})")
     return StorageError(f"database {path}: {text}")
-
-
-# What committed transactions wrote, per thread, while a `commit_journal()` block runs: a call
-# that hits a damaged page after some of its steps committed can say exactly which ones did.
-_journals = threading.local()
-
-
-@contextmanager
-def commit_journal() -> Iterator[list[str]]:
-    """Collect the notes of every transaction this thread commits inside the block."""
-    stack = _journals.__dict__.setdefault("stack", [])
-    mine: list[str] = []
-    stack.append(mine)
-    try:
-        yield mine
-    finally:
-        del stack[next(i for i, j in enumerate(stack) if j is mine)]  # by identity: empty lists are equal
 
 
 def move_aside(path: str | Path, label: str = "corrupt", *, keep: int | None = None) -> Path:
@@ -79,10 +66,13 @@ def move_aside(path: str | Path, label: str = "corrupt", *, keep: int | None = N
     return target
 
 
-class SqliteConnection(abc.ABC):
-    """One connection per store, shared by threads under a lock; ":memory:" never touches disk."""
+class SqliteConnection:
+    """One connection per store, shared by threads under a lock; ":memory:" never touches disk.
 
-    schema_version = 1
+    Subclasses list their `migrations` (numbered from 1, never edited once released: a schema
+    change is a new migration at the end)."""
+
+    migrations: tuple[Migration, ...] = ()
     _ready = False  # set once the schema is in place: the write-path probe needs the tables
     _probed: object = None  # the journal (or True: this connection) the write path was last probed for
 
@@ -106,24 +96,29 @@ class SqliteConnection(abc.ABC):
         except OSError as exc:
             raise StorageError(f"database {self.path} cannot be created: {exc}") from None
 
-    @abc.abstractmethod
-    def _schema(self) -> list[str]:
-        """The CREATE statements of this store, run once per schema version."""
+    @property
+    def schema_version(self) -> int:
+        return schema.latest_version(self.migrations)
 
     def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > self.schema_version:
-            raise StorageError(f"database {self.path} has schema version {version}; "
-                               f"this clawkeep understands up to {self.schema_version}")
-        if version < self.schema_version:
-            with self.transaction():  # executescript() would commit early: one statement at a time
-                self._upgrade(version)
-                for statement in self._schema():
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {self.schema_version}")
+        if not schema.needs_work(self._conn, self.path, self.migrations):
+            return
+        try:
+            with self.transaction():  # re-read inside: another process may be migrating the same file
+                schema.apply(self._conn, self.path, self.migrations)
+        except StorageError as exc:
+            # An up-to-date database from before the history table, on a read-only file: its
+            # history is recorded the next time it is opened for writing.
+            if schema.user_version(self._conn) == self.schema_version and "cannot be opened for writing" in str(exc):
+                return
+            raise
 
-    def _upgrade(self, from_version: int) -> None:
-        """Changes CREATE ... IF NOT EXISTS cannot express (new columns), run before the schema."""
+    def applied_migrations(self) -> list[AppliedMigration]:
+        with self._lock:
+            try:
+                return schema.history(self._conn)
+            except sqlite3.Error as exc:
+                raise storage_error(self.path, exc) from None
 
     def _probe_write_path(self) -> None:
         """Cheap reads (a few B-tree descents) of the pages the next writes will touch, run before
@@ -136,8 +131,8 @@ class SqliteConnection(abc.ABC):
         self.__dict__.setdefault("_pending", []).append((what, minor))
 
     def _maybe_probe(self) -> None:
-        stack = _journals.__dict__.get("stack") or []
-        token = stack[-1] if stack else True
+        journal = current_journal()
+        token = journal if journal is not None else True
         if self._ready and self._probed is not token:
             self._probe_write_path()
             self._probed = token
@@ -145,8 +140,7 @@ class SqliteConnection(abc.ABC):
     def _committed(self) -> None:
         pending = self.__dict__.pop("_pending", [])
         notes = [what for what, minor in pending if not minor] or [what for what, _ in pending]
-        for journal in _journals.__dict__.get("stack") or []:
-            journal.extend(n for n in dict.fromkeys(notes) if n not in journal)
+        record_committed(notes)
 
     def close(self) -> None:
         with self._lock:
