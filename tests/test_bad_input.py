@@ -267,6 +267,8 @@ def test_reads_for_an_unknown_agent_create_nothing(home):
                 call()
         status = ghost.status()
         assert status["sessions"] == 0 and status["database"] is None
+        ghost.memory_status()
+        assert ghost.sessions_cleanup(dry_run=True)["sessions"] == 0
     after = sorted(p.relative_to(home).as_posix() for p in home.rglob("*"))
     assert after == before
 

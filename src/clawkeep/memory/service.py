@@ -301,6 +301,14 @@ def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None)
 
 def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
     ws = workspace(rt)
+    if not has_memory(rt):  # an agent with no workspace, index or database: report it, create nothing
+        settings = rt.config.agents.defaults.memory_search
+        return {"workspace": str(ws), "workspaceExists": False, "files": 0,
+                "sources": [s for s in settings.sources if s != "sessions" or sessions_enabled(rt)] or ["memory"],
+                "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
+                          "lastEmbeddingError": None},
+                "provider": {"configured": settings.provider, "model": settings.model},
+                "vectorStore": {"backend": settings.vector_store}}
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
         if idx.recovered:

@@ -62,7 +62,7 @@ def _wrong_dm_scope(session: SessionRecord, dm_scope: str) -> bool:
 def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False) -> dict[str, Any]:
     """`sessions cleanup`: report (warn mode / --dry-run) or archive and remove (enforce)."""
     apply = not dry_run and (enforce or rt.config.session.maintenance.mode == "enforce" or fix_dm_scope)
-    store = rt.store()
+    store = rt.read_store()  # an agent without a database has nothing to clean: create none
     plan = plan_cleanup(rt, store, fix_dm_scope=fix_dm_scope)
     archived = [archive_and_remove(rt, store, s) for s in plan.victims()] if apply else []
     return {
