@@ -588,9 +588,9 @@ def test_factory_key_from_env(server):
     ("ref", "cfg", "needle"),
     [
         ("nowhere/m", {}, "unknown provider 'nowhere'"),
-        ("x/m", {"providers": {"x": {"api": "gemini", "baseUrl": "http://h"}}}, "models.providers.x.api 'gemini'"),
+        ("x/m", {"providers": {"x": {"api": "gemini", "baseUrl": "http://h"}}}, "models.providers.x.api = 'gemini'"),
         ("x/m", {"providers": {"x": {"api": "openai"}}}, "models.providers.x.baseUrl"),
-        ("x/m", {"providers": {"x": {"api": "openai", "baseUrl": "ftp://h"}}}, "baseUrl 'ftp://h'"),
+        ("x/m", {"providers": {"x": {"api": "openai", "baseUrl": "ftp://h"}}}, "baseUrl = 'ftp://h'"),
         ("x/m", {"providers": {"x": {"api": "openai", "baseUrl": "http://h", "timeoutMs": -1}}}, "timeoutMs"),
         ("x/m", {"providers": {"x": {"api": "openai", "baseUrl": "http://h", "retries": 1.5}}}, "retries"),
         (
@@ -606,7 +606,7 @@ def test_factory_rejects_bad_config(ref, cfg, needle):
     with pytest.raises(InputError) as info:
         create_chat_model(ref, cfg, env={})
     assert needle in str(info.value)
-    if "api 'gemini'" in needle:
+    if "api = 'gemini'" in needle:
         assert "openai" in str(info.value) and "anthropic" in str(info.value)
     if "unknown provider" in needle:
         assert "anthropic" in str(info.value) and "ollama" in str(info.value)

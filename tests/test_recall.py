@@ -94,14 +94,16 @@ def test_denied_chat_ids_win_over_allowed(home):
     assert eng.recall("what did we decide?", session=main.session_key)["reason"] == "chat id denied"
 
 
-def test_global_switch_writes_config(home, tmp_path):
+def test_global_switch_writes_the_overrides_file_not_the_config(home, tmp_path):
     config = tmp_path / "clawkeep.json5"
-    config.write_text("{agents: {defaults: {memorySearch: {provider: 'none'}}}}")
+    document = "// the operator's notes\n{agents: {defaults: {memorySearch: {provider: 'none'}}}}  // keyword only\n"
+    config.write_text(document)
     result = run_cli(home, "message", "/active-memory off --global", "--json", config=config)
     assert result.code == 0 and result.json()["status"]["enabled"] is False
-    data = json5.loads(config.read_text())
-    assert data["plugins"]["entries"]["active-memory"]["enabled"] is False
-    assert data["agents"]["defaults"]["memorySearch"]["provider"] == "none"
+    assert config.read_text() == document  # comments and all: the user's file is never rewritten
+    overrides = tmp_path / "clawkeep.overrides.json"
+    assert result.json()["status"]["config"] == str(overrides)
+    assert json5.loads(overrides.read_text()) == {"plugins": {"entries": {"active-memory": {"enabled": False}}}}
     thread = run_cli(home, "sessions", "create", "--json", config=config).json()
     skipped = run_cli(home, "recall", "what did we decide last time?", "--session", thread["key"], "--json",
                       config=config).json()
@@ -172,3 +174,54 @@ def test_classify_cli(cli):
     future = cli("recall", "--classify", "我明天去上海", "--json").json()
     assert past == {"pastQuestion": True, "language": "zh"}
     assert future == {"pastQuestion": False, "language": "zh"}
+
+
+# --- toolsAllow (A3): lane 2 gathers evidence only with memory_search ------------------------------
+def _tools(home, tools):
+    return open_engine(home, {**KEYWORD, "plugins": {"entries": {"active-memory": {"config": {"toolsAllow": tools}}}}})
+
+
+@pytest.mark.parametrize("tools", [["memory_get"], [], ["exec", "memory_*", "*"]])
+def test_tools_allow_without_memory_search_skips_lane_two(home, tools):
+    eng = _tools(home, tools)
+    eng.message("下周二我去上海", channel="telegram", sender="alice")
+    thread = eng.sessions_create()
+    result = eng.recall("我下周有什么安排", session=thread["key"])
+    assert result["status"] == "skipped" and result["lane"] == 2 and result["summary"] is None
+    assert result["reason"] == "toolsAllow does not permit memory_search"
+
+
+def test_tools_allow_with_memory_search_alone_still_recalls(home):
+    eng = _tools(home, ["memory_search"])
+    eng.message("下周二我去上海", channel="telegram", sender="alice")
+    thread = eng.sessions_create()
+    result = eng.recall("我下周有什么安排", session=thread["key"])
+    assert result["status"] == "ok" and result["lane"] == 2 and "上海" in result["summary"]
+
+
+def test_tools_allow_does_not_gate_lane_one(home):
+    eng = _tools(home, [])
+    eng.memory_remember("I prefer TypeScript for new services")
+    main = eng.message("hello")
+    hit = eng.recall("which language do I prefer for new services?", session=main.session_key)
+    assert hit["status"] == "ok" and hit["lane"] == 1 and "TypeScript" in hit["summary"]
+
+
+def test_tools_allow_entries_that_are_not_memory_tools_warn():
+    cfg = config_from_dict({"plugins": {"entries": {"active-memory": {"config": {
+        "toolsAllow": ["memory_search", "exec", "memory_*"]}}}}})
+    assert cfg.plugins.entries.active_memory.config.allowed_tools() == ["memory_search"]
+    assert [w.split("toolsAllow entry ")[1].split(" ")[0] for w in cfg.warnings] == ["'exec'", "'memory_*'"]
+    assert config_from_dict({}).warnings == []
+
+
+def test_lane_one_with_several_strong_entries(home):
+    eng = engine(home)
+    ws = Path(eng.memory_status()["workspace"])
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("- Standup is at 09:30 <!-- trigger: standup -->\n"
+                                  "- The standup room is Orion <!-- trigger: standup -->\n")
+    main = eng.message("hello")
+    hit = eng.recall("when is the standup?", session=main.session_key)
+    assert hit["status"] == "ok" and hit["lane"] == 1
+    assert "09:30" in hit["summary"] and "Orion" in hit["summary"]

@@ -43,7 +43,7 @@ def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[st
     if config is not None:
         return load_config(config)
     default = home / CONFIG_FILE
-    return load_config(default) if default.exists() else Config()
+    return load_config(default, missing_ok=True)  # with its overrides file (/active-memory --global), if any
 
 
 def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:

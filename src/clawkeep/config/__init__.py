@@ -1,12 +1,15 @@
 """Typed configuration: the one source of truth for every default (see `model`).
 
-`base` holds what every section shares, `model` the sections and loading, `active_memory`
-the Active Memory plugin's section."""
+`base` holds what every section shares, `model` the sections, loading and the overrides file,
+`providers` the `models` section (chat model providers), `plugins` the `plugins.entries`
+section and `active_memory` the Active Memory plugin's settings."""
 
 from .active_memory import (  # noqa: F401
     CORE_TOOLS_IGNORED,
     DEFAULT_STYLE,
+    MEMORY_TOOLS,
     PROMPT_STYLES,
+    SEARCH_TOOL,
     ActiveMemoryConfig,
     ActiveMemoryOptions,
     CircuitBreakerConfig,
@@ -25,13 +28,16 @@ from .base import (  # noqa: F401
     ResetMode,
     Visibility,
     _allowed,
+    _describe_error,
     _Model,
     _numeric_kind,
     _path_value,
     parse_duration,
 )
 from .model import (  # noqa: F401
+    OVERRIDES_SUFFIX,
     AgentDefaults,
+    AgentEntry,
     AgentsConfig,
     AgentToAgentConfig,
     ChunkingConfig,
@@ -62,9 +68,31 @@ from .model import (  # noqa: F401
     ToolsConfig,
     WriteFilterConfig,
     _check_shape,
-    _describe_error,
     _parse,
     _unknown_keys,
     config_from_dict,
     load_config,
+    overrides_path,
+    write_override,
+)
+from .plugins import (  # noqa: F401
+    DREAMING_UNAVAILABLE,
+    DreamingConfig,
+    MemoryCoreConfig,
+    MemoryCoreOptions,
+    PluginEntries,
+    PluginsConfig,
+)
+from .providers import (  # noqa: F401
+    API_ALIASES,
+    BUILTIN_PROVIDERS,
+    DEFAULT_CONTEXT_WINDOW,
+    KEY_REQUIRED,
+    MAX_TOKENS_FIELDS,
+    RECORD_MODE_CONTEXT_WINDOW,
+    ChatModelSettings,
+    ModelsConfig,
+    ProviderConfig,
+    merged_provider,
+    models_config,
 )

@@ -11,6 +11,8 @@ from .base import _Model
 if TYPE_CHECKING:
     from .model import Config
 
+SEARCH_TOOL = "memory_search"  # lane 2's evidence tool (memory index and, across conversations, transcripts)
+MEMORY_TOOLS = ("memory_search", "memory_get")  # the default toolsAllow
 PROMPT_STYLES = ("balanced", "strict", "contextual", "recall-heavy", "precision-heavy", "preference-only")
 DEFAULT_STYLE = {"message": "strict", "recent": "balanced", "full": "contextual"}
 CORE_TOOLS_IGNORED = ("exec", "write", "message", "web", "browser")
@@ -40,7 +42,8 @@ class ActiveMemoryOptions(_Model):
     model_fallback: str | None = Field(None, alias="modelFallback")
     timeout_ms: int = Field(15_000, alias="timeoutMs", ge=250, le=120_000)
     max_summary_chars: int = Field(220, alias="maxSummaryChars", ge=40, le=1000)
-    tools_allow: list[str] = Field(default_factory=lambda: ["memory_search", "memory_get"], alias="toolsAllow")
+    # The memory tools lane 2 may use; only memory_search gathers evidence today (recall.service).
+    tools_allow: list[str] = Field(default_factory=lambda: list(MEMORY_TOOLS), alias="toolsAllow")
     persist_transcripts: bool = Field(False, alias="persistTranscripts")
     remember_across_conversations: bool | None = Field(None, alias="rememberAcrossConversations")
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig, alias="circuitBreaker")
@@ -57,6 +60,11 @@ class ActiveMemoryOptions(_Model):
         return [t for t in self.tools_allow if t.startswith("memory_") and "*" not in t
                 and t not in CORE_TOOLS_IGNORED]
 
+    def ignored_tools(self) -> list[str]:
+        """toolsAllow entries that are not memory tools (reported as config warnings)."""
+        allowed = self.allowed_tools()
+        return [t for t in self.tools_allow if t not in allowed]
+
 
 class ActiveMemoryConfig(_Model):
     enabled: bool = True
@@ -64,8 +72,8 @@ class ActiveMemoryConfig(_Model):
 
 
 def active_memory_config(config: Config) -> ActiveMemoryConfig:
-    entry = (config.plugins.get("entries") or {}).get("active-memory") or {}
-    return ActiveMemoryConfig.model_validate(entry)
+    """`plugins.entries.active-memory`, typed (validated when the config loaded)."""
+    return config.plugins.entries.active_memory
 
 
 def remember_across_conversations(config: Config) -> bool:

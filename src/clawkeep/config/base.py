@@ -102,6 +102,21 @@ class _Model(BaseModel):
         return value
 
 
+# pydantic error types that mean "this key holds an object".
+_OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dict_type", "mapping_type"})
+
+
+def _describe_error(error: dict[str, Any]) -> str:
+    """One pydantic error as `key = value: what is wrong / what is allowed`."""
+    key = ".".join(str(part) for part in error["loc"])
+    value = validation.shown(error.get("input"))
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "literal_error":
+        allowed = error.get("ctx", {}).get("expected", "")
+        return f"{key} = {value} is not allowed; allowed values: {allowed}"
+    if error["type"] in _OBJECT_ERRORS:
+        return f"{key} = {value} is not allowed; give an object"
+    return f"{key} = {value}: {message}"
 
 
 AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -3,8 +3,10 @@
 The file is JSON5 (`clawkeep.json5` in the home, or `--config FILE`) and uses OpenClaw's key
 names where they exist. Loading validates every value; an invalid value raises `InputError`
 naming the key, the bad value and what is allowed. Unknown keys are collected as warnings.
-Sections owned by later subsystems (memory search, compaction, plugins, …) are accepted as
-free-form objects until their typed models exist, so they never warn.
+
+Next to the file, `<name>.overrides.json` (for `clawkeep.json5`: `clawkeep.overrides.json`)
+holds what the engine itself changed (`/active-memory on|off --global`); it is merged over the
+file at load, so the user's file — comments included — is never rewritten.
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import json5
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .. import validation
-from ..errors import InputError
-from .active_memory import active_memory_config
+from ..errors import InputError, StorageError
 from .base import (
     AGENT_ID,
     MAX_CONFIG_BYTES,
@@ -28,10 +29,13 @@ from .base import (
     DmScope,
     ResetMode,
     Visibility,
+    _describe_error,
     _Model,
     _path_value,
     parse_duration,
 )
+from .plugins import PluginsConfig
+from .providers import ModelsConfig
 
 
 class ResetPolicy(_Model):
@@ -252,25 +256,31 @@ class AgentDefaults(_Model):
         return _path_value(value)
 
 
+class AgentEntry(_Model):
+    """One `agents.list` entry: an agent (`id`) and optionally its `workspace` (a path)."""
+
+    id: str | None = None
+    workspace: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _agent_id(cls, value: Any) -> Any:
+        if value is not None and not (isinstance(value, str) and AGENT_ID.fullmatch(value.strip().lower())):
+            raise ValueError("not an agent id; use 1-64 characters a-z, 0-9, '_' or '-'")
+        return value
+
+    @field_validator("workspace", mode="before")
+    @classmethod
+    def _workspace(cls, value: Any) -> Any:
+        try:
+            return _path_value(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; give a path or null") from None
+
+
 class AgentsConfig(_Model):
     defaults: AgentDefaults = Field(default_factory=AgentDefaults)
-    agents_list: list[dict[str, Any]] = Field(default_factory=list, alias="list")
-
-    @field_validator("agents_list")
-    @classmethod
-    def _entries(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each entry names an agent (`id`) and may give its `workspace` (a path)."""
-        for index, entry in enumerate(value):
-            agent = entry.get("id")
-            if agent is not None and not (isinstance(agent, str) and AGENT_ID.fullmatch(agent.strip().lower())):
-                raise InputError(f"agents.list.{index}.id = {validation.shown(agent)}: not an agent id; use 1-64 "
-                                 "characters a-z, 0-9, '_' or '-'")
-            try:
-                _path_value(entry.get("workspace"))
-            except ValueError as exc:
-                raise InputError(f"agents.list.{index}.workspace = {validation.shown(entry.get('workspace'))}: "
-                                 f"{exc}; give a path or null") from None
-        return value
+    agents_list: list[AgentEntry] = Field(default_factory=list, alias="list")
 
 
 class StorageConfig(_Model):
@@ -306,27 +316,32 @@ class Config(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
-    plugins: dict[str, Any] = Field(default_factory=dict)
-    models: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("plugins")
-    @classmethod
-    def _plugin_entries(cls, value: dict[str, Any]) -> dict[str, Any]:
-        """`plugins.entries` is an object of plugin name → object (each plugin types its own)."""
-        entries = value.get("entries")
-        if entries is None:
-            return value
-        if not isinstance(entries, dict):
-            raise InputError(f"plugins.entries = {validation.shown(entries)} is not allowed; give an object of "
-                             "plugin name → settings object")
-        for name, entry in entries.items():
-            if entry is not None and not isinstance(entry, dict):
-                raise InputError(f"plugins.entries.{name} = {validation.shown(entry)} is not allowed; give an "
-                                 "object (e.g. {enabled: true, config: {...}})")
-        return value
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
 
     # Filled by `load_config`; not part of the file.
     warnings: list[str] = Field(default_factory=list, exclude=True)
+
+    @model_validator(mode="after")
+    def _model_refs(self) -> Config:
+        """Every "<provider>/<model>" reference names a provider of `models.providers` (or a built-in)."""
+        defaults = self.agents.defaults
+        recall = self.plugins.entries.active_memory.config
+        refs = [("agents.defaults.model.primary", defaults.model.primary),
+                *((f"agents.defaults.model.fallbacks.{i}", ref) for i, ref in enumerate(defaults.model.fallbacks)),
+                ("agents.defaults.compaction.model", defaults.compaction.model),
+                ("agents.defaults.compaction.memoryFlush.model", defaults.compaction.memory_flush.model),
+                ("plugins.entries.active-memory.config.model", recall.model),
+                ("plugins.entries.active-memory.config.modelFallback", recall.model_fallback)]
+        for key, ref in refs:
+            if ref is None or not ref.strip():
+                continue
+            try:
+                self.models.resolve(ref)
+            except InputError as exc:
+                problem = str(exc).removeprefix(f"model {ref.strip()!r}: ")
+                raise InputError(f"{key} = {validation.shown(ref)}: {problem}") from None
+        return self
 
 
 def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
@@ -336,21 +351,12 @@ def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
         alias = type(model).model_fields[name].alias or name
         if isinstance(value, BaseModel):
             found += _unknown_keys(value, f"{prefix}{alias}.")
-        elif isinstance(value, dict):
-            for key, item in value.items():
+        elif isinstance(value, (dict, list)):
+            pairs = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in pairs:
                 if isinstance(item, BaseModel):
                     found += _unknown_keys(item, f"{prefix}{alias}.{key}.")
     return found
-
-
-def _describe_error(error: dict[str, Any]) -> str:
-    key = ".".join(str(part) for part in error["loc"])
-    value = validation.shown(error.get("input"))
-    message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "literal_error":
-        allowed = error.get("ctx", {}).get("expected", "")
-        return f"{key} = {value} is not allowed; allowed values: {allowed}"
-    return f"{key} = {value}: {message}"
 
 
 def _check_shape(data: Any, source: str) -> None:
@@ -384,45 +390,109 @@ def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
     except ValidationError as exc:
         problems = "; ".join(_describe_error(err) for err in exc.errors())
         raise InputError(f"{source}: invalid configuration: {problems}") from None
-    except InputError as exc:  # a validator that names the key itself (plugins.entries, agents.list)
+    except InputError as exc:  # a validator that names the key itself (models.providers, model references)
         raise InputError(f"{source}: invalid configuration: {exc}") from None
-    unknown = _unknown_keys(config)
-    try:
-        plugin = active_memory_config(config)
-    except ValidationError as exc:
-        prefix = ("plugins", "entries", "active-memory")
-        problems = "; ".join(_describe_error({**err, "loc": prefix + tuple(err["loc"])}) for err in exc.errors())
-        raise InputError(f"{source}: invalid configuration: {problems}") from None
-    unknown += _unknown_keys(plugin, "plugins.entries.active-memory.")
-    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in unknown]
+    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config)]
+    config.warnings += [f"{source}: plugins.entries.active-memory.config.toolsAllow entry {tool!r} ignored; only "
+                        "memory tools (memory_search, memory_get) are allowed, wildcards and core tools never"
+                        for tool in config.plugins.entries.active_memory.config.ignored_tools()]
     return config
 
 
-def load_config(path: str | os.PathLike[str] | None) -> Config:
-    """Read and validate a JSON5 config file; a missing default file means all defaults."""
+OVERRIDES_SUFFIX = ".overrides.json"
+
+
+def overrides_path(config_file: str | os.PathLike[str]) -> Path:
+    """The overlay merged over a config file: `clawkeep.json5` → `clawkeep.overrides.json` beside it."""
+    file = Path(config_file)
+    return file.with_name(file.stem + OVERRIDES_SUFFIX)
+
+
+def load_config(path: str | os.PathLike[str] | None, *, missing_ok: bool = False) -> Config:
+    """Read and validate a JSON5 config file with its overrides file (if any) merged over it.
+
+    A missing file is an error unless `missing_ok` (the default file in the home), in which case
+    the overrides alone, or all defaults, apply."""
     if path is None:
         return Config()
     validation.path(path, "config file")
     file = Path(path)
+    data = _read_document(file, "config file", missing_ok=missing_ok)
+    overlay = overrides_path(file)
+    extra = _read_document(overlay, "config overrides file", missing_ok=True)
+    if extra is None:
+        return Config() if data is None else config_from_dict(data, source=str(file))
+    if not isinstance(extra, dict):
+        raise InputError(f"config overrides file {overlay}: the top level must be an object, got "
+                         f"{type(extra).__name__}; fix or delete the file")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return config_from_dict(data, source=str(file))  # refused: the top level must be an object
+    return config_from_dict(_merged(data, extra), source=f"{file} (with {overlay.name})")
+
+
+def write_override(config_file: str | os.PathLike[str], keys: tuple[str, ...], value: Any) -> Path:
+    """Set one key in the overrides file beside `config_file` (created if need be); the config file
+    itself is never written. Returns the overrides file's path."""
+    overlay = overrides_path(config_file)
+    current = _read_document(overlay, "config overrides file", missing_ok=True)
+    if current is None:
+        current = {}
+    if not isinstance(current, dict):
+        raise InputError(f"config overrides file {overlay}: the top level must be an object, got "
+                         f"{type(current).__name__}; fix or delete the file; nothing was changed")
+    node = current
+    for key in keys[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[keys[-1]] = value
+    tmp = overlay.with_name(f"{overlay.name}.{os.getpid()}.tmp")
+    try:
+        overlay.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(current, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, overlay)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"config overrides file {overlay} cannot be written ({exc.strerror or exc}); "
+                           "nothing was changed") from None
+    return overlay
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base`: objects key by key, anything else replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_document(file: Path, what: str, *, missing_ok: bool) -> Any:
+    """A JSON5 document (None when missing and `missing_ok`), bounded in size and nesting."""
     try:
         with open(file, "rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
-            raise InputError(f"config file {file} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file may "
+            raise InputError(f"{what} {file} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file may "
                              f"be at most {MAX_CONFIG_BYTES // 1024} KiB")
         text = raw.decode("utf-8")
-    except FileNotFoundError:
-        raise InputError(f"config file {file} does not exist") from None
+    except (FileNotFoundError, NotADirectoryError):
+        if missing_ok:
+            return None
+        raise InputError(f"{what} {file} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"config file {file} cannot be read as UTF-8 text: {exc}") from None
+        raise InputError(f"{what} {file} cannot be read as UTF-8 text: {exc}") from None
     try:
-        data = _parse(text) if text.strip() else {}
+        return _parse(text) if text.strip() else {}
     except RecursionError:
-        raise InputError(f"config file {file} nests objects or lists too deeply; at most {MAX_CONFIG_DEPTH} levels "
+        raise InputError(f"{what} {file} nests objects or lists too deeply; at most {MAX_CONFIG_DEPTH} levels "
                          "are allowed") from None
     except ValueError as exc:
-        raise InputError(f"config file {file} is not valid JSON5: {str(exc)[:200]}") from None
-    return config_from_dict(data, source=str(file))
+        raise InputError(f"{what} {file} is not valid JSON5: {str(exc)[:200]}") from None
 
 
 def _parse(text: str) -> Any:

@@ -30,8 +30,8 @@ TRUNCATION_NOTE = "\n\n[… MEMORY.md truncated for this session: {omitted} more
 
 def workspace_dir(home: Path, config: Config, agent_id: str) -> Path:
     for entry in config.agents.agents_list:
-        if entry.get("id") == agent_id and entry.get("workspace"):
-            return Path(entry["workspace"]).expanduser()
+        if entry.id == agent_id and entry.workspace:
+            return Path(entry.workspace).expanduser()
     if agent_id == "main" and config.agents.defaults.workspace:
         return Path(config.agents.defaults.workspace).expanduser()
     return home / ("workspace" if agent_id == "main" else f"workspace-{agent_id}")

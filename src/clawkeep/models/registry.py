@@ -10,9 +10,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..config.providers import ModelsConfig
+
 
 class ChatModels:
-    def __init__(self, models_config: Mapping[str, Any] | None, primary: str | None,
+    def __init__(self, models_config: ModelsConfig | Mapping[str, Any] | None, primary: str | None,
                  fallbacks: Sequence[str] | None) -> None:
         self._config = models_config
         self._primary = primary

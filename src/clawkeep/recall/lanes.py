@@ -156,8 +156,8 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
         retrieval = len(entry.words & message_words) / max(1, len(message_words))
         score = 0.8 * best + 0.2 * min(1.0, retrieval)
         if score >= min_score:
-            visible = _COMMENT.sub("", item.text).strip()  # trigger comments are not part of the fact
-            hits.append(LaneOneHit(item.id, visible, score, f"{MEMORY_FILE}#L{item.line}"))
+            fact = _COMMENT.sub("", item.text).strip()  # trigger comments are not part of the fact
+            hits.append(LaneOneHit(item.id, fact, score, f"{MEMORY_FILE}#L{item.line}"))
     hits.sort(key=lambda h: (-h.score, h.item_id))
     hits = hits[:max_entries]
     if not hits:

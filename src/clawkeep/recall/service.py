@@ -3,6 +3,11 @@
 recall() = gates → lane 1 (trusted MEMORY.md entries) → lane 2 when the message asks about
 the past and lane 1 had no strong hit (escalate mode) → a one-line summary or nothing.
 Failures and timeouts return a status, never an exception: a reply must not wait on memory.
+
+Lane 2 gathers its evidence with one tool, `memory_search`: over the memory index and, with
+rememberAcrossConversations, over the other DM transcripts of the agent (the agent tool's
+`corpus: "sessions"`). When `toolsAllow` does not permit `memory_search`, lane 2 is skipped (lane
+1 reads no tool and still runs). `memory_get` is never needed: the search snippets carry the text.
 """
 
 from __future__ import annotations
@@ -11,7 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.active_memory import ActiveMemoryOptions, active_memory_config, remember_across_conversations
+from ..config.active_memory import (
+    SEARCH_TOOL,
+    ActiveMemoryOptions,
+    active_memory_config,
+    remember_across_conversations,
+)
 from ..errors import ClawkeepError, InputError
 from ..events import RecallTraced
 from ..memory import service as memory
@@ -146,6 +156,8 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
 
 def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
               past: bool, done: Any) -> RecallResult:
+    if SEARCH_TOOL not in options.allowed_tools():  # toolsAllow: lane 2's one evidence tool is not permitted
+        return done("skipped", 2, past, reason=f"toolsAllow does not permit {SEARCH_TOOL}")
     across = remember_across_conversations(rt.config)
     evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across),
                             (lambda q: _transcript_evidence(rt, session, q)) if across else None, text)

@@ -9,15 +9,13 @@ conversation (`--global`) is accepted only from the operator.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import json5
-
 from ..config.active_memory import active_memory_config
+from ..config.model import write_override
 from ..errors import InputError
 from ..runtime import Runtime
 from ..sessions import service
@@ -141,19 +139,9 @@ def active_memory_command(rt: Runtime, session: SessionRecord, rest: str, *, ope
 
 
 def write_global_switch(rt: Runtime, enabled: bool) -> Path:
-    """--global writes plugins.entries.active-memory.enabled into the config file (comments are not kept)."""
-    path = Path(rt.config_path or rt.home / "clawkeep.json5")
-    data: dict[str, Any] = {}
-    if path.exists():
-        try:
-            data = json5.loads(path.read_text(encoding="utf-8")) or {}
-        except ValueError as exc:
-            raise InputError(f"config file {path} is not valid JSON5, not changed: {exc}") from None
-    entry = data.setdefault("plugins", {}).setdefault("entries", {}).setdefault("active-memory", {})
-    entry["enabled"] = enabled
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    rt.config.plugins.setdefault("entries", {}).setdefault("active-memory", {})["enabled"] = enabled
+    """--global sets plugins.entries.active-memory.enabled in the overrides file beside the config file
+    (`clawkeep.overrides.json`), which the loader merges over it: the user's file is never rewritten."""
+    path = write_override(rt.config_path or rt.home / "clawkeep.json5", ("plugins", "entries", "active-memory",
+                                                                          "enabled"), enabled)
+    active_memory_config(rt.config).enabled = enabled
     return path

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..config.active_memory import active_memory_config
+from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
 from ..context.assembly import TurnContext, assemble, clear_notices
 from ..context.flush import FlushResult, flush, flush_due
@@ -27,12 +28,15 @@ from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import zone
 from .messages import TurnEvent
 
-DEFAULT_CONTEXT_TOKENS = 128_000
 RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
 
 
 def window_tokens(rt: Runtime, model: Any | None) -> int:
-    return getattr(model, "context_window", None) or DEFAULT_CONTEXT_TOKENS
+    """The model's context window; in record mode the window config assumes for the caller's model
+    (both defaults live in config.providers)."""
+    if model is None:
+        return RECORD_MODE_CONTEXT_WINDOW
+    return getattr(model, "context_window", None) or DEFAULT_CONTEXT_WINDOW
 
 
 def compaction_threshold(rt: Runtime, window: int) -> int:

@@ -9,10 +9,10 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...config.providers import DEFAULT_CONTEXT_WINDOW
 from ...errors import ClawkeepError, InputError
 
 ROLES = ("user", "assistant", "system")
-DEFAULT_CONTEXT_WINDOW = 32_000
 
 # Well-known context windows (tokens) of hosted model families, matched by the longest prefix of the
 # lower-cased model id (an OpenRouter-style "vendor/" prefix is ignored). Open-weight models are
@@ -39,7 +39,7 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
 
 
 def default_context_window(model: str) -> int:
-    """The table's window for `model` (longest matching prefix), else 32k."""
+    """The table's window for `model` (longest matching prefix), else the config's DEFAULT_CONTEXT_WINDOW."""
     name = model.lower().rsplit("/", 1)[-1]
     best = ""
     for prefix in KNOWN_CONTEXT_WINDOWS:
@@ -299,7 +299,7 @@ class ChatModel(ABC):
 
     provider: str
     model: str
-    context_window: int
+    context_window: int = DEFAULT_CONTEXT_WINDOW  # a provider that knows its model's window sets it
 
     @property
     def ref(self) -> str:

@@ -13,11 +13,10 @@ from collections.abc import Generator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...config.providers import MAX_TOKENS_FIELDS
 from ...errors import InputError
 from .base import ChatResult, empty_usage
 from .http import HttpChatModel, SseEvent, as_int, finish_reason
-
-MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 
 
 class OpenAIChatModel(HttpChatModel):
