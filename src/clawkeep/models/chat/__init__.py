@@ -17,7 +17,11 @@ HTTP 429 and 5xx are retried with exponential backoff (honouring `Retry-After`, 
 4xx fail at once. A stream is sent when `stream()` is called and reads up to the first delta,
 so errors before any output are retried / fall back there; later errors raise while iterating.
 
-Config — the `models` section (a model is referenced as "<provider>/<model>")::
+HTTP (one client, timeouts, retries, Retry-After, size limits, SSE) is `clawkeep.models.http`,
+shared with the embedding providers.
+
+Config — the `models` section (a model is referenced as "<provider>/<model>"), typed and validated
+when the config loads by `clawkeep.config.providers`, where every default below lives::
 
     models:
       providers:

@@ -1,22 +1,31 @@
-"""HTTP plumbing shared by the chat providers: one httpx client, timeouts, retries, SSE, error wording."""
+"""The chat providers' side of the HTTP layer (`models.http`): request bodies in, ChatResults or
+ModelErrors out — timeouts, retries, size limits and SSE are the shared layer's."""
 
 from __future__ import annotations
 
-import email.utils
-import importlib.metadata
 import json
-import random
-import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Iterator
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Generator, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from ...config.providers import ProviderConfig
 from ...errors import InputError
+from ..http import (
+    HttpClient,
+    RetryPolicy,
+    SseEvent,
+    WireError,
+    WireTimeout,
+    WireTooLarge,
+    as_wire_error,
+    iter_sse,
+    parse_retry_after,
+    retrying,
+)
 from .base import (
     ChatModel,
     ChatResult,
@@ -33,54 +42,13 @@ from .base import (
     overflow_token_counts,
 )
 
-try:
-    _VERSION = importlib.metadata.version("clawkeep")
-except importlib.metadata.PackageNotFoundError:  # running from a source tree
-    _VERSION = "dev"
+__all__ = ["MAX_ERROR_BYTES", "MAX_RESPONSE_BYTES", "HttpChatModel", "SseEvent", "as_int", "finish_reason",
+           "iter_sse", "parse_retry_after"]
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_ERROR_BYTES = 64 * 1024
-T = TypeVar("T")
-SseEvent = tuple[str, str]  # (event name, data)
-
-
-def iter_sse(response: httpx.Response) -> Iterator[SseEvent]:
-    """Server-sent events as (event, data); comments and unknown fields are skipped."""
-    event, data = "", []
-    for line in response.iter_lines():
-        if not line:
-            if data:
-                yield event or "message", "\n".join(data)
-            event, data = "", []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-    if data:
-        yield event or "message", "\n".join(data)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP-date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+# Defaults of a provider's settings: one place, the config's ProviderConfig.
+_DEFAULTS = ProviderConfig()
 
 
 def _resume(first: str, rest: Generator[str, None, ChatResult]) -> Generator[str, None, ChatResult]:
@@ -103,10 +71,10 @@ class HttpChatModel(ChatModel):
         api_key: str | None = None,
         context_window: int | None = None,
         max_tokens: int | None = None,
-        timeout_s: float = 60.0,
-        retries: int = 2,
-        retry_backoff_s: float = 0.5,
-        retry_after_cap_s: float = 20.0,
+        timeout_s: float = _DEFAULTS.timeout_ms / 1000,
+        retries: int = _DEFAULTS.retries,
+        retry_backoff_s: float = _DEFAULTS.retry_backoff_ms / 1000,
+        retry_after_cap_s: float = _DEFAULTS.retry_after_cap_ms / 1000,
         headers: dict[str, str] | None = None,
     ):
         if not model:
@@ -124,9 +92,12 @@ class HttpChatModel(ChatModel):
         self.retry_backoff_s = max(0.0, float(retry_backoff_s))
         self.retry_after_cap_s = max(0.0, float(retry_after_cap_s))
         self._api_key = api_key or None
-        self._extra_headers = dict(headers or {})
-        self._client: httpx.Client | None = None
-        self._client_lock = threading.Lock()
+        extra_headers = dict(headers or {})
+        self._wire = HttpClient(lambda: {**self._headers(), **extra_headers}, secret=self._api_key)
+
+    @property
+    def _retry(self) -> RetryPolicy:
+        return RetryPolicy(self.retries, self.retry_backoff_s, self.retry_after_cap_s, jitter=0.25)
 
     # -- per-protocol hooks ------------------------------------------------------------------
 
@@ -179,7 +150,7 @@ class HttpChatModel(ChatModel):
                 response.close()
             return self._parse(self.decode(raw.decode("utf-8", "replace")))
 
-        return self._with_retries(attempt)
+        return retrying(attempt, self._retry)
 
     def stream(
         self,
@@ -211,13 +182,10 @@ class HttpChatModel(ChatModel):
                 return finished_stream(stop.value)
             return StreamResult(_resume(first, gen))
 
-        return self._with_retries(attempt)
+        return retrying(attempt, self._retry)
 
     def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._wire.close()
 
     # -- helpers for subclasses --------------------------------------------------------------
 
@@ -283,26 +251,23 @@ class HttpChatModel(ChatModel):
             raise InputError(f"timeout_s must be a positive number of seconds; got {value!r}")
         return float(value)
 
-    def _http(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                headers = {"User-Agent": f"clawkeep/{_VERSION}"}
-                headers.update(self._headers())
-                headers.update(self._extra_headers)
-                self._client = httpx.Client(headers=headers)
-            return self._client
-
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key and self._api_key in text else text
+        return self._wire.scrub(text)
 
     def _timed_out(self, what: str, timeout: float) -> ModelTimeoutError:
         return ModelTimeoutError(
             f"{self.ref}: {what} within {timeout:g} s (timeout)", provider=self.provider, model=self.model
         )
 
-    def _unreachable(self, exc: Exception) -> ModelError:
+    def _failed(self, exc: WireError, timeout: float, *, timeout_wording: str | None = None) -> ModelError:
+        """A wire failure as a ModelError: a timeout is final, a connection failure retryable."""
+        if isinstance(exc, WireTimeout):
+            return self._timed_out(timeout_wording or exc.detail, timeout)
+        if isinstance(exc, WireTooLarge):
+            return self.bad_response(exc.detail)
+        reason = self._scrub(str(exc.cause)) or type(exc.cause).__name__
         return ModelError(
-            f"{self.ref}: connection to {self.base_url} failed: {self._scrub(str(exc)) or type(exc).__name__}",
+            f"{self.ref}: connection to {self.base_url} failed: {reason}",
             provider=self.provider,
             model=self.model,
             retryable=True,
@@ -310,20 +275,16 @@ class HttpChatModel(ChatModel):
 
     def _open(self, body: dict[str, Any], timeout: float) -> httpx.Response:
         """POST and return the open (streaming) response when it is 2xx; raise the mapped error otherwise."""
-        client = self._http()
-        request = client.build_request("POST", self._url(), json=body, timeout=httpx.Timeout(timeout))
         try:
-            response = client.send(request, stream=True)
-        except httpx.TimeoutException:
-            raise self._timed_out("no answer", timeout) from None
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from None
+            response = self._wire.open(self._url(), body, timeout)
+        except WireError as exc:
+            raise self._failed(exc, timeout) from None
         if 200 <= response.status_code < 300:
             return response
         status = response.status_code
         try:
-            text = self._read(response, MAX_ERROR_BYTES, time.monotonic() + timeout, timeout, truncate=True)
-        except ModelError:
+            text = self._wire.read(response, limit=MAX_ERROR_BYTES, deadline=time.monotonic() + timeout, truncate=True)
+        except WireError:
             text = b""
         finally:
             response.close()
@@ -334,51 +295,21 @@ class HttpChatModel(ChatModel):
             retry_after_s=parse_retry_after(response.headers.get("retry-after")),
         )
 
-    def _read(
-        self, response: httpx.Response, limit: int, deadline: float, timeout: float, truncate: bool = False
-    ) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
+    def _read(self, response: httpx.Response, limit: int, deadline: float, timeout: float) -> bytes:
         try:
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > limit:
-                    if truncate:
-                        break
-                    raise self.bad_response(f"answer larger than {limit} bytes")
-                if time.monotonic() > deadline:
-                    raise self._timed_out("no complete answer", timeout)
-        except httpx.TimeoutException:
-            raise self._timed_out("no complete answer", timeout) from None
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from None
-        return b"".join(chunks)[:limit]
+            return self._wire.read(response, limit=limit, deadline=deadline)
+        except WireError as exc:
+            raise self._failed(exc, timeout) from None
 
     def _guarded(self, response: httpx.Response, timeout: float) -> Generator[str, None, ChatResult]:
         """`_deltas` over the response's SSE, with transport errors mapped and the response closed."""
         try:
             return (yield from self._deltas(iter_sse(response)))
-        except httpx.TimeoutException:
-            raise self._timed_out("stream stalled: no data", timeout) from None
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from None
+        except httpx.HTTPError as exc:
+            raise self._failed(as_wire_error(exc, reading=True), timeout,
+                               timeout_wording="stream stalled: no data") from None
         finally:
             response.close()
-
-    def _with_retries(self, attempt: Callable[[], T]) -> T:
-        tries = 0
-        while True:
-            try:
-                return attempt()
-            except ModelError as exc:
-                if not exc.retryable or tries >= self.retries:
-                    raise
-                delay = exc.retry_after_s
-                if delay is None:
-                    delay = self.retry_backoff_s * (2**tries) * (1 + random.random() * 0.25)
-                time.sleep(min(delay, self.retry_after_cap_s))
-                tries += 1
 
 
 def _system(value: str | None) -> str | None:

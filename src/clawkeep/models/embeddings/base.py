@@ -29,6 +29,8 @@ class EmbeddingError(ClawkeepError):
 
     code = "embedding_error"
     http_status = 502
+    retryable = False  # set on the failures a remote provider retries (models.http.retrying)
+    retry_after_s: float | None = None
 
     def __init__(self, provider: str, model: str, problem: str):
         self.provider = provider

@@ -27,32 +27,31 @@ a short backoff (honouring `Retry-After`, capped); everything else fails at once
 from __future__ import annotations
 
 import base64
-import importlib.metadata
 import json
-import time
 from typing import Any
 
-import httpx
 import numpy as np
 
-from .base import EmbeddingProvider, Side
-
-try:
-    _VERSION = importlib.metadata.version("clawkeep")
-except importlib.metadata.PackageNotFoundError:  # running from a source tree
-    _VERSION = "dev"
+from ..http import (
+    HttpClient,
+    RetryPolicy,
+    WireBroken,
+    WireError,
+    WireTimeout,
+    WireTooLarge,
+    parse_retry_after,
+    retrying,
+)
+from .base import EmbeddingError, EmbeddingProvider, Side
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 10.0
 
 
-class _Deadline(Exception):
-    pass
-
-
 class HttpEmbeddingProvider(EmbeddingProvider):
-    """Shared HTTP plumbing: one httpx client, deadline, retries, error wording, JSON parsing."""
+    """What every remote provider shares: the HTTP layer (`models.http`), error wording, JSON parsing."""
 
     default_base_url: str = ""
     default_model: str = ""
@@ -99,10 +98,8 @@ class HttpEmbeddingProvider(EmbeddingProvider):
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self._api_key = api_key or None
-        default_headers = {"User-Agent": f"clawkeep/{_VERSION}", "Accept": "application/json"}
-        default_headers.update(self._auth_headers(self._api_key))
-        default_headers.update(headers or {})
-        self._client = httpx.Client(headers=default_headers, timeout=httpx.Timeout(self.timeout_s))
+        self._wire = HttpClient({"Accept": "application/json", **self._auth_headers(self._api_key), **(headers or {})},
+                                secret=self._api_key)
 
     # -- per-protocol hooks ------------------------------------------------------------------
 
@@ -121,75 +118,57 @@ class HttpEmbeddingProvider(EmbeddingProvider):
         return info
 
     def close(self) -> None:
-        self._client.close()
+        self._wire.close()
 
     def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "***")
-        return text
+        return self._wire.scrub(text)
 
     def _post_json(self, path: str, body: dict[str, Any]) -> Any:
-        """POST `body` as JSON to base URL + path and return the decoded JSON answer."""
+        """POST `body` as JSON to base URL + path and return the decoded JSON answer.
+
+        Retried (up to maxRetries): a dropped connection and HTTP 429/502/503/504; everything else —
+        timeouts included — fails at once."""
         url = self.base_url + path
-        attempt = 0
-        while True:
-            try:
-                status, payload, headers = self._send(url, body)
-            except _Deadline:
-                raise self.error(
-                    f"no complete answer from POST {url} within {self.timeout_s:g} s (timeoutMs)"
-                ) from None
-            except httpx.TimeoutException:
-                raise self.error(f"no answer from POST {url} within {self.timeout_s:g} s (timeoutMs)") from None
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                if attempt < self.max_retries:
-                    attempt += 1
-                    time.sleep(self._backoff(attempt, None))
-                    continue
-                raise self.error(f"connection to {url} broke: {type(exc).__name__}: {self._scrub(str(exc))}") from None
-            except httpx.HTTPError as exc:
-                raise self.error(f"cannot reach {url}: {type(exc).__name__}: {self._scrub(str(exc))}") from None
-            if status in RETRY_STATUSES and attempt < self.max_retries:
-                attempt += 1
-                time.sleep(self._backoff(attempt, headers.get("retry-after")))
-                continue
-            if 300 <= status < 400:
-                target = headers.get("location", "?")
-                raise self.error(
-                    f"HTTP {status} from POST {url} redirects to {target}; set remote.baseUrl to the final URL"
-                )
-            if status >= 400:
-                raise self.error(f"HTTP {status} from POST {url}: {self._error_detail(payload)}")
-            try:
-                return json.loads(payload)
-            except ValueError:
-                snippet = self._scrub(payload[:120].decode("utf-8", "replace"))
-                raise self.error(
-                    f"answered HTTP {status} with invalid JSON ({len(payload)} bytes, starting {snippet!r})"
-                ) from None
+        policy = RetryPolicy(self.max_retries, FIRST_BACKOFF_S, min(MAX_BACKOFF_S, self.timeout_s))
+        answer = retrying(lambda: self._attempt(url, body), policy)
+        if 300 <= answer.status < 400:
+            target = answer.headers.get("location", "?")
+            raise self.error(f"HTTP {answer.status} from POST {url} redirects to {target}; set remote.baseUrl to the "
+                             "final URL")
+        try:
+            return json.loads(answer.body)
+        except ValueError:
+            snippet = self._scrub(answer.body[:120].decode("utf-8", "replace"))
+            raise self.error(
+                f"answered HTTP {answer.status} with invalid JSON ({len(answer.body)} bytes, starting {snippet!r})"
+            ) from None
 
-    def _send(self, url: str, body: dict[str, Any]) -> tuple[int, bytes, httpx.Headers]:
-        deadline = time.monotonic() + self.timeout_s
-        with self._client.stream("POST", url, json=body) as response:
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise self.error(f"answer from {url} is larger than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _Deadline()
-            return response.status_code, b"".join(chunks), response.headers
+    def _attempt(self, url: str, body: dict[str, Any]) -> Any:
+        """One request: the answer, or an EmbeddingError (`retryable` for what `_post_json` retries)."""
+        try:
+            answer = self._wire.post(url, body, timeout_s=self.timeout_s, limit=MAX_RESPONSE_BYTES)
+        except WireTimeout as exc:
+            raise self.error(f"{exc.detail} from POST {url} within {self.timeout_s:g} s (timeoutMs)") from None
+        except WireTooLarge:
+            raise self.error(f"answer from {url} is larger than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB") from None
+        except WireError as exc:
+            cause = exc.cause
+            what = f"{type(cause).__name__}: {self._scrub(str(cause))}"
+            if isinstance(exc, WireBroken):
+                raise self._retryable(self.error(f"connection to {url} broke: {what}")) from None
+            raise self.error(f"cannot reach {url}: {what}") from None
+        if answer.status >= 400:
+            error = self.error(f"HTTP {answer.status} from POST {url}: {self._error_detail(answer.body)}")
+            if answer.status in RETRY_STATUSES:
+                raise self._retryable(error, parse_retry_after(answer.headers.get("retry-after")))
+            raise error
+        return answer
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
-        delay = 0.5 * 2 ** (attempt - 1)
-        if retry_after:
-            try:
-                delay = float(retry_after)
-            except ValueError:
-                pass
-        return max(0.0, min(delay, MAX_BACKOFF_S, self.timeout_s))
+    @staticmethod
+    def _retryable(error: EmbeddingError, retry_after_s: float | None = None) -> EmbeddingError:
+        error.retryable = True
+        error.retry_after_s = retry_after_s
+        return error
 
     def _error_detail(self, payload: bytes) -> str:
         text = payload.decode("utf-8", "replace")
