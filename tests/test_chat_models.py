@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from scripted_chat_server import Reply, ScriptedChatServer, sse_data, sse_events
+from scripted_server import Reply, ScriptedServer, sse_data, sse_events
 
 from clawkeep.errors import ClawkeepError, InputError
 from clawkeep.models.chat import (
@@ -25,7 +25,7 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 @pytest.fixture
 def server():
-    with ScriptedChatServer() as srv:
+    with ScriptedServer() as srv:
         yield srv
 
 
@@ -78,7 +78,7 @@ def anthropic_error(message, kind="invalid_request_error"):
 
 
 def test_openai_complete_wire_format_and_usage(server):
-    server.script(Reply(json=openai_answer()))
+    server.add(Reply(json=openai_answer()))
     model = openai_model(server)
     result = model.complete(HELLO, system="Be brief.", max_tokens=50, temperature=0.2)
     assert (result.text, result.provider, result.model, result.finish_reason) == (
@@ -92,7 +92,7 @@ def test_openai_complete_wire_format_and_usage(server):
     assert (req.method, req.path) == ("POST", "/v1/chat/completions")
     assert req.headers["authorization"] == "Bearer sk-test"
     assert req.headers["content-type"] == "application/json"
-    assert req.json == {
+    assert req.json() == {
         "model": "test-model",
         "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}],
         "stream": False,
@@ -102,27 +102,27 @@ def test_openai_complete_wire_format_and_usage(server):
 
 
 def test_openai_without_key_sends_no_authorization_and_bare_host_gets_v1(server):
-    server.script(Reply(json=openai_answer(usage=(1, 1))))
+    server.add(Reply(json=openai_answer(usage=(1, 1))))
     cfg = {"providers": {"ollama": {"baseUrl": server.url}}}  # built-in api, overridden URL, no key
     model = create_chat_model("ollama/llama3.1:8b", cfg, env={})
     assert model.complete(HELLO).text == "Hi there"
     [req] = server.requests
     assert req.path == "/v1/chat/completions"
     assert "authorization" not in req.headers
-    assert "max_tokens" not in req.json and "temperature" not in req.json
+    assert "max_tokens" not in req.json() and "temperature" not in req.json()
 
 
 def test_openai_max_completion_tokens_field(server):
-    server.script(Reply(json=openai_answer()))
+    server.add(Reply(json=openai_answer()))
     openai_model(server, maxTokensField="max_completion_tokens").complete(HELLO, max_tokens=9)
-    body = server.requests[0].json
+    body = server.requests[0].json()
     assert body["max_completion_tokens"] == 9 and "max_tokens" not in body
 
 
 def test_openai_missing_usage_is_none(server):
     answer = openai_answer()
     del answer["usage"]
-    server.script(Reply(json=answer))
+    server.add(Reply(json=answer))
     assert openai_model(server).complete(HELLO).usage == {"inputTokens": None, "outputTokens": None}
 
 
@@ -134,19 +134,19 @@ def test_openai_stream(server):
         {"model": "test-model", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
         {"model": "test-model", "choices": [], "usage": {"prompt_tokens": 8, "completion_tokens": 2}},
     ]
-    server.script(Reply(sse=[": keep-alive\n\n", *sse_data(*chunks, "[DONE]")]))
+    server.add(Reply(sse=[": keep-alive\n\n", *sse_data(*chunks, "[DONE]")]))
     stream = openai_model(server).stream(HELLO, system="sys")
     assert list(stream) == ["Hel", "lo!"]
     result = stream.result
     assert (result.text, result.finish_reason, result.provider) == ("Hello!", "length", "local")
     assert result.usage == {"inputTokens": 8, "outputTokens": 2}
-    body = server.requests[0].json
+    body = server.requests[0].json()
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["messages"][0] == {"role": "system", "content": "sys"}
 
 
 def test_stream_result_read_early_drains(server):
-    server.script(
+    server.add(
         Reply(
             sse=sse_data(
                 {"choices": [{"index": 0, "delta": {"content": "a"}}]},
@@ -161,13 +161,13 @@ def test_stream_result_read_early_drains(server):
 
 
 def test_stream_answered_with_plain_json_is_one_delta(server):
-    server.script(Reply(json=openai_answer("whole")))
+    server.add(Reply(json=openai_answer("whole")))
     stream = openai_model(server).stream(HELLO)
     assert list(stream) == ["whole"] and stream.result.usage["inputTokens"] == 12
 
 
 def test_openai_error_inside_stream_before_output(server):
-    server.script(
+    server.add(
         Reply(
             sse=sse_data(
                 {
@@ -188,7 +188,7 @@ def test_openai_error_inside_stream_before_output(server):
 
 
 def test_anthropic_complete_wire_format_and_usage(server):
-    server.script(Reply(json=anthropic_answer()))
+    server.add(Reply(json=anthropic_answer()))
     model = anthropic_model(server)
     messages = [
         {"role": "system", "content": "Rule two."},
@@ -209,7 +209,7 @@ def test_anthropic_complete_wire_format_and_usage(server):
     assert req.headers["x-api-key"] == "ak-test"
     assert req.headers["anthropic-version"] == "2023-06-01"
     assert "authorization" not in req.headers
-    assert req.json == {
+    assert req.json() == {
         "model": "claude-test",
         "max_tokens": 1024,
         "system": "Rule one.\n\nRule two.",
@@ -223,12 +223,12 @@ def test_anthropic_complete_wire_format_and_usage(server):
 
 
 def test_anthropic_max_tokens_from_call_and_from_model_config(server):
-    server.script(Reply(json=anthropic_answer(stop="max_tokens")), Reply(json=anthropic_answer()))
+    server.add(Reply(json=anthropic_answer(stop="max_tokens")), Reply(json=anthropic_answer()))
     model = anthropic_model(server)
     assert model.complete(HELLO, max_tokens=64).finish_reason == "length"
     cfg = config(server.url, "anthropic", name="claude", apiKey="k", models={"claude-test": {"maxTokens": 333}})
     create_chat_model("claude/claude-test", cfg).complete(HELLO)
-    assert [r.json["max_tokens"] for r in server.requests] == [64, 333]
+    assert [r.json()["max_tokens"] for r in server.requests] == [64, 333]
 
 
 def test_anthropic_stream(server):
@@ -268,18 +268,18 @@ def test_anthropic_stream(server):
         ),
         ("message_stop", {"type": "message_stop"}),
     )
-    server.script(Reply(sse=events))
+    server.add(Reply(sse=events))
     stream = anthropic_model(server).stream(HELLO, system="S")
     assert list(stream) == ["Hel", "lo"]
     result = stream.result
     assert (result.text, result.model, result.finish_reason) == ("Hello", "claude-test-2", "stop")
     assert result.usage == {"inputTokens": 30, "outputTokens": 15}
-    body = server.requests[0].json
+    body = server.requests[0].json()
     assert body["stream"] is True and body["system"] == "S"
 
 
 def test_anthropic_stream_error_event_overflow(server):
-    server.script(
+    server.add(
         Reply(sse=sse_events(("error", anthropic_error("prompt is too long: 208310 tokens > 200000 maximum"))))
     )
     with pytest.raises(ContextOverflowError) as info:
@@ -289,7 +289,7 @@ def test_anthropic_stream_error_event_overflow(server):
 
 
 def test_anthropic_overloaded_stream_event_is_retried(server):
-    server.script(
+    server.add(
         Reply(sse=sse_events(("error", anthropic_error("Overloaded", "overloaded_error")))),
         Reply(json=anthropic_answer("fine")),
     )
@@ -298,7 +298,7 @@ def test_anthropic_overloaded_stream_event_is_retried(server):
 
 
 def test_stream_ending_early_is_a_response_error(server):
-    server.script(
+    server.add(
         Reply(
             sse=sse_events(
                 ("content_block_delta", {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "par"}})
@@ -317,14 +317,14 @@ def test_stream_ending_early_is_a_response_error(server):
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_retry_on_500_then_success(server, api):
     ok = openai_answer() if api == "openai" else anthropic_answer()
-    server.script(Reply(status=500, json={"error": {"message": "boom"}}), Reply(json=ok))
+    server.add(Reply(status=500, json={"error": {"message": "boom"}}), Reply(json=ok))
     model = openai_model(server) if api == "openai" else anthropic_model(server)
     assert model.complete(HELLO).text == "Hi there"
     assert len(server.requests) == 2
 
 
 def test_429_retry_after_is_honoured(server):
-    server.script(
+    server.add(
         Reply(status=429, headers={"Retry-After": "1"}, json=openai_error("Rate limit", kind="rate_limit")),
         Reply(json=openai_answer()),
     )
@@ -335,13 +335,13 @@ def test_429_retry_after_is_honoured(server):
 
 
 def test_retry_after_is_capped(server):
-    server.script(Reply(status=429, headers={"Retry-After": "3600"}), Reply(json=openai_answer()))
+    server.add(Reply(status=429, headers={"Retry-After": "3600"}), Reply(json=openai_answer()))
     assert openai_model(server, retryAfterCapMs=50).complete(HELLO).text == "Hi there"
     assert len(server.requests) == 2
 
 
 def test_no_retry_on_400(server):
-    server.script(Reply(status=400, json=openai_error("Invalid 'messages'")), Reply(json=openai_answer()))
+    server.add(Reply(status=400, json=openai_error("Invalid 'messages'")), Reply(json=openai_answer()))
     with pytest.raises(ModelError) as info:
         openai_model(server).complete(HELLO)
     assert type(info.value) is ModelError and info.value.status == 400
@@ -350,7 +350,7 @@ def test_no_retry_on_400(server):
 
 
 def test_retries_exhausted(server):
-    server.script(*[Reply(status=503, body="unavailable")] * 3, Reply(json=openai_answer()))
+    server.add(*[Reply(status=503, body="unavailable")] * 3, Reply(json=openai_answer()))
     with pytest.raises(ModelError, match="HTTP 503"):
         openai_model(server).complete(HELLO)
     assert len(server.requests) == 3  # 1 + default 2 retries
@@ -366,7 +366,7 @@ def test_connection_refused_is_a_model_error(server):
 
 
 def test_api_key_never_appears_in_errors(server):
-    server.script(Reply(status=401, json=openai_error("Incorrect API key provided: sk-test")))
+    server.add(Reply(status=401, json=openai_error("Incorrect API key provided: sk-test")))
     with pytest.raises(ModelError) as info:
         openai_model(server).complete(HELLO)
     assert "sk-test" not in str(info.value)
@@ -389,7 +389,7 @@ OVERFLOW_MESSAGES = [
 
 @pytest.mark.parametrize("message", OVERFLOW_MESSAGES)
 def test_overflow_strings_openai_shape(server, message):
-    server.script(Reply(status=400, json=openai_error(message.upper() if "ollama" in message.lower() else message)))
+    server.add(Reply(status=400, json=openai_error(message.upper() if "ollama" in message.lower() else message)))
     with pytest.raises(ContextOverflowError) as info:
         openai_model(server).complete(HELLO)
     assert "local/test-model" in str(info.value) and "context overflow" in str(info.value)
@@ -404,7 +404,7 @@ def test_overflow_strings_anthropic_shape(server, message):
         if status == 413
         else anthropic_error(message)
     )
-    server.script(Reply(status=status, json=body))
+    server.add(Reply(status=status, json=body))
     with pytest.raises(ContextOverflowError) as info:
         anthropic_model(server).complete(HELLO)
     assert info.value.status == status and info.value.provider == "claude"
@@ -412,7 +412,7 @@ def test_overflow_strings_anthropic_shape(server, message):
 
 
 def test_overflow_carries_observed_tokens(server):
-    server.script(
+    server.add(
         Reply(status=400, json=openai_error(OVERFLOW_MESSAGES[3], code="context_length_exceeded")),
         Reply(status=400, json=anthropic_error(OVERFLOW_MESSAGES[7])),
         Reply(status=400, json=openai_error("Context length exceeded")),
@@ -430,7 +430,7 @@ def test_overflow_carries_observed_tokens(server):
 
 
 def test_overflow_in_a_5xx_body_is_not_retried(server):
-    server.script(Reply(status=500, body="ollama error: context length exceeded"), Reply(json=openai_answer()))
+    server.add(Reply(status=500, body="ollama error: context length exceeded"), Reply(json=openai_answer()))
     with pytest.raises(ContextOverflowError):
         openai_model(server).complete(HELLO)
     assert len(server.requests) == 1
@@ -451,7 +451,7 @@ def test_overflow_in_a_5xx_body_is_not_retried(server):
     ids=["garbage", "empty", "no-choices", "not-object", "no-message"],
 )
 def test_bad_openai_answers(server, reply):
-    server.script(reply, Reply(json=openai_answer()))
+    server.add(reply, Reply(json=openai_answer()))
     with pytest.raises(ModelResponseError) as info:
         openai_model(server).complete(HELLO)
     assert "local/test-model" in str(info.value)
@@ -459,7 +459,7 @@ def test_bad_openai_answers(server, reply):
 
 
 def test_bad_anthropic_answer_and_bad_sse_chunk(server):
-    server.script(Reply(json={"type": "message", "content": "nope"}), Reply(sse=["data: {not json\n\n"]))
+    server.add(Reply(json={"type": "message", "content": "nope"}), Reply(sse=["data: {not json\n\n"]))
     with pytest.raises(ModelResponseError, match="claude/claude-test"):
         anthropic_model(server).complete(HELLO)
     with pytest.raises(ModelResponseError, match="not valid JSON"):
@@ -470,7 +470,7 @@ def test_bad_anthropic_answer_and_bad_sse_chunk(server):
 
 
 def test_hanging_server_times_out(server):
-    server.script(Reply(hang=True), Reply(json=openai_answer()))
+    server.add(Reply(hang=True), Reply(json=openai_answer()))
     model = openai_model(server, timeoutMs=300)
     with pytest.raises(ModelTimeoutError, match="local/test-model"):
         model.complete(HELLO)
@@ -478,19 +478,19 @@ def test_hanging_server_times_out(server):
 
 
 def test_per_call_timeout_overrides_config(server):
-    server.script(Reply(delay_s=5))
+    server.add(Reply(delay=5))
     with pytest.raises(ModelTimeoutError):
         anthropic_model(server).complete(HELLO, timeout_s=0.3)
 
 
 def test_stalled_stream_times_out(server):
-    server.script(
+    server.add(
         Reply(
             sse=sse_data(
                 {"choices": [{"index": 0, "delta": {"content": "a"}}]},
                 {"choices": [{"index": 0, "delta": {"content": "b"}}]},
             ),
-            chunk_delay_s=5,
+            stream_delay=5,
         )
     )
     stream = openai_model(server, timeoutMs=300).stream(HELLO)
@@ -508,7 +508,7 @@ def chain_config(url: str) -> dict:
 
 
 def test_fallback_order_and_who_answered(server):
-    server.script(
+    server.add(
         Reply(status=500, body="down"),
         Reply(status=404, json=openai_error("no such model")),
         Reply(json=openai_answer(model="m3")),
@@ -517,13 +517,13 @@ def test_fallback_order_and_who_answered(server):
     assert isinstance(chain, FallbackChain) and len(chain.models) == 3
     result = chain.complete(HELLO)
     assert (result.provider, result.model, result.text) == ("three", "m3", "Hi there")
-    assert [r.json["model"] for r in server.requests] == ["m1", "m2", "m3"]
+    assert [r.json()["model"] for r in server.requests] == ["m1", "m2", "m3"]
     assert chain.last_model is chain.models[2] and [e.status for e in chain.last_errors] == [500, 404]
     assert (chain.provider, chain.model) == ("one", "m1")
 
 
 def test_fallback_does_not_skip_past_overflow(server):
-    server.script(Reply(status=400, json=openai_error("context_length_exceeded")), Reply(json=openai_answer()))
+    server.add(Reply(status=400, json=openai_error("context_length_exceeded")), Reply(json=openai_answer()))
     chain = create_chain("one/m1", ["two/m2"], chain_config(server.url))
     with pytest.raises(ContextOverflowError):
         chain.complete(HELLO)
@@ -531,14 +531,14 @@ def test_fallback_does_not_skip_past_overflow(server):
 
 
 def test_fallback_after_timeout_and_all_failing(server):
-    server.script(Reply(hang=True), Reply(json=openai_answer(model="m2")))
+    server.add(Reply(hang=True), Reply(json=openai_answer(model="m2")))
     chain = FallbackChain([create_chat_model(ref, chain_config(server.url)) for ref in ("one/m1", "two/m2")])
     assert chain.complete(HELLO, timeout_s=0.3).model == "m2"
 
-    server.script(Reply(hang=True), Reply(hang=True))
+    server.add(Reply(hang=True), Reply(hang=True))
     with pytest.raises(ModelTimeoutError, match="all 2 models"):
         chain.complete(HELLO, timeout_s=0.3)
-    server.script(Reply(hang=True), Reply(status=502, body="bad gateway"))
+    server.add(Reply(hang=True), Reply(status=502, body="bad gateway"))
     with pytest.raises(ModelError) as info:
         chain.complete(HELLO, timeout_s=0.3)
     assert type(info.value) is ModelError and "one/m1" in str(info.value) and "two/m2" in str(info.value)
@@ -546,7 +546,7 @@ def test_fallback_after_timeout_and_all_failing(server):
 
 
 def test_fallback_stream(server):
-    server.script(
+    server.add(
         Reply(status=503, body="busy"),
         Reply(sse=sse_data({"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}, "[DONE]")),
     )
@@ -578,7 +578,7 @@ def test_factory_types_and_context_windows(server):
 
 
 def test_factory_key_from_env(server):
-    server.script(Reply(json=openai_answer()))
+    server.add(Reply(json=openai_answer()))
     cfg = config(server.url, apiKeyEnv="MY_KEY")
     create_chat_model("local/m", cfg, env={"MY_KEY": "sk-from-env"}).complete(HELLO)
     assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"

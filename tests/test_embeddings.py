@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 import pytest
-from scripted_http import Reply, ScriptedHTTPServer
+from scripted_server import Reply, ScriptedServer
 
 from clawkeep.errors import ClawkeepError, InputError
 from clawkeep.models.embeddings import (
@@ -52,7 +52,7 @@ def openai_answer(texts: list[str], dims: int = DIMS) -> dict:
 
 @pytest.fixture
 def server():
-    with ScriptedHTTPServer() as running:
+    with ScriptedServer() as running:
         yield running
 
 

@@ -267,12 +267,12 @@ def _remote_cfg(url, timeout_ms=2000):
 
 @pytest.mark.parametrize("failure", ["server-error", "wrong-dims", "garbage", "timeout"])
 def test_failing_embedding_provider_keeps_keyword_search_and_retries(home, failure):
-    from scripted_http import Reply, ScriptedHTTPServer
+    from scripted_server import Reply, ScriptedServer
 
     bad = {"server-error": Reply(status=500, json={"error": "boom"}),
            "wrong-dims": None, "garbage": Reply(body=b"{not json", headers={"Content-Type": "application/json"}),
            "timeout": Reply(delay=1.0, json=_embedding_reply(1))}[failure]
-    with ScriptedHTTPServer() as server:
+    with ScriptedServer() as server:
         eng = open_engine(home, _remote_cfg(server.url, timeout_ms=300 if failure == "timeout" else 2000))
         w = ws(eng)
         (w / "MEMORY.md").write_text("- The ferry to the island leaves at 7:40\n")
@@ -468,9 +468,9 @@ def _bag_of_words(request):
 
 
 def test_sqlite_vec_backend_answers_like_numpy(home):
-    from scripted_http import ScriptedHTTPServer
+    from scripted_server import ScriptedServer
 
-    with ScriptedHTTPServer(_bag_of_words) as server:
+    with ScriptedServer(_bag_of_words) as server:
         results = {}
         for backend in ("numpy", "sqlite-vec"):
             config = _remote_cfg(server.url)

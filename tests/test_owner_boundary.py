@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 from conftest import open_engine, run_cli
-from scripted_chat_server import Reply, ScriptedChatServer
+from scripted_server import Reply, ScriptedServer
 
 from clawkeep.context.flush import flush
 from clawkeep.errors import InputError
@@ -164,12 +164,12 @@ def test_visible_to_rules():
 
 # --- 3. the prompt of one peer never carries another peer's notes ---------------------------
 def test_bootstrap_and_model_prompt_filter_by_owner(home):
-    with ScriptedChatServer() as server:
+    with ScriptedServer() as server:
         reply = Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1",
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
                                          "finish_reason": "stop"}],
                             "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
-        server.script(*[reply] * 6)
+        server.add(*[reply] * 6)
         config = {**ISOLATED, "models": {"providers": {"local": {
             "api": "openai", "baseUrl": server.url + "/v1", "retries": 0,
             "models": {"scripted-1": {"contextWindow": 32000}}}}},
@@ -184,11 +184,11 @@ def test_bootstrap_and_model_prompt_filter_by_owner(home):
         note = (ws / "memory" / f"{day.isoformat()}.md").read_text()
         assert "night shift" in note and bob.session_key.replace(":", ":") in note
         engine.message("hello, what shift do I prefer?", channel="telegram", sender="alice")
-        prompt = str(server.requests[-1].json["messages"])
+        prompt = str(server.requests[-1].json()["messages"])
         assert "night shift" not in prompt and "ck:" not in prompt
         engine.message("remind me of my shift", channel="telegram", sender="bob")
-        assert "night shift" in str(server.requests[-1].json["messages"])  # his own note he does see
-        assert "ck:" not in str(server.requests[-1].json["messages"])
+        assert "night shift" in str(server.requests[-1].json()["messages"])  # his own note he does see
+        assert "ck:" not in str(server.requests[-1].json()["messages"])
 
 
 # --- 6. config-changing commands only from the operator ------------------------------------

@@ -2,7 +2,7 @@
 
 import pytest
 from conftest import open_engine
-from scripted_chat_server import Reply, ScriptedChatServer
+from scripted_server import Reply, ScriptedServer
 
 from clawkeep.context.compaction import active_messages
 
@@ -21,7 +21,7 @@ def overflow():
 
 @pytest.fixture
 def server():
-    with ScriptedChatServer() as srv:
+    with ScriptedServer() as srv:
         yield srv
 
 
@@ -35,7 +35,7 @@ def model_config(server, *, timeout_ms=5000, retries=0, **extra):
 
 
 def test_full_turn_injects_recall_before_the_user_message_and_stores_the_reply(home, server):
-    server.script(completion("Noted: Shanghai next Tuesday."),
+    server.add(completion("Noted: Shanghai next Tuesday."),
                   completion("The user said they go to 上海 next Tuesday."),  # lane 2: the recall sub-agent
                   completion("You go to Shanghai next Tuesday."))
     eng = open_engine(home, model_config(server))
@@ -46,9 +46,9 @@ def test_full_turn_injects_recall_before_the_user_message_and_stores_the_reply(h
     assert result.reply == "You go to Shanghai next Tuesday."
     assert result.active_memory == {**result.active_memory, "status": "ok", "lane": 2,
                                     "summary": "The user said they go to 上海 next Tuesday."}
-    recall_prompt = server.requests[1].json["messages"][-1]["content"]
+    recall_prompt = server.requests[1].json()["messages"][-1]["content"]
     assert "下周二我去上海" in recall_prompt  # the sub-agent saw what the memory tools found
-    sent = server.requests[-1].json["messages"]
+    sent = server.requests[-1].json()["messages"]
     user = sent[-1]
     assert user["role"] == "user"
     assert user["content"].index("<active_memory_plugin>") < user["content"].index("我下周有什么安排")
@@ -64,18 +64,18 @@ def test_full_turn_injects_recall_before_the_user_message_and_stores_the_reply(h
 
 
 def test_bootstrap_and_history_reach_the_model(home, server):
-    server.script(completion("a1"), completion("a2"))
+    server.add(completion("a1"), completion("a2"))
     eng = open_engine(home, model_config(server))
     eng.memory_remember("I prefer TypeScript")
     eng.message("first question")
     eng.message("second question")
-    first, second = server.requests[0].json["messages"], server.requests[1].json["messages"]
+    first, second = server.requests[0].json()["messages"], server.requests[1].json()["messages"]
     assert first[0]["role"] == "system" and "I prefer TypeScript" in first[0]["content"]
     assert [m["content"] for m in second if m["role"] != "system"] == ["first question", "a1", "second question"]
 
 
 def test_overflow_compacts_then_retries_once(home, server):
-    server.script(completion("ok 1"), completion("ok 2"), completion("ok 3"), overflow(),
+    server.add(completion("ok 1"), completion("ok 2"), completion("ok 3"), overflow(),
                   completion("summary of earlier turns"), completion("answer after compaction"))
     eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 50}))
     for i in range(3):
@@ -90,7 +90,7 @@ def test_overflow_compacts_then_retries_once(home, server):
 
 
 def test_overflow_forever_is_an_error_and_nothing_is_lost(home, server):
-    server.script(completion("ok"), overflow(), completion("summary"), overflow())
+    server.add(completion("ok"), overflow(), completion("summary"), overflow())
     eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 10}))
     eng.message("first " + "x " * 50)
     from clawkeep.models.chat import ContextOverflowError
@@ -102,7 +102,7 @@ def test_overflow_forever_is_an_error_and_nothing_is_lost(home, server):
 
 def test_garbage_and_hanging_models_raise_clear_errors(home, server):
     from clawkeep.models.chat import ModelResponseError, ModelTimeoutError
-    server.script(Reply(body="this is not json", headers={"Content-Type": "application/json"}), Reply(hang=True))
+    server.add(Reply(body="this is not json", headers={"Content-Type": "application/json"}), Reply(hang=True))
     eng = open_engine(home, model_config(server, timeout_ms=300))
     with pytest.raises(ModelResponseError, match="local/scripted-1"):
         eng.message("hello")
@@ -114,7 +114,7 @@ def test_garbage_and_hanging_models_raise_clear_errors(home, server):
 def test_recall_circuit_breaker_opens_after_three_timeouts(home, server):
     config = model_config(server, timeout_ms=60_000)
     config["plugins"] = {"entries": {"active-memory": {"config": {"timeoutMs": 300}}}}
-    server.script(*[Reply(hang=True) for _ in range(3)])
+    server.add(*[Reply(hang=True) for _ in range(3)])
     eng = open_engine(home, config)
     thread = eng.sessions_create()
     statuses = [eng.recall("what did we decide last time?", session=thread["key"])["status"] for _ in range(3)]
@@ -126,7 +126,7 @@ def test_recall_circuit_breaker_opens_after_three_timeouts(home, server):
 
 def test_model_lane_two_returns_one_line_or_none(home, server):
     config = model_config(server)
-    server.script(completion("The user plans a trip to Shanghai next Tuesday.\nSecond line ignored"),
+    server.add(completion("The user plans a trip to Shanghai next Tuesday.\nSecond line ignored"),
                   completion("NONE"))
     eng = open_engine(home, config)
     eng.memory_remember("下周二我去上海出差")
@@ -134,7 +134,7 @@ def test_model_lane_two_returns_one_line_or_none(home, server):
     hit = eng.recall("我下周有什么安排", session=thread["key"])
     assert hit["status"] == "ok"
     assert hit["summary"] == "The user plans a trip to Shanghai next Tuesday. Second line ignored"
-    prompt = server.requests[0].json["messages"]
+    prompt = server.requests[0].json()["messages"]
     assert "上海" in prompt[-1]["content"] and "NONE" in prompt[0]["content"]
     assert eng.recall("我下周有什么安排", session=thread["key"])["status"] == "none"
 
@@ -142,7 +142,7 @@ def test_model_lane_two_returns_one_line_or_none(home, server):
 def test_llm_slug_names_the_session_memory_file(home, server):
     config = model_config(server)
     config["hooks"] = {"internal": {"entries": {"session-memory": {"llmSlug": True}}}}
-    server.script(completion("Sure, blue."), completion("Logo Colours!"))
+    server.add(completion("Sure, blue."), completion("Logo Colours!"))
     eng = open_engine(home, config)
     eng.message("we picked the blue logo", at="2026-03-01T10:00:00Z")
     eng.message("/reset", at="2026-03-01T10:05:00Z")
@@ -184,11 +184,11 @@ def test_pluggable_compaction_provider_and_notice(home, server):
 def test_query_mode_shapes_the_recall_context(home, server, mode, expected, absent):
     config = model_config(server)
     config["plugins"] = {"entries": {"active-memory": {"config": {"queryMode": mode}}}}
-    server.script(completion("hi there"), completion("NONE"))
+    server.add(completion("hi there"), completion("NONE"))
     eng = open_engine(home, config)
     eng.message("we talked about the garden shed roof")
     eng.recall("what did we decide about the roof?", session="agent:main:main")
-    prompt = server.requests[-1].json["messages"][-1]["content"]
+    prompt = server.requests[-1].json()["messages"][-1]["content"]
     assert expected in prompt and absent not in prompt
     if mode != "message":
         assert "garden shed roof" in prompt
@@ -197,7 +197,7 @@ def test_query_mode_shapes_the_recall_context(home, server, mode, expected, abse
 def test_persist_transcripts_keeps_the_recall_exchange(home, server):
     config = model_config(server)
     config["plugins"] = {"entries": {"active-memory": {"config": {"persistTranscripts": True}}}}
-    server.script(completion("The user fixed the roof in May."))
+    server.add(completion("The user fixed the roof in May."))
     eng = open_engine(home, config)
     thread = eng.sessions_create()
     eng.recall("what did we decide about the roof?", session=thread["key"])

@@ -1,28 +1,32 @@
-"""A real HTTP server on 127.0.0.1 that answers from a script, for testing HTTP clients.
+"""A real HTTP server on 127.0.0.1 that answers from a script: the one model server of the tests.
 
-Tests talk to it over a real socket, through the client's real wire protocol, and then assert
-on what it received::
+Chat-model and embedding tests talk to it over a real socket, through the client's real wire
+protocol, and then assert on what it received::
 
-    with ScriptedHTTPServer([Reply(json={"data": [...]}), Reply(status=500)]) as server:
+    with ScriptedServer() as server:
+        server.add(Reply(json={...}), Reply(status=500), Reply(sse=sse_data({...}, "[DONE]")))
         client = make_client(base_url=server.url)
         ...
         assert server.requests[0].path == "/v1/embeddings"
         assert server.requests[0].json()["model"] == "m"
 
-The script is either a sequence (one entry per incoming request, in order) or a callable that
-receives each `RecordedRequest` and returns what to answer. An entry is a `Reply`, a dict or
-list (answered as JSON, HTTP 200), or a callable taking the request and returning either.
-When a sequence runs out, the server answers 500 `{"error": "script exhausted"}` and counts it
-in `exhausted`, so a test that expects N requests can see an N+1th.
+The script is either a sequence (one entry per incoming request, in order; `add` appends,
+`set_script` replaces) or a callable that receives each `RecordedRequest` and returns what to
+answer. An entry is a `Reply`, a dict or list (answered as JSON, HTTP 200), or a callable taking
+the request and returning either. When a sequence runs out, the server answers 500
+`{"error": "script exhausted"}` and counts it in `exhausted`, so a test that expects N requests
+can see an N+1th.
 
-`Reply` can delay before answering (to provoke client timeouts), answer any status, headers
-and raw bytes (garbage JSON), stream the body in pieces with pauses (server-sent events, slow
-drips), or drop the connection without answering.
+`Reply` can wait before answering (`delay`, to provoke client timeouts) or never answer
+(`hang`), answer any status, headers and raw bytes (garbage JSON), stream the body in pieces
+with pauses (`stream`; `sse` is the same with Content-Type text/event-stream), or drop the
+connection without answering (`close`).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 _UNSET: Any = object()
+HANG_LIMIT_S = 30.0  # a hanging reply gives up after this long even if the server is not stopped
 
 
 @dataclass
@@ -39,17 +44,27 @@ class Reply:
 
     status: int = 200
     json: Any = _UNSET  # serialised as the body with Content-Type application/json
-    body: bytes | str = b""  # raw body, used when `json` is not given
+    body: bytes | str = b""  # raw body (text/plain unless headers say otherwise), used when `json` is not given
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering anything
+    hang: bool = False  # read the request, never answer (until the server stops)
     stream: Sequence[bytes | str] | None = None  # send these pieces with Transfer-Encoding: chunked
-    stream_delay: float = 0.0  # pause before each streamed piece
+    sse: Sequence[str] | None = None  # server-sent event blocks: `stream` as text/event-stream
+    stream_delay: float = 0.0  # pause before each streamed piece after the first
     close: bool = False  # drop the connection without any answer
 
     def payload(self) -> bytes:
         if self.json is not _UNSET:
             return json.dumps(self.json).encode("utf-8")
         return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
+
+    def pieces(self) -> Sequence[bytes | str] | None:
+        return self.sse if self.sse is not None else self.stream
+
+    def content_type(self) -> str:
+        if self.sse is not None:
+            return "text/event-stream"
+        return "application/json" if self.json is not _UNSET else "text/plain; charset=utf-8"
 
 
 @dataclass
@@ -73,11 +88,30 @@ class RecordedRequest:
         return self.body.decode("utf-8", "replace")
 
 
+def sse_data(*items: Any) -> list[str]:
+    """`data: <json>` blocks (strings are sent verbatim, e.g. "[DONE]")."""
+    return [f"data: {item if isinstance(item, str) else json.dumps(item)}\n\n" for item in items]
+
+
+def sse_events(*pairs: tuple[str, Any]) -> list[str]:
+    """`event: <name>` + `data: <json>` blocks."""
+    return [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in pairs]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up on a kept-alive connection (a timeout test) is not an error."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 Entry = Any  # Reply | dict | list | Callable[[RecordedRequest], Reply | dict | list]
 Script = Sequence[Entry] | Callable[[RecordedRequest], Any]
 
 
-class ScriptedHTTPServer:
+class ScriptedServer:
     """Serve a script on 127.0.0.1 (port 0 = a free port) in a background thread."""
 
     def __init__(self, script: Script = (), host: str = "127.0.0.1", port: int = 0):
@@ -88,8 +122,7 @@ class ScriptedHTTPServer:
         self.requests: list[RecordedRequest] = []
         self.exhausted = 0
         self.errors: list[str] = []  # exceptions raised by callable entries
-        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -102,7 +135,7 @@ class ScriptedHTTPServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> ScriptedHTTPServer:
+    def start(self) -> ScriptedServer:
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-http", daemon=True
@@ -111,14 +144,14 @@ class ScriptedHTTPServer:
         return self
 
     def stop(self) -> None:
-        self._stopping.set()  # wakes delayed replies
+        self._stopping.set()  # wakes delayed and hanging replies
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
             self._thread = None
         self._httpd.server_close()
 
-    def __enter__(self) -> ScriptedHTTPServer:
+    def __enter__(self) -> ScriptedServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -181,7 +214,8 @@ class ScriptedHTTPServer:
                     body=body,
                 )
                 reply = server._next_reply(request)
-                if reply.delay and server._stopping.wait(reply.delay):
+                wait = HANG_LIMIT_S if reply.hang else reply.delay
+                if (wait and server._stopping.wait(wait)) or reply.hang:
                     self.close_connection = True
                     return
                 try:
@@ -210,14 +244,17 @@ class ScriptedHTTPServer:
                 self.send_response(reply.status)
                 headers = {k.lower(): v for k, v in reply.headers.items()}
                 if "content-type" not in headers:
-                    self.send_header("Content-Type", "application/json" if reply.json is not _UNSET else "text/plain")
+                    self.send_header("Content-Type", reply.content_type())
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
-                if reply.stream is not None:
+                pieces = reply.pieces()
+                if pieces is not None:
+                    if reply.sse is not None:
+                        self.send_header("Cache-Control", "no-cache")
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
-                    for piece in reply.stream:
-                        if reply.stream_delay and server._stopping.wait(reply.stream_delay):
+                    for index, piece in enumerate(pieces):
+                        if index and reply.stream_delay and server._stopping.wait(reply.stream_delay):
                             self.close_connection = True
                             return
                         data = piece.encode("utf-8") if isinstance(piece, str) else piece
