@@ -1,0 +1,140 @@
+"""Scoring for memory_search: the keyword path (bm25 share + coverage), the vector path (cosine
+similarity over the current provider's vectors), the weights that merge them, and the optional
+temporal decay and MMR re-orderings."""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from ...errors import ClawkeepError
+from ...storage import TextQuery, VectorFilter
+from ...text.query import score_boost
+from ..index import MemoryIndex
+from .terms import Terms
+
+STRONG_SHARE = 0.8  # under decay, a match within 80% of the best relevance always stays
+SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
+_WORD = re.compile(r"\w+")
+_FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class Candidate:
+    chunk_id: int
+    vector: float | None = None
+    text: float | None = None
+    coverage: float = 0.0
+
+    def merged(self, wv: float, wt: float) -> float:
+        return wv * (self.vector or 0.0) + wt * (self.text or 0.0)
+
+
+
+def weights(wv: float, wt: float, vector_ok: bool, keyword_ok: bool) -> tuple[float, float]:
+    if vector_ok and keyword_ok:
+        total = (wv + wt) or 1.0
+        return wv / total, wt / total
+    return (1.0, 0.0) if vector_ok else (0.0, 1.0)
+
+
+
+def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
+             candidates: dict[int, Candidate]) -> bool:
+    rows = index.store.keyword_search(TextQuery.of(terms.search.terms), sources=sources, limit=pool)
+    if not rows:
+        return True
+    best = max(-rank for _, rank, _ in rows) or 1.0
+    # bm25 share: relative to the best hit, as far as the index can match the query at all
+    weights = terms.cover.weights or (1.0,) * len(terms.cover.terms)
+    reach = sum(weights[: len(terms.search.terms)]) / (sum(weights) or 1.0)
+    for cid, rank, tokens in rows:
+        coverage, exact = score_boost(tokens, terms.cover)
+        share = max(0.0, -rank) / best * reach
+        # bm25 share rewards rare words, coverage rewards answering the whole question
+        cand = candidates.setdefault(cid, Candidate(cid))
+        cand.coverage = coverage
+        cand.text = min(1.0, SHARE_WEIGHT * share + (1 - SHARE_WEIGHT) * coverage + 0.1 * exact)
+    return True
+
+
+
+def vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list[tuple[int, float]] | None:
+    """(chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks; None when unavailable."""
+    try:
+        flt = vector_filter(index, sources)
+        if not index.store.vector_count(flt):
+            return None
+        query = index.provider.embed_query(text)
+    except ClawkeepError:
+        return None  # provider down: the keyword path answers alone
+    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt)]
+
+
+def _vector_key(index: MemoryIndex) -> str:
+    """The provider's fingerprint, computed once per provider (it reads package metadata)."""
+    provider = index.provider
+    if provider is None:
+        return ""
+    try:
+        key = _FINGERPRINTS.get(provider)
+        if key is None:
+            key = _FINGERPRINTS[provider] = index.vector_key() or ""
+        return key
+    except TypeError:  # not weak-referenceable
+        return index.vector_key() or ""
+
+
+def vector_filter(index: MemoryIndex, sources: list[str]) -> VectorFilter:
+    """The stored vectors a search of `sources` considers: those of the current provider."""
+    return VectorFilter(_vector_key(index), tuple(sources))
+
+
+
+def decay(scored: list, half_life: float, today: date, limit: int) -> list:
+    """Newer first among comparable matches; matches near the best relevance are kept anyway."""
+    if not scored:
+        return scored
+    best = scored[0][0]
+
+    def decayed(row: tuple) -> float:
+        day = row[2].day
+        if not day:
+            return row[0]  # evergreen (MEMORY.md, undated notes) never decays
+        age = max(0.0, (today - date.fromisoformat(day)).days)
+        return row[0] * math.exp(-math.log(2) / half_life * age)
+
+    ranked = sorted(scored, key=decayed, reverse=True)
+    strong = [row for row in scored if row[0] >= STRONG_SHARE * best]
+    top = ranked[:limit]
+    for row in strong:
+        if row not in top:
+            top = [*top[: limit - 1], row] if len(top) >= limit else [*top, row]
+    ordered = [row for row in ranked if row in top] + [row for row in ranked if row not in top]
+    return ordered
+
+
+def mmr(scored: list, lam: float, limit: int) -> list:
+    """Maximal marginal relevance with Jaccard similarity over word sets."""
+    words = {id(row): set(_WORD.findall(row[2].text.lower())) for row in scored}
+    chosen: list = []
+    rest = list(scored)
+    while rest and len(chosen) < limit:
+        def value(row: tuple) -> float:
+            if not chosen:
+                return row[0]
+            overlap = max(_jaccard(words[id(row)], words[id(c)]) for c in chosen)
+            return lam * row[0] - (1 - lam) * overlap
+
+        pick = max(rest, key=value)
+        chosen.append(pick)
+        rest.remove(pick)
+    return chosen + rest
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0

@@ -1,0 +1,262 @@
+"""Windows: memory_search returns the lines that answer, not the whole chunk.
+
+A chunk holds ~400 tokens (a dozen chat turns) while an agent injecting memory has a character
+budget (Active Memory: 1,800), so results are windows of lines, not whole chunks. Every line of
+the best chunks gets a score: its chunk's score, plus LINE_COVERAGE × the share of the query's
+terms the line holds (idf-weighted), plus LINE_CONTEXT × the coverage of one of the two lines
+before it (in a chat the answer follows the question; never across a transcript date line, which
+starts another conversation). The best lines, in score order, either extend an earlier window of
+the same chunk they touch (while it fits in snippetMaxChars) or open a new window; windows come
+out in the order they were opened. A line is returned once: lines of overlapping chunks, and
+lines another file repeats verbatim (a session excerpt note copying a transcript), go to the
+better-ranked chunk. Transcript windows start with their date line (`[2023-05-08 13:56 UTC]`, or
+the chunk's day), so an agent can tell when something was said. Vector mode, temporal decay and
+MMR keep their chunk order; words then only pick the lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...text.analyzer import analyze_document
+from ...text.query import SearchQuery
+from ...text.snippet import snippet
+from ...text.tokens import fold, normalise
+from ..sessions_source import DATE_LINE
+from .rank import Candidate
+
+
+@dataclass
+class MemoryHit:
+    chunk_id: int
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str  # "memory" | "sessions"
+    citation: str | None = None
+    vector_score: float | None = None
+    text_score: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"path": self.path, "startLine": self.start_line, "endLine": self.end_line,
+               "score": round(self.score, 4), "snippet": self.snippet, "source": self.citation,
+               "origin": self.source}
+        if self.meta.get("sessionKey"):
+            out["sessionKey"] = self.meta["sessionKey"]
+            out["messageIds"] = self.meta.get("messageIds", [])
+        return out
+
+
+LINE_COVERAGE = 0.75
+LINE_CONTEXT = 0.3
+LINE_POOL = 30  # best lines placed into windows (at least `limit`)
+CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
+GAP = ELLIPSIS = "\u2026"
+_BULLET = re.compile(r"^[\s>*+-]+")
+
+
+@dataclass
+class _Lines:
+    """A chunk's text lines, their line numbers (None when a long line was sliced), which
+    query terms each holds, their coverage, and for transcripts the date label that applies
+    to each line."""
+
+    text: list[str]
+    numbers: list[int] | None
+    terms: list[frozenset[int]]
+    labels: list[str | None]
+    breaks: set[int]  # date lines: never returned as content, never crossed by context
+    covs: list[float] = field(default_factory=list)
+
+
+def _line_key(line: str) -> str:
+    """Identity of a line's text across files: case, spacing and list markers ignored."""
+    return _BULLET.sub("", " ".join(line.split()).casefold())
+
+
+class _Shown:
+    """Lines already claimed: by position within a file (overlapping chunks), and by text
+    across files (a session excerpt note repeating a transcript line)."""
+
+    def __init__(self) -> None:
+        self.positions: set[tuple[str, int]] = set()
+        self.texts: dict[str, set[str]] = {}  # line text -> paths it was claimed from
+
+    def claim(self, path: str, number: int | None, line: str) -> bool:
+        """True if the line is new (and now claimed), False if it was returned already."""
+        key = _line_key(line)
+        paths = self.texts.get(key)
+        if (number is not None and (path, number) in self.positions) or (
+                paths and (number is None or any(p != path for p in paths))):
+            return False
+        if number is not None:
+            self.positions.add((path, number))
+        self.texts.setdefault(key, set()).add(path)
+        return True
+
+
+def _present(padded: str, term: Any) -> bool:
+    for form in term.forms:
+        if " " + " ".join(form) + ("" if term.prefix else " ") in padded:
+            return True
+    return False
+
+
+_CONNECTORS = re.compile(r"[-_./:@'\u2019]")
+
+
+def _needles(query: SearchQuery) -> tuple[str, ...]:
+    """Substrings a line must contain to hold any query term (a cheap test before analysis).
+
+    A stem's letters may differ from the word's near its end (happi/happy, die/dying), so a
+    word stem gives its first min(4, len - 1) letters, or its first letter when it has three
+    or fewer; numbers and CJK fragments give themselves.
+    """
+    out: set[str] = set()
+    for term in query.terms:
+        for form in term.forms:
+            for token in form:
+                if token.isascii() and token.isalpha():
+                    keep = 1 if len(token) <= 3 else min(4, len(token) - 1)
+                else:
+                    keep = len(token)
+                out.add(token[:keep])
+    return tuple(out)
+
+
+def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
+    plain = normalise(line).casefold()
+    if not plain.isascii():
+        plain = f"{plain} {fold(plain)}"
+    squeezed = _CONNECTORS.sub("", plain)  # Wi-Fi is also indexed as wifi
+    return any(n in plain or n in squeezed for n in needles)
+
+
+def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
+    lines = chunk.text.split("\n")
+    numbers = (list(range(chunk.start_line, chunk.end_line + 1))
+               if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
+    labels: list[str | None] = [None] * len(lines)
+    breaks: set[int] = set()
+    if chunk.source == "sessions":
+        label = f"[{chunk.day}]" if chunk.day else None
+        for i, line in enumerate(lines):
+            if DATE_LINE.match(line):
+                breaks.add(i)
+                label = line
+            labels[i] = label
+    terms: list[frozenset[int]] = []
+    needles = _needles(query) if query is not None else ()
+    for i, line in enumerate(lines):
+        if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
+            terms.append(frozenset())
+            continue
+        padded = f" {analyze_document(line)} "
+        terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
+    weights = list(query.weights or (1.0,) * len(query.terms)) if query is not None else []
+    total = sum(weights) or 1.0
+    covs = [sum(weights[t] for t in held) / total for held in terms]
+    return _Lines(lines, numbers, terms, labels, breaks, covs)
+
+
+def _line_scores(lines: _Lines) -> list[float]:
+    """Own coverage plus context from one of the two lines before (not across a date line)."""
+    out = []
+    for i, cov in enumerate(lines.covs):
+        context = 0.0
+        for back in (1, 2):
+            j = i - back
+            if j < 0 or j in lines.breaks:
+                break
+            context = max(context, lines.covs[j])
+        out.append(LINE_COVERAGE * cov + LINE_CONTEXT * context)
+    return out
+
+
+@dataclass
+class _Window:
+    score: float
+    row: int  # index into the chunk rows
+    lines: list[int]
+
+
+def _render(lines: _Lines, picked: list[int], query: SearchQuery | None, max_chars: int) -> str:
+    parts: list[str] = []
+    label = None
+    for n, i in enumerate(picked):
+        if n and any(j not in lines.breaks for j in range(picked[n - 1] + 1, i)):
+            parts.append(GAP)
+        if lines.labels[i] and lines.labels[i] != label:
+            label = lines.labels[i]
+            parts.append(label)
+        parts.append(lines.text[i])
+    text = "\n".join(parts)
+    if len(text) > max_chars:  # one line longer than the window: cut around the query's words
+        text = snippet(text, query, max_chars) if query is not None else text[:max_chars - 1] + ELLIPSIS
+    return text
+
+
+def _rendered_size(lines: _Lines, picked: list[int]) -> int:
+    labels = {lines.labels[i] for i in picked if lines.labels[i]}
+    gaps = sum(1 for n in range(1, len(picked)) if picked[n] != picked[n - 1] + 1)
+    return sum(len(lines.text[i]) + 1 for i in picked) + sum(len(x) + 1 for x in labels) + 2 * gaps - 1
+
+
+def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, citations: str,
+          reorder: bool) -> list[MemoryHit]:
+    rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
+    chunk_lines = [_chunk_lines(chunk, query) for _, _, chunk in rows]
+    shown = _Shown()
+    candidates: list[tuple[float, int, int]] = []  # (score, row, line)
+    for r, ((score, _, chunk), lines) in enumerate(zip(rows, chunk_lines, strict=True)):
+        own = _line_scores(lines)
+        # without reordering, the chunk order stands and words only rank lines within a chunk
+        base = score if reorder else float(len(rows) - r)
+        numbers = lines.numbers or [None] * len(lines.text)
+        matched = any(x > 0 for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
+        for i, line in enumerate(lines.text):
+            if i in lines.breaks or not line.strip() or (matched and own[i] <= 0):
+                continue  # a chunk with matching lines offers those (and their answers) only
+            if not shown.claim(chunk.path, numbers[i], line):
+                continue
+            candidates.append((base + (own[i] if reorder else 1e-3 * own[i]), r, i))
+    candidates.sort(key=lambda c: -c[0])
+    windows: list[_Window] = []
+    for score, r, i in candidates[: max(LINE_POOL, limit)]:
+        lines = chunk_lines[r]
+        touching = next((w for w in windows if w.row == r and w.lines[0] - 1 <= i <= w.lines[-1] + 1), None)
+        if touching is not None:
+            grown = sorted([*touching.lines, i])
+            if _rendered_size(lines, grown) <= max_chars:
+                touching.lines = grown
+                continue
+        windows.append(_Window(score, r, [i]))
+    norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT
+    out = []
+    for w in windows[:limit]:
+        score, cand, chunk = rows[w.row]
+        shown_score = w.score / norm if reorder else score
+        out.append(_hit(shown_score, cand, chunk, chunk_lines[w.row], w.lines, query, max_chars, citations))
+    return out
+
+
+def _hit(score: float, cand: Candidate, chunk: Any, lines: _Lines, picked: list[int], query: SearchQuery | None,
+         max_chars: int, citations: str) -> MemoryHit:
+    start, end = chunk.start_line, chunk.end_line
+    meta = dict(chunk.meta)
+    ids = meta.get("messageIds")
+    if lines.numbers is not None:
+        start, end = lines.numbers[picked[0]], lines.numbers[picked[-1]]
+        if isinstance(ids, list) and len(ids) == len(lines.text):
+            ids = [ids[i] for i in picked]
+    if isinstance(ids, list):
+        meta["messageIds"] = [i for i in ids if i]  # date lines have no message
+    excerpt = _render(lines, picked, query, max_chars)
+    citation = None if citations == "off" else f"Source: {chunk.path}#L{start}-L{end}"
+    return MemoryHit(chunk.id, chunk.path, start, end, score, excerpt, chunk.source,
+                     citation, cand.vector, cand.text, meta)
