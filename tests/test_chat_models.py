@@ -633,3 +633,15 @@ def test_bad_messages_are_input_errors(server):
     with pytest.raises(InputError, match="at least one user or assistant"):
         anthropic_model(server).complete([{"role": "system", "content": "only"}])
     assert server.requests == []
+
+
+def test_retry_policy_of_the_shared_http_layer():
+    from clawkeep.models.http import RetryPolicy, parse_retry_after
+
+    policy = RetryPolicy(retries=2, backoff_s=0.5, cap_s=3.0)
+    assert [policy.wait(tries, None) for tries in range(4)] == [0.5, 1.0, 2.0, 3.0]  # doubled, capped
+    assert policy.wait(0, 60.0) == 3.0 and policy.wait(0, 0.0) == 0.0  # Retry-After, capped too
+    jittered = RetryPolicy(retries=2, backoff_s=1.0, cap_s=10.0, jitter=0.25)
+    assert all(1.0 <= jittered.wait(0, None) <= 1.25 for _ in range(50))
+    assert parse_retry_after("7") == 7.0 and parse_retry_after("-3") == 0.0 and parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0

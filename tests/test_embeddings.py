@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import time
 import zlib
 
 import numpy as np
@@ -313,6 +314,14 @@ def test_503_then_success_is_retried(server):
     assert vectors.shape == (2, DIMS)
     assert len(server.requests) == 2
     assert server.requests[0].json() == server.requests[1].json()
+
+
+def test_retry_after_as_an_http_date_is_honoured(server):
+    # the shared HTTP layer (models/http.py) reads Retry-After as seconds or as an HTTP-date
+    server.set_script([Reply(status=503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), openai_handler()])
+    started = time.monotonic()
+    assert openai_at(server).embed_query("x").shape == (DIMS,)
+    assert len(server.requests) == 2 and time.monotonic() - started < 0.4  # a date in the past: no wait
 
 
 def test_429_retries_are_bounded(server):
