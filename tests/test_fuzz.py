@@ -378,7 +378,8 @@ def check_cli(home: Path, args: list[str], extra: list[str] = ()) -> None:
     output = (result.stdout or "") + (result.stderr or "")
     assert "Traceback" not in output, output[-2000:]
     if result.exit_code == 0:
-        if "--json" in args and result.stdout.strip():
+        options = args[:args.index("--")] if "--" in args else args  # after "--", "--json" is text
+        if "--json" in options and result.stdout.strip():
             json.loads(result.stdout)
         return
     if exc is None or isinstance(exc, SystemExit):  # click's own usage errors exit 2
