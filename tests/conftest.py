@@ -12,6 +12,14 @@ import pytest
 
 from clawkeep import Engine
 
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", choices=BACKENDS, default="sqlite",
+                     help="storage backend the conformance suite (tests/storage/conformance) runs against; "
+                          "postgres reads CLAWKEEP_TEST_POSTGRES_URL")
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

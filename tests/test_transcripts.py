@@ -1,8 +1,5 @@
 """Transcripts (S2) and lifecycle (S3): entries, ids, boundaries, forks, freshness."""
 
-import sqlite3
-from pathlib import Path
-
 from conftest import open_engine
 
 from clawkeep.sessions import transcript
@@ -10,14 +7,6 @@ from clawkeep.sessions import transcript
 
 def entries(engine, session_id):
     return list(engine.runtime.store().iter_entries(session_id))
-
-
-def test_database_is_per_agent_sqlite_in_wal_mode(engine, home: Path):
-    engine.message("hello")
-    db = home / "agents" / "main" / "agent.sqlite"
-    assert db.exists()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_messages_get_stable_ids_and_are_stored_in_order(engine):

@@ -54,8 +54,9 @@ def open_in_memory_store(agent_id: str) -> AgentStore:
 
 def open_memory_index(path: Path | str, config: StorageConfig | None = None, *,
                       vector_store: str = "numpy") -> MemoryStore:
-    """An agent's memory index (derived from its Markdown files; SQLite in every deployment
-    for now). `vector_store`: the top-k backend, "numpy" or "sqlite-vec"."""
+    """An agent's memory index (derived from its Markdown files), chosen by `storage.url` like
+    the agent store. `vector_store`: the SQLite top-k backend, "numpy" or "sqlite-vec"."""
     config = config or StorageConfig()
+    _check_url(config)
     # synchronous stays NORMAL: the index can always be rebuilt from Markdown
     return SqliteMemoryStore(path, busy_timeout_ms=config.busy_timeout_ms, vector_store=vector_store)

@@ -1,0 +1,32 @@
+"""Conformance: channel message ids are idempotent per (client_scope, client_id), never per bare id."""
+
+import pytest
+
+from clawkeep.errors import DuplicateError
+
+from ..records import message, session
+
+
+def test_one_client_id_per_conversation(store):
+    a, b = session(), session()
+    store.insert_session(a)
+    store.insert_session(b)
+    first = store.append_entry(message(a.session_id, "hi", client_id="42", client_scope="telegram:acct:chat1"))
+    other = store.append_entry(message(b.session_id, "hi", client_id="42", client_scope="telegram:acct:chat2"))
+    assert first.seq != other.seq
+    with pytest.raises(DuplicateError, match="42"):
+        store.append_entry(message(a.session_id, "again", client_id="42", client_scope="telegram:acct:chat1"))
+    assert store.get_entry_by_client_id("telegram:acct:chat1", "42").entry_id == first.entry_id
+    assert store.get_entry_by_client_id("telegram:acct:chat2", "42").entry_id == other.entry_id
+    assert store.get_entry_by_client_id("telegram:acct:chat3", "42") is None
+    assert store.find_client_entry(b.session_id, "42").entry_id == other.entry_id
+    assert store.find_client_entry(a.session_id, "nope") is None
+
+
+def test_entries_without_client_ids_never_collide(store):
+    s = session()
+    store.insert_session(s)
+    for i in range(3):
+        store.append_entry(message(s.session_id, f"m{i}", client_scope="scope-without-id"))
+    assert store.count_entries(s.session_id) == 3
+    assert all(e.client_id is None for e in store.iter_entries(s.session_id))

@@ -1,0 +1,99 @@
+"""Conformance: full-text search over transcripts with a typed TextQuery.
+
+Texts are indexed with the production analyser (clawkeep.text) and queries built the way the
+services build them, so CJK fragments inside unsegmented text must be found by every backend.
+"""
+
+import pytest
+
+from clawkeep.storage import TextQuery, TextTerm
+from clawkeep.text.analyzer import parse_query
+
+from ..records import append_text, session
+
+
+def q(text):
+    parsed = parse_query(text)
+    assert parsed is not None
+    return TextQuery.of(parsed.terms)
+
+
+@pytest.fixture
+def corpus(store):
+    a, b = session("agent:main:a", session_id="sa"), session("agent:main:b", session_id="sb")
+    store.insert_session(a)
+    store.insert_session(b)
+    docs = {
+        "zh": append_text(store, "sa", "下周二我去上海出差，记得提醒我带护照"),
+        "sea": append_text(store, "sa", "海上的风很大，渔船没有出海"),
+        "ja": append_text(store, "sb", "来週東京に行きます"),
+        "ko": append_text(store, "sb", "다음주에 서울에 가요"),
+        "deploy": append_text(store, "sb", "please deploy the server tonight", role="assistant"),
+        "loose": append_text(store, "sa", "server deploy server deploy"),
+        "ident": append_text(store, "sa", "reminder: INV-2024-0042 still open"),
+    }
+    return {k: v.entry_id for k, v in docs.items()}
+
+
+def found(store, query, session_ids=None, limit=10):
+    return [r.entry.entry_id for r in store.search(query, session_ids=session_ids, limit=limit)]
+
+
+@pytest.mark.parametrize(("text", "doc"), [("上海", "zh"), ("护照", "zh"), ("出差", "zh"), ("東京", "ja"),
+                                           ("서울", "ko"), ("INV-2024-0042", "ident"), ("海上", "sea")])
+def test_words_identifiers_and_cjk_fragments(store, corpus, text, doc):
+    assert found(store, q(text))[:1] == [corpus[doc]]
+
+
+def test_shanghai_does_not_match_haishang(store, corpus):
+    assert found(store, q("上海")) == [corpus["zh"]]
+    assert found(store, q("海上")) == [corpus["sea"]]
+
+
+def test_phrase_prefix_and_alternatives(store, corpus):
+    assert found(store, q('"deploy the server"')) == [corpus["deploy"]]
+    assert corpus["zh"] in found(store, TextQuery((TextTerm((("上",),), prefix=True),)))
+    either = TextQuery((TextTerm((("nosuchword",), ("tonight",))),))
+    assert found(store, either) == [corpus["deploy"]]
+
+
+def test_operator_soup_is_plain_text(store, corpus):
+    for text in ['NEAR(deploy server)', 'deploy AND "server', "col:x OR ^deploy*", "';DROP TABLE x;--"]:
+        parsed = parse_query(text)
+        if parsed is not None:
+            assert isinstance(found(store, TextQuery.of(parsed.terms)), list)
+
+
+def test_rows_carry_entry_session_key_score_and_tokens(store, corpus):
+    rows = store.search(q("deploy server"), session_ids=None, limit=10)
+    assert {r.entry.entry_id for r in rows} == {corpus["deploy"], corpus["loose"]}
+    assert [r.score for r in rows] == sorted(r.score for r in rows)  # best (lowest) first
+    by_id = {r.entry.entry_id: r for r in rows}
+    assert by_id[corpus["deploy"]].session_key == "agent:main:b"
+    assert by_id[corpus["deploy"]].entry.role == "assistant"
+    assert "deploy" in by_id[corpus["deploy"]].tokens.split()
+
+
+def test_visibility_filter_applies_before_the_limit(store, corpus):
+    for i in range(30):  # many better matches in a session the caller cannot see
+        append_text(store, "sb", f"deploy deploy deploy {i}")
+    assert found(store, q("deploy"), session_ids=["sa"], limit=1) == [corpus["loose"]]
+    assert found(store, q("deploy"), session_ids=[], limit=10) == []
+    assert found(store, q("上海"), session_ids={"sb"}) == []
+    assert len(found(store, q("deploy"), limit=5)) == 5
+
+
+def test_document_frequency_and_indexed_documents(store, corpus):
+    df = store.document_frequency(["deploy", "server", "missingword"])
+    assert df == {"deploy": 2, "server": 2, "missingword": 0}
+    assert store.document_frequency([]) == {}
+    assert store.indexed_documents() >= len(corpus)
+
+
+def test_entries_appended_without_index_text_are_not_searchable(store):
+    s = session()
+    store.insert_session(s)
+    from ..records import message
+
+    store.append_entry(message(s.session_id, "hidden walrus"))
+    assert found(store, TextQuery.words("walrus")) == []
