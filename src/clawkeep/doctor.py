@@ -3,9 +3,10 @@
 * `agents/<id>/agent.sqlite` (durable: sessions, transcripts): SQLite's integrity check plus the
   FTS5 index's own integrity check. Never rebuilt automatically. With repair, what is readable
   is salvaged (storage/sqlite/salvage.py) into a NEW file with the current schema (written by
-  storage/sqlite/repair.py), the search index is rebuilt from the salvaged messages with the same analyser appends use, the new file must pass
-  the integrity checks, then the damaged original is renamed to `agent.sqlite.corrupt-<time>`
-  (kept, never deleted) and the new file takes its place.
+  storage/sqlite/repair.py), the search index is rebuilt from the salvaged messages with the
+  same analyser appends use, the new file must pass the integrity checks, then the damaged
+  original is renamed to `agent.sqlite.corrupt-<time>` (kept, never deleted) and the new file
+  takes its place.
 * `agents/<id>/memory.sqlite` (derived from the Markdown files): checked the same way; with
   repair it is moved aside and rebuilt (it also rebuilds itself when use hits the damage).
 

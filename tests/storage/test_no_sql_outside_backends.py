@@ -9,7 +9,8 @@ import clawkeep
 SRC = Path(clawkeep.__file__).resolve().parent
 BACKENDS = (SRC / "storage" / "sqlite",)
 # a statement keyword followed by what makes it SQL, in code or in a string
-SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+(OR\s+\w+\s+)?INTO\b|CREATE\s+(UNIQUE\s+|VIRTUAL\s+)?(TABLE|INDEX|VIEW)\b"
+SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+(OR\s+\w+\s+)?INTO\b"
+                 r"|CREATE\s+(UNIQUE\s+|VIRTUAL\s+)?(TABLE|INDEX|VIEW)\b"
                  r"|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|DROP\s+(TABLE|INDEX)\b|ALTER\s+TABLE\b|PRAGMA\s+\w+)")
 
 

@@ -124,7 +124,8 @@ def write_recovered(path: Path, agent_id: str, found: Salvage, *,
     finally:
         conn.close()
     return {
-        "sessions": {"recovered": len(known) + len(rebuilt), "fromRows": len(known), "rebuiltFromEntries": len(rebuilt)},
+        "sessions": {"recovered": len(known) + len(rebuilt), "fromRows": len(known),
+                     "rebuiltFromEntries": len(rebuilt)},
         "messages": {"recovered": messages, "expected": expected_messages},
         "entries": {"recovered": written, "highestSeqBefore": entries.expected_max_rowid, "skipped": skipped,
                     "foundByPageScan": entries.scanned, "unreadableSeqRanges": entries.unreadable[:20]},

@@ -61,7 +61,8 @@ MIGRATIONS = (
     Migration(3, "client message ids scoped to their conversation (client_scope, client_id)", (
         "ALTER TABLE entries ADD COLUMN client_scope TEXT",
         "ALTER TABLE entries ADD COLUMN client_id TEXT",
-        "CREATE UNIQUE INDEX IF NOT EXISTS entries_client ON entries(client_scope, client_id) WHERE client_id IS NOT NULL",
+        "CREATE UNIQUE INDEX IF NOT EXISTS entries_client ON entries(client_scope, client_id) "
+        "WHERE client_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL",
     )),
 )
