@@ -207,3 +207,30 @@ def test_persist_transcripts_keeps_the_recall_exchange(home, server):
     assert texts[-1] == "The user fixed the roof in May."
     assert eng.session_status(subagents[0]["key"])["parentSessionId"] == \
         eng.session_status(thread["key"])["sessionId"]
+
+
+@pytest.mark.parametrize("raw, final", [
+    ("<think>the user wants the code: 7781</think>Final answer", "Final answer"),
+    ("<thinking>\nplan: mention 7781\n</thinking>\n\nFinal answer", "Final answer"),
+    ("plan: mention 7781</think>Final answer", "Final answer"),  # the opening tag was left out
+    ("Final answer<think>trailing 7781", "Final answer"),  # a block left open
+])
+def test_reasoning_is_never_returned_stored_or_indexed(home, server, raw, final):
+    server.add(completion(raw))
+    eng = open_engine(home, model_config(server))
+    sent = eng.message("hello there")
+    assert sent.reply == final
+    assert [m["text"] for m in eng.sessions_history(sent.session_key)["messages"]] == ["hello there", final]
+    assert eng.sessions_search("7781")["hits"] == []
+
+
+def test_memory_md_is_in_the_system_context_of_every_call(home, server):
+    server.add(completion("one"), completion("two"), completion("three"))
+    eng = open_engine(home, model_config(server))
+    (home / "workspace").mkdir(exist_ok=True)
+    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n- The user's cat is called Miso\n")
+    for text in ("hi", "how are you", "tell me something"):
+        eng.message(text)
+    systems = [next((m["content"] for m in r.json()["messages"] if m["role"] == "system"), "")
+               for r in server.requests]
+    assert len(systems) == 3 and all("Miso" in s for s in systems)

@@ -7,6 +7,7 @@ fallbacks), but no reply is generated and the result says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -150,7 +151,23 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
         answer, _ = reply(rt, store, session, text, recall_result, model, at, retried=True, on_event=on_event)
         return answer, compacted
     _record_usage(store, session, result, rt.now())
-    return result.text, None
+    return strip_reasoning(result.text), None
+
+
+_REASONING = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_UNCLOSED = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*\Z", re.IGNORECASE | re.DOTALL)
+_CLOSE_ONLY = re.compile(r"\A.*?</(think|thinking|reasoning)\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without the model's reasoning: `<think>…</think>` (and thinking/reasoning) blocks,
+    a block left open at the end, or the reasoning before a lone closing tag. Reasoning is never
+    returned, stored or indexed."""
+    cleaned = _REASONING.sub("", text or "")
+    cleaned = _UNCLOSED.sub("", cleaned)
+    if _CLOSE_ONLY.match(cleaned):
+        cleaned = _CLOSE_ONLY.sub("", cleaned, count=1)
+    return cleaned.strip()
 
 
 def _call_model(model: Any, context: TurnContext, on_event: Callable[[TurnEvent], None] | None) -> Any:
@@ -168,8 +185,8 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
     if exclude_last and history and history[-1].role == "user":
         # the user message is already stored; it appears once, with the recall block in front
         history = history[:-1]
-    new_session = compaction is None and not any(e.role == "assistant" for e in history)
-    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=new_session, session_key=session.key)
+    # Bootstrap files are in the system context of every model call, not only the first (SPEC §P).
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
     summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
     return assemble(session, history, compaction, store=store, user_text=text, bootstrap=bootstrap,
                     recall_summary=summary, pruning=rt.config.agents.defaults.context_pruning,
