@@ -336,3 +336,14 @@ def test_kill_9_mid_compaction_leaves_the_transcript_complete(home, tmp_path):
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT count(*) FROM entries WHERE type = 'compaction'").fetchone()[0] == 0
     assert again.message("/compact").status["compacted"]  # and it can compact afterwards
+
+
+def test_compaction_is_silent_by_default_and_notifies_when_asked(home):
+    """Seed 003: compaction runs silently unless compaction.notifyUser is on."""
+    for notify, expected in ((None, False), (True, True)):
+        compaction = {"keepRecentTokens": 100, **({"notifyUser": notify} if notify is not None else {})}
+        eng = open_engine(home / f"h{notify}", {"agents": {"defaults": {"compaction": compaction}}})
+        for i in range(4):
+            eng.message(f"note {i} " + "words " * 200)
+        done = eng.message("/compact")
+        assert done.status["compacted"] and ("notice" in done.status and bool(done.status["notice"])) == expected

@@ -166,7 +166,7 @@ def test_pluggable_compaction_provider_and_notice(home, server):
             return f"{len(messages)} messages about invoices"
 
     eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"},
-                                                     "compaction": {"keepRecentTokens": 10}}}})
+                                                     "compaction": {"keepRecentTokens": 10, "notifyUser": True}}}})
     eng.register_compaction_provider(Broken())
     eng.register_compaction_provider(Good())
     for i in range(4):

@@ -211,7 +211,7 @@ class CompactionConfig(_Model):
     model: str | None = None
     truncate_after_compaction: bool = Field(False, alias="truncateAfterCompaction")
     max_active_transcript_bytes: int | None = Field(None, alias="maxActiveTranscriptBytes", ge=1024, le=1024**3)
-    notify_user: bool = Field(True, alias="notifyUser")
+    notify_user: bool = Field(False, alias="notifyUser")  # the seed: compaction runs silently
     memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig, alias="memoryFlush")
 
 
