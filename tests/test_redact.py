@@ -340,3 +340,188 @@ def test_adversarial_inputs_are_handled(text: str) -> None:
     # (Speed itself is measured in bench/, not asserted here.)
     once, _ = redact_secrets(text)
     assert redact_secrets(once) == (once, False)
+
+
+# --- credentials stated in words, payment cards, national ids, IBANs (M7) --------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("my password is hunter2", "hunter2"),
+        ("My password is swordfish", "swordfish"),
+        ("The wifi password is Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("Save my login: username alice, password s3cretPass!", "s3cretPass"),
+        ("I changed my password to Qwer!2024 yesterday", "Qwer!2024"),
+        ("my PIN is 4821", "4821"),
+        ("The verification code is 482913", "482913"),
+        ("the door code for the building is 7391", "7391"),
+        ("the AWS secret access key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+        ("my api key is 8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a"),
+        ("My SSN is 078051120", "078051120"),
+        ("我的密码是 abc12345", "abc12345"),
+        ("WiFi密码是Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("验证码是482913", "482913"),
+        ("支付密码：886521", "886521"),
+        ("邮箱的登录密码改成了 Qwer!2024", "Qwer!2024"),
+        ("阿里云 AccessKey Secret 是 Xk9Lm2Np4Qr6St8Uv0Wx2Yz4Ab6Cd8", "Xk9Lm2Np4Qr6St8"),
+        ("パスワードはabc12345です", "abc12345"),
+        ("暗証番号は4821", "4821"),
+        ("認証コードは 482913 です", "482913"),
+        ("ログインパスワードをSakura#77に変えた", "Sakura#77"),
+        ("비밀번호는 qwerty123이야", "qwerty123"),
+        ("와이파이 비번은 Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("인증번호는 482913이에요", "482913"),
+        ("OTP 번호 550912 입력해", "550912"),
+        ("my seed phrase is abandon ability able about above absent absorb abstract absurd abuse access accident",
+         "absorb abstract"),
+    ],
+)
+def test_credentials_stated_in_words_are_redacted(text: str, secret: str) -> None:
+    out = redacted(text)
+    assert secret not in out and REDACTED in out
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("my card number is 4111 1111 1111 1111", "4111 1111 1111 1111"),
+        ("Visa 4242-4242-4242-4242, exp 08/27", "4242-4242-4242-4242"),
+        ("Amex 3782 822463 10005", "3782 822463 10005"),
+        ("卡号6217000012345670", "6217000012345670"),
+        ("カード番号は5500005555555559です", "5500005555555559"),
+        ("UnionPay 6222 0212 3456 7890 128", "6222 0212 3456 7890 128"),
+    ],
+)
+def test_payment_cards_are_redacted(text: str, number: str) -> None:
+    out = redacted(text)
+    assert number not in out and REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my order number was 1234567890123456",  # fails Luhn
+        "invoice 4111 1111 1111 1112",  # a card prefix, but fails Luhn
+        "ISBN 978-7-115-42802-8",
+        "call +1 415 555 0132",
+        "the build took 1234567 ms over 4000000000000 bytes",
+        "pi is 3.1415926535897932384",
+        "ticket 2024000123456789",
+    ],
+)
+def test_ordinary_long_numbers_are_kept(text: str) -> None:
+    unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("我的身份证号是11010519491231002X", "11010519491231002X"),
+        ("身份证 440304198506171238 帮我记一下", "440304198506171238"),
+        ("My SSN is 078-05-1120", "078-05-1120"),
+        ("주민등록번호는 900101-1234567이에요", "900101-1234567"),
+        ("マイナンバーは123456789018です", "123456789018"),
+        ("IBAN DE89 3704 0044 0532 0130 00 please", "DE89 3704 0044 0532 0130 00"),
+        ("GB82 WEST 1234 5698 7654 32 is the account", "GB82 WEST 1234 5698 7654 32"),
+        ("IBANはFR1420041010050500013M02606です", "FR1420041010050500013M02606"),
+    ],
+)
+def test_national_ids_and_ibans_are_redacted(text: str, number: str) -> None:
+    out = redacted(text)
+    assert number not in out and REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id 110105194912310021 with a wrong check digit",
+        "SSN-shaped but invalid: 000-12-3456 and 666-12-3456",
+        "IBAN DE89 3704 0044 0532 0130 01 (wrong checksum)",
+        "my number is 123456789012",  # 12 digits without a My Number keyword
+        "I forgot my password again!",
+        "my password is wrong",
+        "The password policy requires 12 characters",
+        "my password is stored in 1Password",
+        "I use the same password manager at home",
+        "my PIN is the same as my old one",
+        "the code is on GitHub",
+        "the verification code never arrived",
+        "我昨天改了密码，旧的不能用了",
+        "パスワードは忘れました",
+        "비밀번호를 바꿨어요",
+        "my passport number is E12345678",
+    ],
+)
+def test_near_misses_are_kept(text: str) -> None:
+    unchanged(text)
+
+
+@pytest.mark.parametrize(
+    ("secret", "kept_prefix"),
+    [
+        ("gsk_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6", "gsk_"),
+        ("xai-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4", "xai-"),
+        ("shpat_" + "0123456789abcdef0123456789abcdef", "shpat_"),
+        ("dop_v1_" + "0123456789abcdef" * 4, "dop_v1_"),
+        ("pypi-AgEIcHlwaS5vcmc" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6", "pypi-"),
+        ("glptt-" + "0123456789abcdefABCD", "glptt-"),
+        ("dckr_pat_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n", "dckr_pat_"),
+        ("hvs." + "CAESIJ1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", "hvs."),
+        ("lin_api_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0", "lin_api_"),
+        ("ya29." + "a0AfH6SMB1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7", "ya29."),
+        ("GOCSPX-" + "1a2B3c4D5e6F7g8H9i0J1k2L3m4N", "GOCSPX-"),
+        ("LTAI" + "5tQ9xY2kP8mN3vR7wZ1a", "LTAI"),
+        ("AKID" + "z8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE1", "AKID"),
+        ("SK" + "0123456789abcdef0123456789abcdef", "SK"),
+        ("AGE-SECRET-KEY-1" + "QQQ2Z3Y4X5W6V7U8T9S0R1Q2P3N4M5L6K7J8H9G0F1E2D3C4B5A6Z7Y8X9", "AGE-SECRET-KEY-"),
+    ],
+)
+def test_more_key_formats_are_redacted(secret: str, kept_prefix: str) -> None:
+    out = redacted(f"use {secret} please")
+    assert secret not in out and out.startswith(f"use {kept_prefix}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "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",
+        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "https://discord.com/api/webhooks/123456789012345678/abcDEF-ghiJKL_mno",
+        "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq==",
+    ],
+)
+def test_more_secret_shapes_are_redacted(text: str) -> None:
+    out = redacted(f"x {text} y")
+    assert REDACTED in out and text not in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my password is hunter2, card 4111 1111 1111 1111, 身份证11010519491231002X",
+        "パスワードはabc12345です",
+        "IBAN DE89 3704 0044 0532 0130 00",
+    ],
+)
+def test_new_rules_are_idempotent(text: str) -> None:
+    once = redacted(text)
+    assert redact_secrets(once) == (once, False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1 " * 100_000, "4111 " * 50_000, "password is " * 50_000, "密码是" * 50_000, "GB82 " * 50_000,
+     "1-" * 100_000, "my password to " * 50_000],
+)
+def test_new_rules_handle_adversarial_inputs(text: str) -> None:
+    once, _ = redact_secrets(text)
+    assert redact_secrets(once) == (once, False)
+
+
+def test_secret_kinds_name_what_was_found() -> None:
+    from clawkeep.redact import secret_kinds
+
+    found = secret_kinds("card 4111 1111 1111 1111 and my password is hunter2")
+    assert set(found) == {"payment card number", "password"}
+    assert secret_kinds("hello") == ()

@@ -12,7 +12,21 @@ Design choices:
   the check keeps slugs like `risk-assessment-framework` or `sk-learn-style-guide` intact.
 - `key: value` (colon, unquoted) is common in prose ("Password: see the vault"), so there
   the value must look machine-made; `key=value` and quoted values are always redacted.
+- Credentials stated in words ("my password is hunter2", "我的密码是 abc12345",
+  "パスワードはabc12345です", "비밀번호는 qwerty123이야", "the verification code is 482913")
+  lose their value. A plain English word after "password is" counts unless it is one of the
+  words prose puts there ("wrong", "stored", "the", …); PINs and codes need digits; keys
+  and tokens must look machine-made.
+- Numbers are redacted only when their own check says they are what they look like:
+  payment cards (a card network's prefix and length, then Luhn), Chinese resident ids
+  (birth date and ISO 7064 check character), Japanese My Numbers (check digit, next to the
+  word), IBANs (country length and mod 97); US SSNs and Korean resident registration
+  numbers by their dashed shape and valid fields. Other long numbers (orders, ISBNs,
+  phones) stay.
 - Output is idempotent: redacting already-redacted text changes nothing.
+
+`secret_kinds` names what was found ("password", "payment card number", …): the memory
+write filters (M7) say why they refused a fact with it.
 """
 
 from __future__ import annotations
@@ -34,6 +48,18 @@ class _Rule:
     hints: tuple[str, ...]  # lowercase literals; the rule is skipped unless one occurs
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
+    kind: str | Callable[[re.Match[str]], str] = "credential"  # what was found (secret_kinds)
+    # "digit": only for text with a digit (every checked number has one); "token": only for
+    # text with a digit and a chunk of 14+ characters between spaces (every key has both);
+    # "nonascii": only for text with a non-ASCII character (the CJK wordings).
+    gate: str = ""
+    # Head scan: instead of trying the pattern at every position, find these lowercase literals
+    # and try it at each one's word start and up to `back_words` words before (for
+    # "wifi password", "secret access key"); the match must cover the head with its `kw` group.
+    heads: tuple[str, ...] = ()
+    back_words: int = 0
+    head_group: str = "kw"
+    modifiers: frozenset[str] = frozenset()  # the words a match may start with before its head
 
 
 def _keep_prefix(m: re.Match[str]) -> str:
@@ -45,7 +71,7 @@ def _whole(_m: re.Match[str]) -> str:
 
 
 def _token_rule(
-    name: str, hints: tuple[str, ...], prefix: str, body: str, min_len: int
+    name: str, hints: tuple[str, ...], prefix: str, body: str, min_len: int, kind: str = "API key or token"
 ) -> _Rule:
     """A key made of a literal type prefix and a random body containing a digit."""
     pattern = re.compile(
@@ -53,7 +79,7 @@ def _token_rule(
         rf"{_NOT_AFTER_WORD}(?P<prefix>{prefix})(?={body}*[0-9]){body}{{{min_len},}}"
         rf"{_NOT_BEFORE_WORD}"
     )
-    return _Rule(name, hints, pattern, _keep_prefix)
+    return _Rule(name, hints, pattern, _keep_prefix, kind, gate="token")
 
 
 # --- PEM private keys: keep the armour lines, drop the body (unclosed: to end of text).
@@ -112,7 +138,7 @@ def _auth_scheme(m: re.Match[str]) -> str:
 # The key must END in a secret word, so `max_tokens=100` or `token_count: 3` stay.
 _SECRET_WORDS = (
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
-    r"|private[_-]?key|secret[_-]?key|credentials?"
+    r"|private[_-]?key|secret[_-]?key|credentials?|account[_-]?key|shared[_-]?access[_-]?key"
 )
 _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])"
@@ -155,10 +181,357 @@ def _assignment(m: re.Match[str]) -> str:
     return f"{m.group('key')}{m.group('sep')}{REDACTED}"
 
 
+# --- credentials stated in words --------------------------------------------------------------
+# What a value may look like: printable ASCII without quotes, brackets or separators.
+_VALUE = r"(?P<value>[A-Za-z0-9!#$%&*+\-./=?@^_|~]{1,128}+)"
+_TRAILING = ".!?"
+# Words English prose puts after "password is" that are not the password.
+_PROSE_WORDS = frozenset("""
+    a an the my your his her our their its this that these those it there here not no never still now also
+    just only very really too so being been be in on at for to of from with by as same different wrong
+    incorrect invalid correct right expired expiring weak strong secure insecure safe unsafe long short
+    simple complicated complex hard easy required needed mandatory optional missing empty blank reset
+    changed saved stored set written case sensitive case-sensitive secret private confidential unknown
+    forgotten lost compromised leaked stolen shared old new fine ok okay good bad great terrible useless
+    temporary random generated printed attached below above included locked blocked sent hidden encrypted
+    hashed something nothing what which where somewhere anything everything password passwords passcode
+    pin code token key none null nil empty redacted too-short different-now on-file
+""".split())
+_PROSE_SUFFIXES = ("ing", "ed", "ly", "able", "ible", "ful", "less", "ive")
+
+_EN_PW = (r"(?:(?:wi-?fi|login|account|admin|root|e-?mail|bank|router|master|app|user|computer|laptop|phone|"
+          r"network|vpn|database|db|server)\s+)?(?:pass(?:word|phrase|code)s?|passwd|pwd)")
+_EN_CODE = (r"pin(?:\s+(?:code|number))?"
+            r"|(?:verification|confirmation|security|authentication|auth|login|sign-?in|access|door|gate|alarm|entry|"
+            r"garage|sms|text|2fa|mfa|otp|one[-\s]time|backup|recovery|unlock|lock|pickup)\s+codes?"
+            r"|otp|one[-\s]time\s+pass(?:word|code)|cvv2?|cvc2?|(?:lock|safe)\s+combination")
+_EN_KEY = (r"(?:api|access|secret|private|signing|encryption|license|licence|product|master|secret\s+access)"
+           r"[\s_-]?keys?"
+           r"|(?:client|app|api|webhook|consumer)\s+secret"
+           r"|(?:auth|access|refresh|bearer|api|bot|session|personal\s+access|github|gitlab|slack|discord|"
+           r"telegram)\s+tokens?|tokens?")
+_EN_SSN = r"ssn|social\s+security\s+(?:number|no\.?|#)"
+_STATED_EN = re.compile(
+    rf"(?<![A-Za-z0-9_])(?P<kw>(?P<pw>{_EN_PW})|(?P<code>{_EN_CODE})|(?P<key>{_EN_KEY})|(?P<ssn>{_EN_SSN}))"
+    r"(?P<link>(?:\s+(?:for|to|of|on|at)\s+(?:the\s+|my\s+|our\s+|this\s+|that\s+)?[A-Za-z0-9'-]+)?"
+    r"(?:\s+(?P<verb>is|was|are|were|is\s+now|is\s+still|will\s+be|has\s+been|has\s+changed\s+to|changed\s+to|"
+    r"became)\s+|(?P<verb2>'s)\s+|\s*(?P<colon>[:=\uff1a])\s*|(?P<bare>\s+)))"
+    + _VALUE,
+    re.IGNORECASE,
+)
+# "I changed my password to hunter2", "set the wifi password to …"
+_CHANGED_EN = re.compile(
+    rf"(?<![A-Za-z0-9_])(?P<head>(?P<verb>chang|set|reset|updat|switch)\w*\s+(?:my|the|our|his|her|their)\s+"
+    rf"(?P<kw>(?P<pw>{_EN_PW})|(?P<code>{_EN_CODE}))\s+to\s+)" + _VALUE,
+    re.IGNORECASE,
+)
+_CJK_PW = r"密码|密碼|口令|パスワード|暗証番号|暗証|비밀번호|비번|암호|패스워드"
+_CJK_CODE = (r"验证码|驗證碼|校验码|校驗碼|动态码|動態碼|动态密码|動態密碼|安全码|安全碼|"
+             r"取件码|提货码|认证码|認証コード|確認コード|認証番号|確認番号|"
+             r"セキュリティコード|ワンタイムパスワード|ピン番号|"
+             r"인증\s?번호|인증\s?코드|확인\s?코드|보안\s?코드|핀\s?번호|PIN|OTP|CVV|CVC")
+_CJK_KEY = (r"密钥|秘钥|金鑰|密鑰|令牌|APIキー|秘密鍵|アクセスキー|シークレットキー|トークン|"
+            r"API\s?키|비밀\s?키|액세스\s?키|토큰|AccessKey(?:\s?Secret)?|API\s?[Kk]ey|[Tt]oken|[Ss]ecret")
+_STATED_CJK = re.compile(
+    rf"(?P<kw>(?P<pw>{_CJK_PW})|(?P<code>{_CJK_CODE})|(?P<key>{_CJK_KEY}))"
+    r"(?P<link>\s*(?:번호|号码|號碼|号|號|码|碼|コード)?\s*(?:是|为|為|は|が|を|는|은|이|가|를|을|：|:|=)?\s*"
+    r"(?:(?:已经|已經|已)?(?:改成|改为|改為|换成|換成|设为|設為|设成|設成|设置为|設置為|设置成|变成|變成)了?\s*)?)"
+    + _VALUE,
+    re.IGNORECASE,
+)
+_SEED_PHRASE = re.compile(
+    r"(?P<head>(?<![A-Za-z])(?:seed|recovery|mnemonic|secret|backup)\s+(?:phrase|words)\s*(?:is|are|:|=)?\s*"
+    r"|(?:助记词|助記詞|シードフレーズ|복구\s?문구|시드\s?문구)\s*(?:是|为|は|는|:|：)?\s*)"
+    r"(?P<words>[a-z]{3,8}(?:\s+[a-z]{3,8}){11,23}+)",
+    re.IGNORECASE,
+)
+
+
+_MACHINE_CHAR = re.compile(r"[0-9!#$%&*+./=?@^|~]")
+_INNER_CASES = re.compile(r".[a-z].*[A-Z]|.[A-Z].*[a-z]", re.DOTALL)
+
+
+def _machine_value(value: str) -> bool:
+    """Digits, inner capitals or symbols: not an English word."""
+    return _MACHINE_CHAR.search(value) is not None or _INNER_CASES.match(value) is not None
+
+
+def _split_value(m: re.Match[str]) -> tuple[str, str]:
+    """(value, trailing sentence punctuation) — "hunter2." is "hunter2" then ".": one stop only,
+    and a value that is all punctuation keeps it."""
+    value = m.group("value")
+    if len(value) > 1 and value[-1] in _TRAILING and value[-2] not in _TRAILING:
+        return value[:-1], value[-1]
+    return value, ""
+
+
+def _stated_value_ok(m: re.Match[str], value: str, cjk: bool) -> bool:
+    groups = m.groupdict()
+    if groups.get("key"):
+        if len(value) < 8 or not _machine_value(value) or value.lower() == m.group("kw").lower():
+            return False
+    elif groups.get("code"):
+        if len(value) > 24 or sum(c.isdigit() for c in value) < 4:
+            return False
+    elif groups.get("ssn"):
+        if len(value) > 11 or sum(c.isdigit() for c in value) != 9:
+            return False
+    elif cjk:  # a password after a CJK wording
+        if not ((len(value) >= 4 and _machine_value(value)) or len(value) >= 6):
+            return False
+    elif _machine_value(value):
+        if len(value) < 4 and not (groups.get("verb") or groups.get("verb2")):
+            return False
+    elif not (groups.get("verb") or groups.get("verb2")):
+        return False  # "password manager", "password: see the vault": prose
+    else:
+        word = value.lower()
+        if len(word) < 3 or word in _PROSE_WORDS or word.endswith(_PROSE_SUFFIXES):
+            return False
+    if "REDACTED" in value or _PLACEHOLDER.match(value):
+        return False
+    # the tail of a key an earlier rule already redacted
+    return not m.string.startswith(("…", REDACTED), m.end())
+
+
+def _stated(cjk: bool) -> Callable[[re.Match[str]], str]:
+    def replace(m: re.Match[str]) -> str:
+        if cjk and m.group("kw").isascii() and m.group("link").isascii():
+            return m.group(0)  # an English word ("token", "PIN") with an English link: the English rule's call
+        value, tail = _split_value(m)
+        if not _stated_value_ok(m, value, cjk):
+            return m.group(0)
+        return m.group(0)[: m.start("value") - m.start()] + REDACTED + tail
+
+    return replace
+
+
+def _changed(m: re.Match[str]) -> str:
+    value, tail = _split_value(m)
+    if not value or "REDACTED" in value or _PLACEHOLDER.match(value):
+        return m.group(0)
+    if m.group("code") and sum(c.isdigit() for c in value) < 4:
+        return m.group(0)
+    if m.group("pw") and not _machine_value(value) and (value.lower() in _PROSE_WORDS
+                                                        or value.lower().endswith(_PROSE_SUFFIXES)):
+        return m.group(0)
+    return f"{m.group('head')}{REDACTED}{tail}"
+
+
+def _seed_phrase(m: re.Match[str]) -> str:
+    return f"{m.group('head')}{REDACTED}"
+
+
+# --- numbers with their own check: cards, national ids, IBANs ----------------------------------
+_DIGITS = tuple("0123456789")
+# A run of digit groups joined by single spaces or dashes, taken whole (possessive, and never
+# started inside a run), so a long run costs one pass.
+_DIGIT_RUN = re.compile(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ -]\d)(?=[\d -]{12})\d*+(?:[ -]\d++)*+"
+                        r"(?![A-Za-z0-9]|[.,]\d)")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, ch in enumerate(reversed(digits)):
+        n = ord(ch) - 48
+        if index % 2:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return total % 10 == 0
+
+
+def _card_network(digits: str) -> bool:
+    """A prefix and length some card network issues (Visa, Mastercard, Amex, Discover, JCB,
+    UnionPay, Diners, Maestro, Mir)."""
+    n = len(digits)
+    two, four = int(digits[:2]), int(digits[:4])
+    if digits[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= two <= 55 or 2221 <= four <= 2720:
+        return n == 16
+    if two in (34, 37):
+        return n == 15
+    if digits.startswith("6011") or 644 <= int(digits[:3]) <= 649 or two == 65 or 3528 <= four <= 3589 \
+            or two == 62 or 2200 <= four <= 2204:
+        return 16 <= n <= 19
+    if 300 <= int(digits[:3]) <= 305 or two in (36, 38, 39):
+        return 14 <= n <= 19
+    if two in (50, 56, 57, 58, 67):
+        return 13 <= n <= 19
+    return False
+
+
+def _card_shape(lengths: list[int]) -> bool:
+    if len(lengths) == 1:
+        return True
+    if lengths in ([4, 6, 5], [4, 6, 4]):
+        return True
+    return len(lengths) >= 3 and all(g == 4 for g in lengths[:-1]) and 1 <= lengths[-1] <= 4
+
+
+def _cards(m: re.Match[str]) -> str:
+    run = m.group(0)
+    parts = re.split(r"([ -])", run)  # groups at even indexes, separators at odd ones
+    groups, seps = parts[0::2], parts[1::2]
+    starts, pos = [], 0
+    for index, group in enumerate(groups):
+        starts.append(pos)
+        pos += len(group) + (1 if index < len(seps) else 0)
+    out, last, i = [], 0, 0
+    while i < len(groups):
+        found = None
+        total = 0
+        for j in range(i, min(i + 6, len(groups))):
+            if j > i and seps[j - 1] != seps[i]:
+                break  # one separator per number
+            total += len(groups[j])
+            if total > 19:
+                break
+            digits = "".join(groups[i:j + 1])
+            if total >= 13 and _card_shape([len(g) for g in groups[i:j + 1]]) and _card_network(digits) \
+                    and _luhn(digits):
+                found = j
+        if found is None:
+            i += 1
+            continue
+        out.append(run[last:starts[i]])
+        out.append(REDACTED)
+        last = starts[found] + len(groups[found])
+        i = found + 1
+    if not out:
+        return run
+    out.append(run[last:])
+    return "".join(out)
+
+
+_CN_ID = re.compile(r"[1-9](?<![A-Za-z0-9][1-9])\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}"
+                    r"[\dXx](?![A-Za-z0-9])")
+_CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+
+
+def _valid_date(year: int, month: int, day: int) -> bool:
+    import datetime  # noqa: PLC0415 - only when a date-shaped number is checked
+
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def _cn_id(m: re.Match[str]) -> str:
+    value = m.group(0)
+    check = "10X98765432"[sum(int(c) * w for c, w in zip(value[:17], _CN_WEIGHTS, strict=True)) % 11]
+    if value[17].upper() != check or not _valid_date(int(value[6:10]), int(value[10:12]), int(value[12:14])):
+        return value
+    return REDACTED
+
+
+_SSN = re.compile(r"\d(?<![A-Za-z0-9-]\d)\d{2}-\d{2}-\d{4}(?![A-Za-z0-9-])")
+
+
+def _ssn(m: re.Match[str]) -> str:
+    area, group, serial = m.group(0).split("-")
+    if area in ("000", "666") or area.startswith("9") or group == "00" or serial == "0000":
+        return m.group(0)
+    return REDACTED
+
+
+_KR_RRN = re.compile(r"\d(?<![A-Za-z0-9-]\d)\d(\d{2})(\d{2})-[1-8]\d{6}(?![A-Za-z0-9-])")
+
+
+def _kr_rrn(m: re.Match[str]) -> str:
+    month, day = int(m.group(1)), int(m.group(2))
+    return REDACTED if _valid_date(2000, month, day) else m.group(0)  # 2000: a leap year, any day of Feb
+
+
+_MY_NUMBER = re.compile(r"(?P<head>(?:マイナンバー|個人番号)(?:カード)?(?:の番号)?\s*(?:は|が|：|:|=)?\s*)"
+                        r"(?P<num>\d{4}[ -]?\d{4}[ -]?\d{4})(?![0-9])")
+
+
+def _my_number(m: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", m.group("num"))
+    total = sum(int(digits[11 - n]) * (n + 1 if n <= 6 else n - 5) for n in range(1, 12))
+    remainder = total % 11
+    check = 0 if remainder <= 1 else 11 - remainder
+    return f"{m.group('head')}{REDACTED}" if int(digits[11]) == check else m.group(0)
+
+
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
+    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
+    "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
+    "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}
+_IBAN = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]){11,30}+")
+
+
+def _iban(m: re.Match[str]) -> str:
+    text = m.group(0)
+    length = _IBAN_LENGTHS.get(text[:2])
+    if length is None:
+        return text
+    taken, end = 0, 0
+    for end, ch in enumerate(text, start=1):  # noqa: B007 - `end` is used after the loop
+        if ch != " ":
+            taken += 1
+            if taken == length:
+                break
+    compact = text[:end].replace(" ", "")
+    if len(compact) != length or (end < len(text) and text[end] != " "):
+        return text  # too short, or the IBAN would end inside a longer word
+    rearranged = compact[4:] + compact[:4]
+    if int("".join(str(int(c, 36)) for c in rearranged)) % 97 != 1:
+        return text
+    return REDACTED + text[end:]
+
+
+_EN_MODIFIERS = frozenset("""
+    wifi wi-fi login account admin root email e-mail bank router master app user computer laptop phone network vpn
+    database db server verification confirmation security authentication auth sign-in signin access door gate alarm
+    entry garage sms text 2fa mfa otp one-time one time backup recovery unlock lock pickup safe api secret private
+    signing encryption license licence product client webhook consumer refresh bearer bot session personal github
+    gitlab slack discord telegram social
+""".split())
+_STATED_HINTS = ("pass", "pwd", "pin", "code", "otp", "cvv", "cvc", "key", "token", "secret", "ssn",
+                 "social security", "combination")
+_CJK_HINTS = ("密码", "密碼", "口令", "码", "碼", "パスワード", "暗証", "コード", "番号", "キー", "鍵", "トークン",
+              "비밀번호", "비번", "암호", "패스워드", "번호", "코드", "키", "토큰", "pin", "otp", "cvv", "cvc", "token",
+              "secret", "key")
+
+# Where a CJK wording can start: every keyword's first characters (lowercase, as searched).
+_CJK_HEADS = (
+    "密码", "密碼", "口令", "パスワード", "暗証", "비밀번호", "비번", "암호", "패스워드", "验证码", "驗證碼",
+    "校验码", "校驗碼", "动态", "動態", "安全码", "安全碼", "取件码", "提货码", "认证码", "認証", "確認",
+    "セキュリティ", "ワンタイム", "ピン", "인증", "확인", "보안", "핀", "pin", "otp", "cvv", "cvc",
+    "密钥", "秘钥", "金鑰", "密鑰", "令牌", "apiキー", "api キー", "秘密鍵", "アクセスキー", "シークレット",
+    "トークン", "api키", "api 키", "비밀", "액세스", "토큰", "accesskey", "api", "token", "secret",
+)
+
+
+def _stated_kind(m: re.Match[str]) -> str:
+    if m.group("code"):
+        return "PIN or one-time code"
+    if m.groupdict().get("key"):
+        return "API key or token"
+    if m.groupdict().get("ssn"):
+        return "national ID number"
+    return "password"
+
+
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and URL forms first so later token rules do not split them up.
-    _Rule("pem", ("-----begin",), _PEM, _pem),
-    _Rule("url", ("://",), _URL_CREDENTIALS, _url_credentials),
+    _Rule("pem", ("-----begin",), _PEM, _pem, "private key"),
+    _Rule("url", ("://",), _URL_CREDENTIALS, _url_credentials, "password in a URL"),
+    _Rule("slack_webhook", ("hooks.slack.com",),
+          re.compile(r"(?P<prefix>https?://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}"),
+          _keep_prefix, "webhook URL"),
+    _Rule("discord_webhook", ("/api/webhooks/",),
+          re.compile(r"(?P<prefix>https?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)\d+/[A-Za-z0-9_-]+"),
+          _keep_prefix, "webhook URL"),
     # sk-ant- before sk- so the longer prefix wins.
     _token_rule("anthropic", ("sk-ant-",), "sk-ant-", "[A-Za-z0-9_-]", 20),
     _token_rule("openai", ("sk-",), "sk-", "[A-Za-z0-9_-]", 20),
@@ -167,27 +540,81 @@ _RULES: tuple[_Rule, ...] = (
         "github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), "gh[pousr]_", "[A-Za-z0-9]", 30
     ),
     _token_rule("github_pat", ("github_pat_",), "github_pat_", "[A-Za-z0-9_]", 22),
-    _token_rule("gitlab", ("glpat-",), "glpat-", "[A-Za-z0-9_-]", 20),
+    _token_rule("gitlab", ("glpat-", "glptt-", "gldt-", "glrt-", "glsoat-", "glcbt-", "glimt-", "glft-", "gloas-"),
+                "gl(?:pat|ptt|dt|rt|soat|cbt|imt|ft|oas)-", "[A-Za-z0-9_-]", 20),
     _token_rule("slack", ("xox", "xapp-"), "xox[abeoprs]-|xapp-", "[A-Za-z0-9-]", 10),
     _token_rule("huggingface", ("hf_",), "hf_", "[A-Za-z0-9]", 30),
     _token_rule("npm", ("npm_",), "npm_", "[A-Za-z0-9]", 36),
+    _token_rule("groq", ("gsk_",), "gsk_", "[A-Za-z0-9]", 40),
+    _token_rule("xai", ("xai-",), "xai-", "[A-Za-z0-9]", 40),
+    _token_rule("replicate", ("r8_",), "r8_", "[A-Za-z0-9]", 30),
+    _token_rule("perplexity", ("pplx-",), "pplx-", "[A-Za-z0-9]", 40),
+    _token_rule("shopify", ("shpat_", "shpss_", "shpca_", "shppa_"), "shp(?:at|ss|ca|pa)_", "[a-fA-F0-9]", 32),
+    _token_rule("digitalocean", ("_v1_",), "do[por]_v1_", "[a-f0-9]", 64),
+    _token_rule("pypi", ("pypi-",), "pypi-", "[A-Za-z0-9_-]", 50),
+    _token_rule("docker", ("dckr_pat_",), "dckr_pat_", "[A-Za-z0-9_-]", 20),
+    _token_rule("vault", ("hvs.", "hvb."), r"hv[sb]\.", "[A-Za-z0-9_-]", 24),
+    _token_rule("linear", ("lin_api_",), "lin_api_", "[A-Za-z0-9]", 30),
+    _token_rule("notion", ("ntn_", "secret_"), "ntn_|secret_", "[A-Za-z0-9]", 40),
+    _token_rule("google_oauth", ("ya29.",), r"ya29\.", "[A-Za-z0-9_-]", 20),
+    _token_rule("google_client_secret", ("gocspx-",), "GOCSPX-", "[A-Za-z0-9_-]", 20),
+    _token_rule("square", ("sq0atp-", "sq0csp-"), "sq0(?:atp|csp)-", "[A-Za-z0-9_-]", 22),
+    _token_rule("postman", ("pmak-",), "PMAK-", "[a-f0-9-]", 50),
+    _token_rule("databricks", ("dapi",), "dapi", "[a-f0-9]", 32),
+    _token_rule("atlassian", ("atatt3",), "ATATT3", "[A-Za-z0-9_=-]", 150),
+    _token_rule("doppler", ("dp.pt.",), r"dp\.pt\.", "[A-Za-z0-9]", 40),
+    _token_rule("mailgun", ("key-",), "key-", "[0-9a-zA-Z]", 32),
+    _token_rule("twilio", ("sk",), "SK", "[0-9a-f]", 32),
+    _token_rule("alibaba", ("ltai",), "LTAI", "[A-Za-z0-9]", 12, "cloud access key"),
+    _token_rule("tencent", ("akid",), "AKID", "[A-Za-z0-9]", 32, "cloud access key"),
+    _Rule(
+        "age",
+        ("age-secret-key-",),
+        re.compile(r"(?<![A-Za-z0-9])(?P<prefix>AGE-SECRET-KEY-)1[0-9A-Z]{58}(?![A-Za-z0-9])"),
+        _keep_prefix,
+        "private key",
+        gate="token",
+    ),
+    _Rule(
+        "sendgrid",
+        ("sg.",),
+        re.compile(r"(?<![A-Za-z0-9_-])(?P<prefix>SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        _keep_prefix,
+        "API key or token",
+        gate="token",
+    ),
+    _Rule(
+        "discord_bot",
+        (".",),
+        re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.(?=[A-Za-z0-9_-]*[0-9])"
+                   r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_.-])"),
+        _whole,
+        "API key or token",
+        gate="token",
+    ),
     _Rule(
         "aws_access_key_id",
         ("akia", "asia"),
         re.compile(r"(?<![A-Za-z0-9])(?P<prefix>AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
         _keep_prefix,
+        "cloud access key",
+        gate="token",
     ),
     _Rule(
         "google",
         ("aiza",),
         re.compile(rf"{_NOT_AFTER_WORD}(?P<prefix>AIza)[A-Za-z0-9_-]{{35}}{_NOT_BEFORE_WORD}"),
         _keep_prefix,
+        "API key or token",
+        gate="token",
     ),
     _Rule(
         "telegram_bot",
         (":aa",),
         re.compile(r"(?<![A-Za-z0-9])(?P<prefix>[0-9]{8,10}:)AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"),
         _keep_prefix,
+        "API key or token",
+        gate="token",
     ),
     # JWT: base64url header and payload both start with `{"` -> "eyJ".
     _Rule(
@@ -198,10 +625,121 @@ _RULES: tuple[_Rule, ...] = (
             r"(?![A-Za-z0-9_-])"
         ),
         _whole,
+        "API key or token",
+        gate="token",
     ),
-    _Rule("auth_scheme", ("bearer", "basic"), _AUTH_SCHEME, _auth_scheme),
+    _Rule("auth_scheme", ("bearer", "basic"), _AUTH_SCHEME, _auth_scheme, "authorization token"),
     _Rule("assignment", ("pass", "secret", "token", "key", "credential"), _ASSIGNMENT, _assignment),
+    # Stated in words: after the key = value forms, so a value already redacted is left alone.
+    _Rule("seed_phrase", ("phrase", "words", "助记词", "助記詞", "シードフレーズ", "문구"), _SEED_PHRASE, _seed_phrase,
+          "recovery phrase"),
+    _Rule("changed_to", (" to ",), _CHANGED_EN, _changed, _stated_kind,
+          heads=("chang", "set", "updat", "switch"), head_group="verb"),
+    _Rule("stated", _STATED_HINTS, _STATED_EN, _stated(cjk=False), _stated_kind, heads=_STATED_HINTS, back_words=2,
+          modifiers=_EN_MODIFIERS),
+    _Rule("stated_cjk", (), _STATED_CJK, _stated(cjk=True), _stated_kind, gate="nonascii", heads=_CJK_HEADS),
+    # Numbers with a check of their own; IBANs and ids before cards so their digits are not read as one.
+    _Rule("iban", (), _IBAN, _iban, "bank account number (IBAN)", gate="digit"),
+    _Rule("cn_resident_id", (), _CN_ID, _cn_id, "national ID number", gate="digit"),
+    _Rule("jp_my_number", ("マイナンバー", "個人番号"), _MY_NUMBER, _my_number, "national ID number", gate="digit"),
+    _Rule("kr_resident_number", (), _KR_RRN, _kr_rrn, "national ID number", gate="digit"),
+    _Rule("us_ssn", (), _SSN, _ssn, "national ID number", gate="digit"),
+    _Rule("payment_card", (), _DIGIT_RUN, _cards, "payment card number", gate="digit"),
 )
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def _find_all(haystack: str, needle: str) -> list[int]:
+    found, at = [], haystack.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = haystack.find(needle, at + 1)
+    return found
+
+
+def _candidate_starts(text: str, at: int, back_words: int, modifiers: frozenset[str]) -> list[int]:
+    """Earliest first: the start of the word holding `at`, up to `back_words` words before it
+    that are `modifiers`, and `at`."""
+    starts = [at]
+    pos = at
+    while pos > 0 and text[pos - 1] in _WORD_CHARS:
+        pos -= 1
+    if pos != at:
+        starts.insert(0, pos)
+    for _ in range(back_words):
+        gap = pos
+        while gap > 0 and pos - gap < 3 and text[gap - 1] in " \t":
+            gap -= 1
+        if gap == pos or gap == 0 or text[gap - 1] not in _WORD_CHARS:
+            break
+        word_end = gap
+        pos = gap
+        while pos > 0 and text[pos - 1] in _WORD_CHARS:
+            pos -= 1
+        if text[pos:word_end].lower() not in modifiers:
+            break
+        starts.insert(0, pos)
+    return starts
+
+
+def _head_scan(rule: _Rule, text: str, lowered: str, replace: Callable[[re.Match[str]], str]) -> str:
+    if len(lowered) != len(text):  # lowering changed lengths (e.g. "İ"): positions would not line up
+        return rule.pattern.sub(replace, text)
+    heads = sorted({at for head in rule.heads for at in _find_all(lowered, head)})
+    out: list[str] = []
+    last = 0
+    for at in heads:
+        if at < last:
+            continue
+        for start in _candidate_starts(text, at, rule.back_words, rule.modifiers):
+            if start < last:
+                continue
+            m = rule.pattern.match(text, start)
+            if m is not None and m.start(rule.head_group) <= at < m.end(rule.head_group):
+                break
+        else:
+            continue
+        out.append(text[last:m.start()])
+        out.append(replace(m))
+        last = m.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _redact(text: str) -> tuple[str, list[str]]:
+    found: list[str] = []
+    if not text:
+        return text, found
+    lowered = text.lower()
+    has_digit = any(d in text for d in _DIGITS)
+    has_nonascii = not text.isascii()
+    has_token = has_digit and any(len(chunk) >= 14 for chunk in (text.encode("ascii", "ignore").split()
+                                                                  if has_nonascii else text.split()))
+    seen: dict[str, bool] = {}
+    out = text
+    for rule in _RULES:
+        # Gates and hints are tested on the original text; earlier rules only ever shorten
+        # secrets into markers, which cannot create a new hint for a later rule.
+        if (rule.gate == "digit" and not has_digit) or (rule.gate == "token" and not has_token) \
+                or (rule.gate == "nonascii" and not has_nonascii):
+            continue
+        if rule.hints and not any(seen[h] if h in seen else seen.setdefault(h, h in lowered) for h in rule.hints):
+            continue
+
+        def replace(m: re.Match[str], rule: _Rule = rule) -> str:
+            replaced = rule.replace(m)
+            if replaced != m.group(0):
+                found.append(rule.kind(m) if callable(rule.kind) else rule.kind)
+            return replaced
+
+        if rule.heads:
+            out = _head_scan(rule, out, out.lower() if out is not text else lowered, replace)
+        else:
+            out = rule.pattern.sub(replace, out)
+    return out, found
 
 
 def redact_secrets(text: str) -> tuple[str, bool]:
@@ -209,13 +747,11 @@ def redact_secrets(text: str) -> tuple[str, bool]:
 
     Returns the redacted text and whether anything was replaced.
     """
-    if not text:
-        return text, False
-    lowered = text.lower()
-    out = text
-    for rule in _RULES:
-        # Hints are tested on the original text; earlier rules only ever shorten secrets
-        # into markers, which cannot create a new hint for a later rule.
-        if any(h in lowered for h in rule.hints):
-            out = rule.pattern.sub(rule.replace, out)
+    out, _ = _redact(text)
     return out, out != text
+
+
+def secret_kinds(text: str) -> tuple[str, ...]:
+    """What kinds of secret `redact_secrets` would remove from `text` ("password", "payment card
+    number", …), each once, in the order the rules found them; () for clean text."""
+    return tuple(dict.fromkeys(_redact(text)[1]))
