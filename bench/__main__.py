@@ -1,8 +1,9 @@
 """`python -m bench [--quick] [--only NAME[,NAME]]`: run the benchmarks, print Markdown tables,
 and write them to `bench/results/latest.md` (+ `latest.json`).
 
-Benchmarks: `append`, `search`, `locomo` (`perf` = append + search), … and `fuzz` (the
-property-based fuzz suite with its long profile; `--quick` runs the CI profile). Each section of
+Benchmarks: `append`, `search`, `locomo` (`perf` = append + search), …, `fuzz` (the
+property-based fuzz suite with its long profile; `--quick` runs the CI profile) and
+`write-filters` (precision/recall of the memory write filters on the labelled set). Each section of
 latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
-NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz")
+NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .recall_perf import section as recall_section
 
                 section = recall_section(progress, quick=args.quick)
-            elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz"):
+            elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters"):
                 from importlib import import_module
 
                 module = import_module(f".{name.replace('-', '_')}", __package__)

@@ -25,6 +25,7 @@ from ..errors import ClawkeepError
 from ..memory import items
 from ..memory.timeparse import event_day
 from ..memory.workspace import daily_note
+from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
 from ..storage import EntryRecord, SessionRecord
@@ -179,7 +180,10 @@ def flush(
         notes = extract_notes(messages, today)
     kept, refused = [], []
     for note in notes:
-        (refused if items.filter_reason(note, allow_secrets=allow_secrets) else kept).append(note)
+        if items.filter_reason(note, allow_secrets=allow_secrets):
+            refused.append(note)
+        else:  # an allowed secret is written redacted (M7), never in clear
+            kept.append(redact_secrets(note)[0] if allow_secrets else note)
     if not kept:
         return FlushResult(True, f"nothing durable ({source})", refused=refused)
     rel = daily_note(workspace, today.isoformat()).relative_to(workspace).as_posix()

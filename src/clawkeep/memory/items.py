@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from ..errors import InputError, NotFoundError
-from ..redact import redact_secrets
+from . import filters
 from .owners import UNKNOWN_OWNER, visible_to
 from .timeparse import event_day
 from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
@@ -152,30 +152,10 @@ def visible_text(text: str, reader_key: str | None, *, across: bool, today: date
 
 
 # --- write filters (M7) ---------------------------------------------------------------
-_OPERATIONAL = re.compile(
-    r"^\s*(please\s+)?(restart|reboot|run|deploy|kill|stop|start|send|open|close|delete|rm|cd|ssh|install|"
-    r"execute|push|pull|merge|commit|rerun|retry|check|ping)\b.*\b(now|right now|immediately|asap|again|this time)\b"
-    r"|^\s*(现在|马上|立刻|立即|赶紧)?(帮我|请)?(重启|运行|部署|执行|删除|发送|推送|提交|重试)",
-    re.IGNORECASE,
-)
-_VENTING = re.compile(
-    r"^\s*(ugh+|argh+|damn+|fml|wtf|omg|ffs)\b|\b(i hate|so annoying|sick of|fed up|i'm so tired of)\b"
-    r"|烦死|气死|受够了|真烦|崩溃了|无语|ムカつく|うざい|짜증",
-    re.IGNORECASE,
-)
-_FACT_HINT = re.compile(r"\d|\b(my|i am|i'm|i prefer|i like|i live|i work|is|are)\b|我(是|在|喜欢|住|叫|的)",
-                        re.IGNORECASE)
-
-
 def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
-    """Why `text` must not become long-term memory (None = it may)."""
-    if redact_secrets(text)[1] and not allow_secrets:
-        return "it contains a secret (credential-like text); set memory.writeFilters.allowSecrets to store it redacted"
-    if _OPERATIONAL.search(text):
-        return "it is a one-off operational instruction, not a durable fact"
-    if _VENTING.search(text) and not _FACT_HINT.search(_VENTING.sub("", text)):
-        return "it is venting without a durable fact"
-    return None
+    """Why `text` must not become long-term memory (None = it may): a secret, a one-off
+    operational instruction or venting without a durable fact (`filters.classify`)."""
+    return filters.classify(text, allow_secrets=allow_secrets).reason
 
 
 # --- supersession (M8) ------------------------------------------------------------------
