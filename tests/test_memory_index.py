@@ -201,14 +201,14 @@ def test_watcher_reindexes_after_an_edit(home):
     w = ws(eng)
     eng.memory_index()
     eng.memory_watch()
-    (w / "MEMORY.md").write_text("- the garage code is 4711\n")
+    (w / "MEMORY.md").write_text("- the garage is on parking level 4711\n")  # (a garage *code* is redacted)
     from clawkeep.memory import service
     index = service.open_index(eng.runtime)
     deadline = time.monotonic() + 20
     while index.store.chunk_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert index.store.files().get("MEMORY.md") is not None
-    hits = eng.memory_search("garage code")["results"]
+    hits = eng.memory_search("garage parking level")["results"]
     assert "4711" in hits[0]["snippet"]
     eng.close()
 

@@ -169,3 +169,34 @@ def test_dev_sentences_classify_as_labelled(row):
     # Every dev sentence is a regression case; the held-out part is only measured
     # (bench/write_filters.py prints precision/recall per class and language for both).
     assert classify(row["text"]).kind == row["expected"], row["note"]
+
+
+# --- what is refused never reaches an index or a memory file in clear ------------------------
+
+
+def test_transcript_keeps_the_words_but_the_search_index_does_not(mem):
+    result = mem.message("my password is hunter2 and my card is 4111 1111 1111 1111")
+    store = mem.runtime.store()
+    raw = [e for e in store.iter_entries(result.session_id) if e.type == "message"]
+    assert "hunter2" in raw[0].content[0]["text"]  # the transcript keeps what the user said
+    assert mem.sessions_search("hunter2").hits == []
+    assert mem.sessions_search("4111").hits == []
+    assert mem.sessions_search("password").hits  # the rest of the message is still found
+
+
+def test_session_memory_excerpt_is_redacted(home):
+    eng = open_engine(home, KEYWORD_ONLY)
+    eng.message("我的密码是 abc12345，卡号 6217000012345670", at="2026-03-01T10:00:00Z")
+    eng.message("/new", at="2026-03-01T10:10:00Z")
+    excerpt = (home / "workspace" / "memory" / "2026-03-01-1010.md").read_text()
+    assert "abc12345" not in excerpt and "6217000012345670" not in excerpt and "[REDACTED]" in excerpt
+    assert eng.memory_search("abc12345")["results"] == []
+
+
+def test_hand_written_secret_is_not_indexed_in_clear(mem):
+    ws = workspace(mem)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- the wifi password is Tr0ub4dor&3\n- I prefer tea\n")
+    hits = mem.memory_search("wifi password")["results"]
+    assert hits and all("Tr0ub4dor" not in hit["snippet"] for hit in hits)
+    assert mem.memory_search("Tr0ub4dor")["results"] == []

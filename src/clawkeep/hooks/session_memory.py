@@ -2,7 +2,7 @@
 write `memory/YYYY-MM-DD-HHMM.md` with the last N user and assistant messages of it.
 
 An excerpt, not a summary: slash commands, tool messages, inter-session input, reasoning
-and tool-call scaffolding are filtered out; a reply that is empty or only `NO_REPLY` after
+and tool-call scaffolding are filtered out, credentials redacted; a reply that is empty or only `NO_REPLY` after
 sanitising is elided. On by default (`hooks.internal.entries.session-memory.enabled`).
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import ClawkeepError, InputError
 from ..events import SessionReset
 from ..memory.workspace import workspace_dir
+from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..runtime import Runtime
 from ..sessions.history_view import sanitize_text
@@ -43,7 +44,9 @@ def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
                 continue
             stripped_share = 1 - len(cleaned) / max(1, len(text))
             text = ELIDED if stripped_share > 0.5 and len(cleaned) < 80 else cleaned
-        lines.append(f"{entry.role}: {' '.join(text.split())}")
+        # The excerpt is a memory file (indexed, loaded as context): credentials never reach it
+        # in clear (M7); the transcript keeps what was said.
+        lines.append(f"{entry.role}: {' '.join(redact_secrets(text)[0].split())}")
     return lines[-limit:] if limit else lines
 
 

@@ -29,7 +29,7 @@ from .chunking import chunk_lines, text_hash
 from .sessions_source import SessionDoc
 from .workspace import contained_file, walk_markdown
 
-INDEX_FORMAT = "2"  # bump when chunk rendering or token analysis changes
+INDEX_FORMAT = "3"  # bump when chunk rendering or token analysis changes (3: memory-file lines redacted)
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -183,7 +183,7 @@ class MemoryIndex:
         lines = text.splitlines()
         states = items.line_states(lines)
         classes = [(st.weight, st.expires is not None, st.session) for st in states]
-        chunks = chunk_lines([items.parse_marker(line)[0] for line in lines],
+        chunks = chunk_lines([_redacted_line(items.parse_marker(line)[0]) for line in lines],
                              chunk_tokens=self.settings.chunking.tokens,
                              overlap_tokens=self.settings.chunking.overlap, classes=classes)
         day = _day_of(rel)
@@ -249,6 +249,13 @@ class MemoryIndex:
             self._write_chunks(FileRecord(doc.path, "sessions", doc.version, 0.0, len(lines)), records, report)
             if progress:
                 progress("sessions", done, len(todo))
+
+
+def _redacted_line(line: str) -> str:
+    """A memory-file line as indexed: credentials redacted (M7: a hand-written password is never
+    searchable or shown in clear), still one line so line numbers keep matching the file."""
+    redacted, changed = redact_secrets(line)
+    return " ".join(redacted.splitlines()) if changed else line
 
 
 def _day_of(rel: str) -> str | None:

@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from ..redact import redact_secrets
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..text.analyzer import analyze_document
 from ..text.estimate import estimate_tokens
@@ -34,11 +35,14 @@ def new_entry_id() -> str:
 
 
 def index_text_for(entry: EntryRecord) -> str | None:
-    """Analysed tokens for the search index, or None when the entry is not searchable."""
+    """Analysed tokens for the search index, or None when the entry is not searchable.
+
+    Credentials are redacted first (M7): the transcript keeps what was said, the index never
+    holds a password, key, card or id number in clear, so searching for one finds nothing."""
     if entry.type != "message" or entry.role not in SEARCHABLE_ROLES:
         return None
     text = plain_text(entry.content)
-    return analyze_document(text) if text else None
+    return analyze_document(redact_secrets(text)[0]) if text else None
 
 
 def append(store: AgentStore, entry: EntryRecord) -> EntryRecord:
