@@ -88,3 +88,15 @@ def test_mostly_scaffolding_reply_is_elided(home):
     eng.message("/reset", at="2026-03-01T10:02:00Z")
     body = notes(home)["2026-03-01-1002.md"]
     assert "assistant: [malformed turn elided]" in body and "tool_call" not in body
+
+
+def test_reset_excerpts_are_not_memory_items(home):
+    eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}})
+    eng.message("- a user line that looks like a bullet", at="2026-03-01T10:00:00Z")
+    eng.message("/reset", at="2026-03-01T10:10:00Z")
+    assert "2026-03-01-1010.md" in notes(home)
+    eng.memory_remember("I prefer TypeScript")
+    listed = eng.memory_items()
+    assert [i["text"] for i in listed] == ["I prefer TypeScript"]  # no "Session key: …", "Reason: manual reset"
+    assert not any(i["path"].startswith("memory/2026-03-01-") for i in listed)
+    assert eng.memory_search("bullet")["results"]  # the excerpt is still searchable memory

@@ -121,6 +121,15 @@ class LineState:
 
 
 _SESSION_HEADER = re.compile(r"^- Session key: (\S+)\s*$")
+_EXCERPT_TITLE = re.compile(r"^# Session: \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? UTC\s*$")
+
+
+def is_session_excerpt(lines: list[str]) -> bool:
+    """A reset excerpt written by the session-memory hook (C3): "# Session: … UTC", then
+    "- Session key: …", "- Session id: …", "- Reason: …". It is searchable memory, but an
+    excerpt of a conversation, not remembered items: its header bullets are not facts."""
+    return bool(lines) and _EXCERPT_TITLE.match(lines[0]) is not None and any(
+        _SESSION_HEADER.match(line) for line in lines[1:12])
 
 
 def line_states(lines: list[str]) -> list[LineState]:
@@ -262,7 +271,8 @@ def memory_files(workspace: Path) -> list[str]:
 
 def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[Item]:
     """Every item of every memory file. A file that cannot be read as UTF-8 text is skipped (and
-    named in `skipped` with the reason): one bad note never blocks listing, editing or remembering."""
+    named in `skipped` with the reason): one bad note never blocks listing, editing or remembering.
+    Session-memory excerpts hold no items (`is_session_excerpt`)."""
     items: list[Item] = []
     for rel in memory_files(workspace):
         try:
@@ -270,6 +280,8 @@ def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[It
         except InputError as exc:
             if skipped is not None:
                 skipped[rel] = str(exc)
+            continue
+        if is_session_excerpt(lines):
             continue
         items += parse_items(rel, "\n".join(lines))
     return items
