@@ -230,3 +230,94 @@ def test_item_marker_round_trip():
     text, attrs = items.parse_marker("- x <!-- ck:id=m-1; at=2026-01-01; expires=2026-02-01 -->")
     assert text == "- x" and attrs == {"id": "m-1", "at": "2026-01-01", "expires": "2026-02-01"}
     assert items.parse_marker(text + items.render_marker(attrs)) == (text, attrs)
+
+
+# --- expiry: dated past events are durable facts, only future plans expire (M8) ---------------
+
+
+@pytest.mark.parametrize("text", [
+    "I was born on 1990-03-12",
+    "I moved to Hangzhou on {today}",
+    "我1990年3月12日出生",
+    "我{today_zh}搬到了杭州",
+    "1990年3月12日に生まれました",
+    "{today_zh}に引っ越しました",
+    "저는 1990년 3월 12일에 태어났어요",
+    "{today_ko}에 이사했어요",
+])
+def test_dated_past_event_is_a_durable_fact(mem, text):
+    from clawkeep.memory.service import today as service_today
+
+    day = service_today(mem.runtime)
+    text = text.format(today=day.isoformat(), today_zh=f"{day.year}年{day.month}月{day.day}日",
+                       today_ko=f"{day.year}년 {day.month}월 {day.day}일")
+    result = mem.memory_remember(text)
+    assert result["status"] == "stored"
+    assert result["item"]["path"] == "MEMORY.md" and "expires" not in result["item"], result
+    assert result["item"]["status"] == "active"
+
+
+@pytest.mark.parametrize("text", [
+    "next Tuesday I fly to Shanghai",
+    "下周二我去上海出差",
+    "来週の火曜日に大阪へ出張します",
+    "다음 주 화요일에 부산으로 출장 가요",
+])
+def test_future_plan_expires_on_its_day(mem, text):
+    result = mem.memory_remember(text)
+    today = date.today().isoformat()
+    assert result["item"]["path"] == f"memory/{today}.md" and result["item"]["expires"] > today
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I was born on 1990-03-12", None),
+    ("I was born on 12 March", None),
+    ("I moved to Hangzhou on 2026-11-30", None),
+    ("I moved to Hangzhou yesterday", None),
+    ("I flew to Oslo on Friday", None),  # "Friday" alone reads forward; the verb says it is past
+    ("My birthday is on 12 March", None),  # recurring, never expires
+    ("I go swimming every Friday", None),
+    ("I'll move to Hangzhou on 2026-12-15", date(2026, 12, 15)),
+    ("I booked a table for tomorrow", date(2026, 12, 1)),
+    ("I fly to Oslo on Friday", date(2026, 12, 4)),
+    ("next Tuesday I fly to Shanghai", date(2026, 12, 8)),
+    ("Remind me to call my mom on Sunday", date(2026, 12, 6)),
+    ("我1990年3月12日出生", None),
+    ("我上周二搬到了杭州", None),
+    ("我昨天到了上海", None),
+    ("我今天搬到了杭州", None),
+    ("下周二我去上海出差", date(2026, 12, 8)),
+    ("明天我就走了", date(2026, 12, 1)),
+    ("公司的年会定在12月20日", date(2026, 12, 20)),
+    ("我女儿的生日是5月3日", None),
+    ("1990年3月12日に生まれました", None),
+    ("先週の金曜日に歯医者を予約した", None),
+    ("金曜日に東京へ行きました", None),
+    ("金曜日に東京へ行きます", date(2026, 12, 4)),
+    ("来週の火曜日に大阪へ出張します", date(2026, 12, 8)),
+    ("妻の誕生日は5月3日です", None),
+    ("저는 1990년 3월 12일에 태어났어요", None),
+    ("어제 치과 예약했어요", None),
+    ("금요일에 서울에 갔어요", None),
+    ("금요일에 서울에 가요", date(2026, 12, 4)),
+    ("다음 주 화요일에 부산으로 출장 가요", date(2026, 12, 8)),
+    ("아내 생일은 5월 3일이에요", None),
+])
+def test_only_future_plans_are_time_bound(text, expected):
+    assert items.is_time_bound(text, date(2026, 11, 30)) == expected  # a Monday
+
+
+def test_flush_gives_past_events_no_expiry(home, tmp_path):
+    from clawkeep.context.flush import flush
+    from clawkeep.storage import EntryRecord
+
+    eng = open_engine(home, KEYWORD_ONLY)
+    eng.message("seed")
+    session = eng.runtime.store().list_sessions()[0]
+    entries = [EntryRecord("1", "s", "message", 1, role="user", content=[{"type": "text", "text":
+               "I moved to Hangzhou on 2026-11-30. Next Tuesday I fly to Lisbon."}])]
+    flush(tmp_path, session, entries, today=date(2026, 11, 30))
+    lines = (tmp_path / "memory" / "2026-11-30.md").read_text().splitlines()
+    moved = next(line for line in lines if "Hangzhou" in line)
+    lisbon = next(line for line in lines if "Lisbon" in line)
+    assert "expires=" not in moved and "expires=2026-12-08" in lisbon

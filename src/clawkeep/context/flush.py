@@ -192,7 +192,7 @@ def flush(
         if note in existing:
             continue
         attrs = {"id": items.new_item_id(), "at": today.isoformat(), "from": "flush", "session": session.key}
-        expiry = event_day(note, today)
+        expiry = items.is_time_bound(note, today)  # future plans only: a dated past event is durable
         if expiry is not None:
             attrs["expires"] = expiry.isoformat()
         items.append_item(workspace, rel, note, attrs, heading=f"# {today.isoformat()}")

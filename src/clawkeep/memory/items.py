@@ -26,7 +26,7 @@ from urllib.parse import quote, unquote
 from ..errors import InputError, NotFoundError
 from . import filters
 from .owners import UNKNOWN_OWNER, visible_to
-from .timeparse import event_day
+from .timeparse import plan_day
 from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
 
 _MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
@@ -207,7 +207,9 @@ def new_item_id() -> str:
 
 
 def is_time_bound(text: str, today: date) -> date | None:
-    return event_day(text, today)
+    """The expiry of a time-bound fact: the day of a future plan. Dated past events ("I was born
+    on 1990-03-12") and recurring dates are durable: None (`timeparse.plan_day`)."""
+    return plan_day(text, today)
 
 
 # --- file edits -------------------------------------------------------------------------
