@@ -167,15 +167,7 @@ def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
     return filters.classify(text, allow_secrets=allow_secrets).reason
 
 
-# --- supersession (M8) ------------------------------------------------------------------
-_SLOTS = [
-    re.compile(r"^(?:i|we)\s+(?:now\s+)?(prefer|like|love|use|live in|live at|work at|work for|work on|drive|own|"
-               r"am allergic to|speak)\s+(.+)$", re.IGNORECASE),
-    re.compile(r"^my\s+(.+?)\s+(?:is|are|was|has been|has changed to)\s+(.+)$", re.IGNORECASE),
-    re.compile(r"^(?:i am|i'm)\s+(?:a|an)\s+(.+)$", re.IGNORECASE),
-    re.compile(r"^我(?:现在)?(喜欢|偏好|住在|在|用|使用|开|会说)(.+)$"),
-    re.compile(r"^我的(.+?)(?:是|改成了|换成了)(.+)$"),
-]
+# --- supersession (M8): see facts.py ----------------------------------------------------------
 _REMEMBER_PREFIX = re.compile(
     r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+|^\s*(请)?(记住|记得|记一下)[:：，,]?",
     re.IGNORECASE,
@@ -186,20 +178,6 @@ def strip_request(text: str) -> str:
     """"Remember that I prefer TypeScript" → "I prefer TypeScript"."""
     stripped = _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
     return (stripped[:1].upper() + stripped[1:]) if stripped and stripped[0].isascii() else stripped
-
-
-def slot(text: str) -> tuple[str, str] | None:
-    """(what the fact is about, its value): two facts with one slot and two values conflict."""
-    body = text.strip().rstrip(".!。！")
-    for index, pattern in enumerate(_SLOTS):
-        match = pattern.match(body)
-        if match:
-            groups = match.groups()
-            if len(groups) == 1:
-                return f"{index}:identity", groups[0].lower()
-            key, value = groups
-            return f"{index}:{key.lower()}", value.strip().lower()
-    return None
 
 
 def new_item_id() -> str:

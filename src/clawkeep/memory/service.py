@@ -15,7 +15,7 @@ from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..timeutil import zone
-from . import items
+from . import facts, items
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
@@ -230,11 +230,16 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     ws = ensure_workspace(workspace(rt))
     day = today(rt)
     existing = items.all_items(ws)
-    same = [i for i in existing if i.text.strip().lower() == fact.lower() and i.status(day) == "active"]
-    if same:
-        return RememberResult("duplicate", item=same[0])
+    active = [i for i in existing if i.status(day) == "active"]
+    same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
+        (i for i in active if facts.same_fact(fact, i.text)), None)
+    if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
+        seen = day.isoformat()
+        if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
+            items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
+        return RememberResult("duplicate", item=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
-    conflicts = _conflicts(fact, existing, day)
+    conflicts = _conflicts(fact, active, _similarity(rt))
     if conflicts:
         attrs["supersedes"] = ",".join(i.id for i in conflicts)
     event = items.is_time_bound(fact, day)
@@ -251,12 +256,43 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
 
 
-def _conflicts(fact: str, existing: list[items.Item], day: date) -> list[items.Item]:
-    mine = items.slot(fact)
-    if mine is None:
-        return []
-    return [i for i in existing if i.status(day) == "active" and (s := items.slot(i.text)) and s[0] == mine[0]
-            and s[1] != mine[1]]
+def _conflicts(fact: str, active: list[items.Item], similar: facts.Similar | None) -> list[items.Item]:
+    """The active items `fact` gives a new value (M8): same subject, another value (`facts.conflicts`)."""
+    return [i for i in active if facts.conflicts(fact, i.text, similar=similar)]
+
+
+def _similarity(rt: Runtime) -> facts.Similar | None:
+    """Cosine similarity of two short phrases with the configured embedding model, loaded only
+    when supersession needs it (two differently worded subjects); None with provider "none".
+    A failing model never blocks a write: the structural reading decides alone."""
+    settings = rt.config.agents.defaults.memory_search
+    if settings.provider == "none" or not settings.enabled:
+        return None
+    state: dict[str, Any] = {}
+
+    def similar(a: str, b: str) -> float | None:
+        if "provider" not in state:
+            try:
+                index = rt.memory_index
+                state["provider"] = index.provider if index is not None else _provider_factory(rt)()
+            except ClawkeepError as exc:
+                rt.log_warning(f"memory remember: embedding model unavailable for supersession ({exc})")
+                state["provider"] = None
+        provider = state["provider"]
+        if provider is None:
+            return None
+        cache: dict[str, Any] = state.setdefault("vectors", {})
+        try:
+            missing = [t for t in (a, b) if t not in cache]
+            if missing:
+                cache.update(zip(missing, provider.embed_documents(missing), strict=True))
+        except ClawkeepError as exc:
+            rt.log_warning(f"memory remember: embedding failed, supersession by sentence structure only ({exc})")
+            state["provider"] = None
+            return None
+        return float(cache[a] @ cache[b])
+
+    return similar
 
 
 def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]]:
