@@ -176,37 +176,57 @@ def _cue(match: re.Match[str]) -> str:
     return (named[0] if named else match.group(0)).strip()
 
 
-def operational_cue(text: str) -> str | None:
-    """The words that make `text` a one-off instruction, or None."""
-    body = text.strip()
+def _quote(body: str, match: re.Match[str], *, before: int = 10, after: int = 14) -> str:
+    """The words around a cue, for the reason a refusal gives ("…会議室を予約して", "send this file…")."""
+    start, end = max(0, match.start() - before), min(len(body), match.end() + after)
+    if body[start:end].isascii():  # whole words only
+        while start > 0 and not body[start - 1].isspace():
+            start += 1
+            if start >= match.start():
+                start = match.start()
+                break
+        while end < len(body) and not body[end].isspace() and end > match.end():
+            end -= 1
+    quote = body[start:end].strip()
+    return ("…" if start > 0 else "") + quote + ("…" if end < len(body) else "")
+
+
+def _operational(body: str) -> re.Match[str] | None:
     if not body or _STANDING.search(body) or _MEMORY_REQUEST.search(body):
         return None
-    m = _EN_OPERATIONAL.search(body)
-    if m:
-        return _cue(m)
-    if _EN_NEGATIVE_IMPERATIVE.search(body) and _EN_ONE_OFF.search(body):
-        return _EN_NEGATIVE_IMPERATIVE.search(body).group(0).strip()  # type: ignore[union-attr]
-    if (m := _ZH_OPERATIONAL.search(body)) is not None:
-        return _cue(m)
-    if not _JA_NEGATIVE_REQUEST.search(body) and (m := _JA_OPERATIONAL.search(body)) is not None \
-            and re.search(r"[\u3040-\u30ff]", body):
-        return _cue(m)
-    if not _KO_NEGATIVE_REQUEST.search(body) and (m := _KO_OPERATIONAL.search(body)) is not None \
-            and re.search(r"[\uac00-\ud7a3]", body):
-        return _cue(m)
+    if m := _EN_OPERATIONAL.search(body):
+        return m
+    if (m := _EN_NEGATIVE_IMPERATIVE.search(body)) and _EN_ONE_OFF.search(body):
+        return m
+    if m := _ZH_OPERATIONAL.search(body):
+        return m
+    if not _JA_NEGATIVE_REQUEST.search(body) and re.search(r"[\u3040-\u30ff]", body) \
+            and (m := _JA_OPERATIONAL.search(body)):
+        return m
+    if not _KO_NEGATIVE_REQUEST.search(body) and re.search(r"[\uac00-\ud7a3]", body) \
+            and (m := _KO_OPERATIONAL.search(body)):
+        return m
     return None
 
 
-def venting_cue(text: str) -> str | None:
-    """The words that make `text` venting with nothing durable in it, or None."""
-    body = text.strip()
+def _venting(body: str) -> re.Match[str] | None:
     match = _EN_VENT.search(body) or _ZH_VENT.search(body) or _JA_VENT.search(body) or _KO_VENT.search(body)
     if match is None or _IMPROVEMENT.search(body) or _STANDING.search(body) or _MEMORY_REQUEST.search(body):
         return None
     rest = body[: match.start()] + " " + body[match.end():]
-    if _FACT.search(rest):
-        return None
-    return match.group(0).strip()
+    return None if _FACT.search(rest) else match
+
+
+def operational_cue(text: str) -> str | None:
+    """The words that make `text` a one-off instruction, or None."""
+    m = _operational(text.strip())
+    return _cue(m) if m else None
+
+
+def venting_cue(text: str) -> str | None:
+    """The words that make `text` venting with nothing durable in it, or None."""
+    m = _venting(text.strip())
+    return m.group(0).strip() if m else None
 
 
 def classify(text: str, *, allow_secrets: bool = False) -> Verdict:
@@ -218,9 +238,9 @@ def classify(text: str, *, allow_secrets: bool = False) -> Verdict:
         if kinds:
             what = ", ".join(kinds)
             return Verdict("secret", SECRET_REASON.format(what=what), what)
-    body = redact_secrets(text)[0] if allow_secrets else text
-    if (cue := operational_cue(body)) is not None:
-        return Verdict("operational", OPERATIONAL_REASON.format(cue=cue), cue)
-    if (cue := venting_cue(body)) is not None:
-        return Verdict("venting", VENTING_REASON.format(cue=cue), cue)
+    body = (redact_secrets(text)[0] if allow_secrets else text).strip()
+    if (m := _operational(body)) is not None:
+        return Verdict("operational", OPERATIONAL_REASON.format(cue=_quote(body, m)), _cue(m))
+    if (m := _venting(body)) is not None:
+        return Verdict("venting", VENTING_REASON.format(cue=_quote(body, m)), m.group(0).strip())
     return Verdict("keep")
