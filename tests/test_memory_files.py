@@ -321,3 +321,14 @@ def test_flush_gives_past_events_no_expiry(home, tmp_path):
     moved = next(line for line in lines if "Hangzhou" in line)
     lisbon = next(line for line in lines if "Lisbon" in line)
     assert "expires=" not in moved and "expires=2026-12-08" in lisbon
+
+
+@pytest.mark.parametrize("text, fact", [
+    ("Remember that I prefer TypeScript", "I prefer TypeScript"),
+    ("记住我对花生过敏", "我对花生过敏"),
+    ("帮我记一下：我老婆不吃辣", "我老婆不吃辣"),
+    ("覚えておいて、妻の誕生日は5月3日です", "妻の誕生日は5月3日です"),
+    ("기억해 줘, 딸은 매주 수요일에 피아노 학원에 가", "딸은 매주 수요일에 피아노 학원에 가"),
+])
+def test_the_memory_request_is_not_part_of_the_fact(text, fact):
+    assert items.strip_request(text) == fact

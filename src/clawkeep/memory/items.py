@@ -169,7 +169,10 @@ def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
 
 # --- supersession (M8): see facts.py ----------------------------------------------------------
 _REMEMBER_PREFIX = re.compile(
-    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+|^\s*(请)?(记住|记得|记一下)[:：，,]?",
+    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+"
+    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*"
+    r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)(?:ください|下さい|ね|ほしい)?[、，,:：\s]+"
+    r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)?|잊지\s?마(?:세요)?)[,，:\s]+",
     re.IGNORECASE,
 )
 
