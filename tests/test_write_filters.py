@@ -200,3 +200,17 @@ def test_hand_written_secret_is_not_indexed_in_clear(mem):
     hits = mem.memory_search("wifi password")["results"]
     assert hits and all("Tr0ub4dor" not in hit["snippet"] for hit in hits)
     assert mem.memory_search("Tr0ub4dor")["results"] == []
+
+
+def test_an_edit_never_writes_a_secret_in_clear(mem, home):
+    from clawkeep.errors import InputError
+
+    item = mem.memory_remember("I prefer TypeScript")["item"]
+    with pytest.raises(InputError, match="secret .password"):
+        mem.memory_edit(item["id"], "my password is hunter2")
+    assert "hunter2" not in (workspace(mem) / "MEMORY.md").read_text()
+    mem.memory_edit(item["id"], "ugh this is so broken")  # a human edit is the editor's call otherwise
+    allowed = open_engine(home, {"agents": {"defaults": {"memorySearch": {
+        "provider": "none", "writeFilters": {"allowSecrets": True}}}}})
+    allowed.memory_edit(item["id"], "my password is hunter2")
+    assert "hunter2" not in (workspace(mem) / "MEMORY.md").read_text()

@@ -307,6 +307,13 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
 
 
 def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
+    """A human correction (M9): operational or venting wording is the editor's call, but a secret
+    never reaches a memory file in clear (M7): refused, or stored redacted when allowed."""
+    if rt.config.agents.defaults.memory_search.write_filters.allow_secrets:
+        text = redact_secrets(text)[0]
+    elif reason := items.filter_reason(text, allow_secrets=False):
+        if "secret" in reason:
+            raise InputError(f"memory edit refused: {reason}")
     item = items.edit_item(workspace(rt), item_id, text)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "edit", item.path, item.id))
     sync_index(rt)
