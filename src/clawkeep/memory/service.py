@@ -236,7 +236,10 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
         seen = day.isoformat()
         if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
-            items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
+            try:
+                items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
+            except InputError as exc:  # the fact is there already: an unwritable file loses nothing
+                rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
         return RememberResult("duplicate", item=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
     conflicts = _conflicts(fact, active, _similarity(rt))
