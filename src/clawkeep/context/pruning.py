@@ -6,13 +6,15 @@ hard-cleared to a placeholder. Conversation text is never touched; nothing befor
 user message and nothing in the last `keepLastAssistants` assistant turns is pruned.
 
 The image replay view keeps the last 3 completed turns byte-identical and replaces older,
-already-processed images and media references with fixed placeholders; the current turn's
-attachments stay.
+already-processed images and media references with fixed placeholders — image and media
+blocks, and the text references user and tool messages carry (`[media attached: …]`,
+`[Image: source: …]`, `media://…`); the current turn's attachments stay.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from ..config import ContextPruningConfig, parse_duration
@@ -77,8 +79,10 @@ def _prune_message(message: Message, settings: ContextPruningConfig, hard: bool)
 
 
 def image_replay_view(messages: list[Message], keep_turns: int = 3) -> list[Message]:
-    """Older images become placeholders; the last `keep_turns` completed turns and the current
-    turn stay byte-identical (same objects)."""
+    """Older images and media references become placeholders; the last `keep_turns` completed
+    turns and the current turn stay byte-identical (same objects). A media reference is a block
+    (`image`, `media`) or, in user and tool messages, text that points at an attachment:
+    `[media attached: …]`, `[Image: source: …]`, `media://…`."""
     user_starts = [i for i, m in enumerate(messages) if m["role"] == "user"]
     if not user_starts:
         return messages
@@ -90,18 +94,51 @@ def image_replay_view(messages: list[Message], keep_turns: int = 3) -> list[Mess
     keep_from = min(keep_from, current)
     out = list(messages)
     for i in range(keep_from):
-        if any(_is_media(b) for b in messages[i]["content"]):
-            out[i] = {**messages[i], "content": [_placeholder(b) for b in messages[i]["content"]]}
+        replayed = _replayed(messages[i])
+        if replayed is not None:
+            out[i] = replayed
     return out
+
+
+# Text references to an attachment that a channel or the media pipeline writes into a message
+# (OpenClaw's prompt-hydration markers): re-sent verbatim they cost tokens and can make a vision
+# model fetch the file again on every turn.
+_MEDIA_TEXT = re.compile(
+    r"\[media attached(?:\s+\d+/\d+)?:[^\]\n]{1,2000}\]"  # [media attached: a.jpg (image/jpeg) | https://…], [… 2/3: …]
+    r"|\[Image:\s*source:[^\]\n]{1,2000}\]"  # [Image: source: …]
+    r"|\bmedia://[^\s\]]*[^\s\].,;:!?)'\"]",  # media://inbound/abc.png (not the sentence's punctuation)
+    re.IGNORECASE)  # bounded inside the brackets: an unclosed "[media attached:" costs linear time
+_TEXT_REFERENCE_ROLES = ("user", "tool", "toolResult")  # an assistant's own words are never rewritten
+
+
+def _replayed(message: Message) -> Message | None:
+    """The message with its media replaced by placeholders, or None when it holds none."""
+    content = message["content"]
+    text_refs = message["role"] in _TEXT_REFERENCE_ROLES
+    if isinstance(content, str):
+        text = _MEDIA_TEXT.sub(MEDIA_REMOVED, content) if text_refs else content
+        return {**message, "content": text} if text != content else None
+    blocks = [_placeholder(b, text_refs) for b in content]
+    if all(new is old for new, old in zip(blocks, content, strict=True)):
+        return None
+    return {**message, "content": blocks}
 
 
 def _is_media(block: dict[str, Any]) -> bool:
     return block.get("type") in ("image", "media")
 
 
-def _placeholder(block: dict[str, Any]) -> dict[str, Any]:
+def _placeholder(block: dict[str, Any], text_refs: bool = False) -> dict[str, Any]:
     if block.get("type") == "image" and "data" in block:
         return {"type": "text", "text": IMAGE_REMOVED}
     if _is_media(block):
         return {"type": "text", "text": MEDIA_REMOVED}
+    if not text_refs:
+        return block
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        text = _MEDIA_TEXT.sub(MEDIA_REMOVED, block["text"])
+        return {**block, "text": text} if text != block["text"] else block
+    if block.get("type") == "toolResult" and isinstance(block.get("content"), str):
+        text = _MEDIA_TEXT.sub(MEDIA_REMOVED, block["content"])
+        return {**block, "content": text} if text != block["content"] else block
     return block

@@ -238,7 +238,7 @@ class MemoryIndex:
             report.removed.append(gone)
         todo = [doc for path, doc in docs.items() if not known.get(path) or known[path].hash != doc.version]
         for done, doc in enumerate(todo, start=1):
-            lines = [redact_secrets(line)[0] for line in doc.render()]
+            lines = doc.indexed_lines()
             chunks = chunk_lines(lines, chunk_tokens=self.settings.chunking.tokens,
                                  overlap_tokens=self.settings.chunking.overlap)
             records = [ChunkRecord(doc.path, "sessions", c.start_line, c.end_line, c.text, c.hash,

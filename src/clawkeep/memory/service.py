@@ -14,13 +14,16 @@ from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
+from ..visibility import Caller
 from ..timeutil import zone
 from . import facts, items
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
-from .sessions_source import transcript_docs
+from ..routing.keys import is_session_id
+from ..sessions.service import transcript_visible
+from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     MEMORY_FILE,
     BootstrapFile,
@@ -125,8 +128,11 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
     return {"results": results}
 
 
-def resolve_memory_path(rt: Runtime, path: str) -> Path:
-    """A path inside the workspace or a configured extra root; anything else is refused (M4)."""
+EXTRA_PREFIX = "extra:"  # memory search names a file of an extra root `extra:<its real path>`
+TRANSCRIPT_PREFIX = "sessions/"  # ... and an indexed transcript `sessions/<sessionId>`
+
+
+def _check_path(path: str) -> None:
     if not path or "\x00" in path:
         raise InputError("memory path is empty or invalid")
     if len(path) > MAX_PATH_CHARS:
@@ -134,43 +140,112 @@ def resolve_memory_path(rt: Runtime, path: str) -> Path:
     if len(re.findall(r"[/\\]+", path)) >= MAX_PATH_PARTS:
         raise InputError(f"memory path {path[:60]!r}… is more than {MAX_PATH_PARTS} folders deep; at most "
                          f"{MAX_PATH_PARTS} path components are allowed")
+
+
+def _extra_roots(rt: Runtime, base: Path) -> tuple[list[Path], list[Path]]:
+    """(folders, files) of agents.defaults.memorySearch.extraPaths, as real paths, read the way
+    the index reads them: a named file is that one file, a folder everything inside it."""
+    folders, files = [], []
+    for configured in rt.config.agents.defaults.memory_search.extra_paths:
+        root = Path(configured).expanduser()
+        root = root if root.is_absolute() else base / root
+        (files if root.is_file() else folders).append(root.resolve())
+    return folders, files
+
+
+def resolve_memory_path(rt: Runtime, path: str) -> Path:
+    """A path inside the workspace or a configured extra root; anything else is refused (M4).
+    `extra:<path>` (what memory search returns for an extra root's file) is read from the extra
+    roots only; real paths are compared, so a link out of a root is refused."""
+    _check_path(path)
     base = workspace(rt).resolve()
-    roots = [base] + [(Path(p).expanduser() if Path(p).expanduser().is_absolute() else base / p).resolve()
-                      for p in rt.config.agents.defaults.memory_search.extra_paths]
-    candidate = Path(path).expanduser()
+    folders, files = _extra_roots(rt, base)
+    extra = path.startswith(EXTRA_PREFIX)
+    candidate = Path(path[len(EXTRA_PREFIX):] if extra else path).expanduser()
     target = (candidate if candidate.is_absolute() else base / candidate).resolve()
-    if not any(target == root or root in target.parents for root in roots):
-        raise InputError(f"memory path {path!r} is outside the workspace and its configured roots; refused")
-    if target.suffix.lower() not in (".md", ".markdown", ".txt"):
+    named = target in files  # a file the operator named in extraPaths: read whatever its suffix
+    roots = folders if extra else [base, *folders]
+    if not named and not any(target == root or root in target.parents for root in roots):
+        where = "is not inside a configured extra root (agents.defaults.memorySearch.extraPaths)" if extra \
+            else "is outside the workspace and its configured roots"
+        raise InputError(f"memory path {path!r} {where}; refused")
+    if not named and target.suffix.lower() not in (".md", ".markdown", ".txt"):
         raise InputError(f"memory path {path!r} is not a Markdown file; allowed: .md, .markdown, .txt")
     if target.exists() and not target.is_file():  # a FIFO would block the read for ever
         raise InputError(f"memory path {path!r} is not a regular file; only regular Markdown files are read")
     return target
 
 
-def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | None = None) -> dict[str, Any]:
-    target = resolve_memory_path(rt, path)
+def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | None = None,
+        caller: str | None = None) -> dict[str, Any]:
+    """A memory file or a line range of it, by the path memory search returned: a workspace
+    file, `extra:<path>` of an extra root, or `sessions/<sessionId>` — an indexed transcript,
+    rendered line for line as the index saw it, and only when the calling session may see it
+    (`caller` None: the operator, who sees every session)."""
+    _check_path(path)
+    session_id = _transcript_id(path)
+    target = None if session_id else resolve_memory_path(rt, path)
     if from_line is not None and from_line < 1:
         raise InputError(f"--from {from_line} is invalid; lines are numbered from 1")
     if lines is not None and not 1 <= lines <= MAX_GET_LINES:
         raise InputError(f"--lines {lines} is out of range; allowed 1-{MAX_GET_LINES}")
+    extra: dict[str, Any] = {}
+    if target is None:
+        assert session_id is not None
+        session, content = _transcript_lines(rt, path, session_id, caller)
+        shown, extra = f"{TRANSCRIPT_PREFIX}{session.session_id}", {"sessionKey": session.key}
+    else:
+        content = _read_lines(path, target)
+        shown = f"{EXTRA_PREFIX}{target.as_posix()}" if path.startswith(EXTRA_PREFIX) else _relative(rt, target)
+    start = from_line or 1
+    end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
+    text, end, omitted = _capped(content[start - 1:end], start, end)
+    out = {"path": shown, "from": start, "to": end, "totalLines": len(content), "text": text,
+           "truncated": omitted > 0, **extra}
+    if omitted:
+        out.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
+    return out
+
+
+def _read_lines(path: str, target: Path) -> list[str]:
     try:
         if target.stat().st_size > MAX_GET_FILE_BYTES:
             raise InputError(f"memory file {path!r} is larger than {MAX_GET_FILE_BYTES // 2**20} MiB; memory get "
                              f"reads files of at most {MAX_GET_FILE_BYTES // 2**20} MiB")
-        content = target.read_text(encoding="utf-8").splitlines()
+        return target.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise NotFoundError(f"memory file {path!r} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"memory file {path!r} cannot be read as UTF-8 text: {exc}") from None
-    start = from_line or 1
-    end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
-    text, end, omitted = _capped(content[start - 1:end], start, end)
-    out = {"path": _relative(rt, target), "from": start, "to": end, "totalLines": len(content), "text": text,
-           "truncated": omitted > 0}
-    if omitted:
-        out.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
-    return out
+
+
+def _transcript_id(path: str) -> str | None:
+    """The session id of a `sessions/<sessionId>` path (a workspace file under sessions/ is not one)."""
+    rest = path[len(TRANSCRIPT_PREFIX):] if path.startswith(TRANSCRIPT_PREFIX) else ""
+    return rest.lower() if is_session_id(rest) else None
+
+
+def _transcript_lines(rt: Runtime, path: str, session_id: str, caller: str | None) -> tuple[Any, list[str]]:
+    """(session, its lines as indexed) for `memory get sessions/<id>`. A transcript that is not
+    indexed (cron, heartbeat, forgotten, incognito …) or that the caller may not see is "not
+    found", exactly like a missing one (S8)."""
+    if not sessions_enabled(rt):
+        raise InputError(f"memory path {path!r} names a session transcript, and transcripts are not a memory "
+                         "source here (agents.defaults.memorySearch.experimental.sessionMemory with \"sessions\" "
+                         "in sources); read it with `sessions history` instead")
+    store = rt.read_store()
+    session = store.get_session(session_id)
+    missing = NotFoundError(f"memory file {path!r} not found")
+    if session is None or not eligible(session):
+        raise missing
+    if caller is not None:
+        try:
+            visible = transcript_visible(store, session, rt.scope(Caller(caller)))
+        except NotFoundError:  # a calling session that is gone sees nothing
+            visible = False
+        if not visible:
+            raise missing
+    return session, SessionDoc(session, store).indexed_lines()
 
 
 def _capped(selected: list[str], start: int, end: int) -> tuple[str, int, int]:

@@ -4,6 +4,8 @@ Eligible: interactive conversations only. Cron, hook, heartbeat and sub-agent se
 dreaming runs, sessions marked forgotten (`meta.forgotten`), and incognito threads (never on
 disk) are excluded. Each session is one virtual file `sessions/<sessionId>`; its version is
 its message count plus last entry, so an unchanged transcript costs nothing to check.
+`memory get sessions/<sessionId>` renders the same lines (`indexed_lines`), so a hit's line
+range opens where it points.
 
 A date line `[YYYY-MM-DD HH:MM UTC]` precedes the first message after every reset boundary
 and the first message of every new day, so a chunk says when its turns were said (memory_search
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions.transcript import SEARCHABLE_ROLES, plain_text
 from ..storage import AgentStore, SessionRecord
@@ -74,6 +77,11 @@ class SessionDoc:
 
     def render(self) -> list[str]:
         return [line for line, _, _ in self._load()]
+
+    def indexed_lines(self) -> list[str]:
+        """The lines exactly as the index chunks them (credentials redacted): a hit's
+        startLine/endLine count these, and `memory get sessions/<id>` shows them."""
+        return [redact_secrets(line)[0] for line in self.render()]
 
     def message_ids(self, start_line: int, end_line: int) -> list[str]:
         """One id per line of the range (aligned with the lines); date lines have ""."""

@@ -1,7 +1,9 @@
 """sessions_history (S6): one interval of a transcript, sanitised.
 
 Without a messageId: the open interval after the latest reset boundary. With a messageId
-inside a closed interval: exactly that interval, nothing after its boundary. A forked
+inside a closed interval: exactly that interval, nothing after its boundary. A transcript that
+truncateAfterCompaction archived (search still finds its messages) opens by its own session id
+or by the key plus the id of a message in it. A forked
 session's first interval continues from its parent's branch up to the fork point.
 """
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError
+from ..routing.keys import is_session_id
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
@@ -25,13 +28,17 @@ PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, un
 
 def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, message_id: str | None = None,
                      include_tools: bool = False) -> dict[str, Any]:
-    store, session = service.find_session(rt, ref, caller)
+    try:
+        store, session = service.find_session(rt, ref, caller)
+    except NotFoundError:
+        if not is_session_id((ref or "").strip()):
+            raise
+        # a transcript truncateAfterCompaction archived: readable by its own id
+        store, session = service.find_transcript(rt, ref.strip(), caller)
     around = None
     if message_id is not None:
-        entry = store.get_entry(message_id)
-        if entry is None or entry.session_id != session.session_id:
-            entry = store.find_client_entry(session.session_id, message_id)  # the channel's own id
-        if entry is None or entry.session_id != session.session_id:
+        session, entry = _locate(store, session, message_id)
+        if entry is None:
             raise NotFoundError(f"message {message_id!r} not found in session {ref!r}")
         around = entry.seq
     segments = interval_segments(rt, store, session, around)
@@ -40,7 +47,29 @@ def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, messag
     blocks = ("text", "image", "toolCall", "toolResult") if include_tools else ("text", "image")
     view = build_history_view_newest_first((_as_message(e) for e in reader),
                                            lambda: reader.count_rest(exclude, blocks), include_tools)
-    return {"sessionKey": session.key, "sessionId": session.session_id, **view.to_json()}
+    archived = {"archived": True} if session.archived_at is not None else {}
+    return {"sessionKey": session.key, "sessionId": session.session_id, **archived, **view.to_json()}
+
+
+def _locate(store: AgentStore, session: SessionRecord, message_id: str) -> tuple[SessionRecord, EntryRecord | None]:
+    """The transcript a message id (ours or the channel's) lies in: the session itself, or one
+    of the transcripts truncateAfterCompaction archived behind the same key — search still
+    returns hits from those, so their ids must open them."""
+    entry = store.get_entry(message_id)
+    if entry is not None and entry.session_id == session.session_id:
+        return session, entry
+    own = store.find_client_entry(session.session_id, message_id)  # the channel's own id
+    if own is not None and own.session_id == session.session_id:
+        return session, own
+    if entry is not None:
+        holder = store.get_session(entry.session_id)
+        if holder is not None and holder.archived_at is not None and holder.key == session.key:
+            return holder, entry
+    for older in service.predecessors(store, session):
+        found = store.find_client_entry(older.session_id, message_id)
+        if found is not None and found.session_id == older.session_id:
+            return older, found
+    return session, None
 
 
 @dataclass(frozen=True)

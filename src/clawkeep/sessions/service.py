@@ -6,6 +6,7 @@ and return plain dataclasses with a `to_json()` in the documented camelCase shap
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,10 @@ from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
 from ..timeutil import to_iso
 from . import lifecycle, maintenance, transcript
-from ..visibility import Caller
+from ..visibility import Caller, Scope
 
 PREVIEW_CHARS = 120
+MAX_PREDECESSORS = 10_000  # archived transcripts walked back from one key (one per truncating compaction)
 
 
 def not_found(ref: str) -> NotFoundError:
@@ -44,6 +46,44 @@ def find_session(rt: Runtime, ref: str, caller: Caller = Caller()) -> tuple[Agen
     if session is None or not scope.allows(session):
         raise not_found(ref)
     return store, session
+
+
+def transcript_visible(store: AgentStore, session: SessionRecord, scope: Scope) -> bool:
+    """May `scope` read this transcript? A current one by the scope (S8); one archived by
+    truncateAfterCompaction is the same conversation, so it is readable by whoever may see the
+    current session of its key (or by a scope that admits it directly)."""
+    if scope.allows(session):
+        return True
+    if session.archived_at is None:
+        return False
+    current = store.get_session_by_key(session.key)
+    return current is not None and scope.allows(current)
+
+
+def find_transcript(rt: Runtime, session_id: str, caller: Caller = Caller()) -> tuple[AgentStore, SessionRecord]:
+    """A transcript by session id, current or archived (truncateAfterCompaction), that the
+    caller may see; NotFoundError otherwise (the same error as for a missing one)."""
+    scope = rt.scope(caller)
+    if is_session_id(session_id):
+        for store in [rt.incognito_store(), *rt.stores_in(scope)]:
+            session = store.get_session(session_id.lower())
+            if session is not None and transcript_visible(store, session, scope):
+                return store, session
+    raise not_found(session_id)
+
+
+def predecessors(store: AgentStore, session: SessionRecord) -> Iterator[SessionRecord]:
+    """The archived transcripts a truncateAfterCompaction chain left behind the session of the
+    same key, newest first (bounded; a cycle ends the walk)."""
+    seen = {session.session_id}
+    previous = session.meta.get("predecessorSessionId")
+    while isinstance(previous, str) and previous not in seen and len(seen) <= MAX_PREDECESSORS:
+        seen.add(previous)
+        found = store.get_session(previous)
+        if found is None or found.key != session.key:
+            return
+        yield found
+        previous = found.meta.get("predecessorSessionId")
 
 
 def _header(session: SessionRecord, at: int, **meta: Any) -> EntryRecord:
@@ -225,6 +265,7 @@ def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> d
     return {
         **session_json(session),
         "model": session.model,
+        **({"modelOverride": session.meta["modelOverride"]} if session.meta.get("modelOverride") else {}),
         "origin": session.origin,
         "parentSessionId": session.parent_session_id,
         "current": caller.key is not None and parse_key(caller.key).key == session.key,

@@ -1,6 +1,7 @@
 """Slash commands: one registry, executed by the turn and never stored as chat text.
 
-`/new` and `/reset` close the interval (the rest of the text starts the new one), `/status`
+`/new` and `/reset` close the interval (`/new <model> [text]`: a configured model switches the
+session to it, `meta.modelOverride`; the rest of the text starts the new one), `/status`
 reports, `/compact [instructions]` compacts now, `/active-memory on|off|status [--global]`,
 `/verbose on|off` and `/trace on|off` switch per-session settings. Bad arguments raise an
 InputError naming what is allowed. A command that changes the configuration of every
@@ -9,6 +10,7 @@ conversation (`--global`) is accepted only from the operator.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +20,8 @@ from ..config.active_memory import active_memory_config
 from ..config.model import write_override
 from ..errors import InputError
 from ..runtime import Runtime
-from ..sessions import service
-from ..storage import SessionRecord
+from ..sessions import service, transcript
+from ..storage import EntryRecord, SessionRecord
 from .reply import run_compaction
 
 ON_OFF = ("on", "off")
@@ -51,9 +53,84 @@ class SlashCommand:
     run: Callable[[CommandCall], CommandOutcome] | None  # None: not available in this version
 
 
-def _reset(call: CommandCall) -> CommandOutcome:
-    service.append_reset(call.rt, call.rt.store_for_key(call.session.key), call.session, call.at, reason="manual")
-    return CommandOutcome("reset", reset="manual", first_message=call.rest or None)
+def _reset(name: str) -> Callable[[CommandCall], CommandOutcome]:
+    def run(call: CommandCall) -> CommandOutcome:
+        model, first = split_model(call.rt, name, call.rest)  # an unknown model fails before any change
+        store = call.rt.store_for_key(call.session.key)
+        service.append_reset(call.rt, store, call.session, call.at, reason="manual")
+        if model is not None:
+            set_model_override(call.rt, store, call.session, model, call.at, source=name)
+        return CommandOutcome("reset", status={"modelOverride": model} if model else None, reset="manual",
+                              first_message=first or None)
+
+    return run
+
+
+# "<provider>/<model>" as people type it: a provider-like head, a model id; not a URL, a path
+# ("./a/b", "/etc/x") or a fraction ("50/50")
+_MODEL_LIKE = re.compile(r"(?=[^/]*[A-Za-z])[A-Za-z0-9][\w.-]*/[\w.:@+-][\w.:@+/-]*")
+
+
+def configured_models(rt: Runtime) -> list[str]:
+    """Every "<provider>/<model>" the configuration names: the models listed under
+    `models.providers` and the agent's primary and fallbacks."""
+    models = rt.config.models
+    found = [f"{name}/{model}" for name, settings in models.providers.items() for model in settings.models]
+    chain = rt.config.agents.defaults.model
+    for ref in (chain.primary, *chain.fallbacks):
+        if ref and ref.strip():
+            try:
+                found.append("/".join(models.resolve(ref)))
+            except InputError:
+                continue
+    return list(dict.fromkeys(found))
+
+
+def split_model(rt: Runtime, command: str, rest: str) -> tuple[str | None, str]:
+    """(model override, first message) of `/new <model> [text]`: the first word is a model when
+    it is a configured "<provider>/<model>" or a model key of exactly one configured provider
+    (then written out as "<provider>/<key>"), or "<provider>/<model>" of a known provider that
+    lists no models. A first word that looks like a model reference but is none of these is an
+    InputError naming it and the configured models (nothing is changed); anything else is text."""
+    head, tail = _first_word(rest)
+    if not head:
+        return None, rest
+    models = rt.config.models
+    known = configured_models(rt)
+    if head in known:
+        return head, tail.strip()
+    owners = [name for name, settings in models.providers.items() if head in settings.models]
+    if len(owners) == 1:
+        return f"{owners[0]}/{head}", tail.strip()
+    listing = ", ".join(known) if known else "none (models.providers lists no models)"
+    if len(owners) > 1:
+        raise InputError(f"{command} {head!r}: several providers list a model {head!r} ({', '.join(owners)}); "
+                         f"write it as '<provider>/{head}'. Configured models: {listing}; nothing was changed")
+    if not _MODEL_LIKE.fullmatch(head):
+        return None, rest
+    provider, _, model = head.partition("/")
+    lists = models.providers.get(provider)
+    if provider in models.names() and not (lists and lists.models):
+        return f"{provider}/{model}", tail.strip()  # a known provider without a model list takes any id
+    raise InputError(f"{command} {head!r}: not a configured model; configured models: {listing}. Give one of "
+                     f"them (or write the text without it); nothing was changed")
+
+
+def _first_word(text: str) -> tuple[str, str]:
+    words = text.strip().split(maxsplit=1)
+    return (words[0], words[1] if len(words) > 1 else "") if words else ("", "")
+
+
+def set_model_override(rt: Runtime, store: Any, session: SessionRecord, model: str, at: int, *, source: str) -> None:
+    """The session's model from now on (`meta.modelOverride`, read by the reply), with a
+    `model_change` entry in the transcript (S2)."""
+    with store.transaction():
+        fresh = store.get_session(session.session_id) or session
+        fresh.meta["modelOverride"] = model
+        store.update_session(fresh)
+        transcript.append(store, EntryRecord(transcript.new_entry_id(), session.session_id, "model_change", at,
+                                             meta={"model": model, "source": source}))
+    session.__dict__.update(fresh.__dict__)
 
 
 def _status(call: CommandCall) -> CommandOutcome:
@@ -84,8 +161,9 @@ def _active_memory(call: CommandCall) -> CommandOutcome:
 
 
 COMMANDS: dict[str, SlashCommand] = {c.name: c for c in (
-    SlashCommand("/new", "close the interval; the rest of the text starts the new one", _reset),
-    SlashCommand("/reset", "same as /new", _reset),
+    SlashCommand("/new", "close the interval; a configured model first switches the session to it, the rest of "
+                 "the text starts the new interval", _reset("/new")),
+    SlashCommand("/reset", "same as /new", _reset("/reset")),
     SlashCommand("/status", "session status", _status),
     SlashCommand("/compact", "compact the conversation now, optionally with instructions", _compact),
     SlashCommand("/active-memory", "on | off | status, optionally --global (operator only)", _active_memory),
