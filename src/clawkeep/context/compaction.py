@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ClawkeepError, InputError
-from ..memory.chunking import estimate_tokens
+from ..memory.chunking import estimate_tokens, weighted_length
 from ..routing.keys import new_session_id
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
+from .budget import Budget, clip_lines, context_overhead  # noqa: F401 - Budget, context_overhead: for the turn
 
 _IDENTIFIER = re.compile(
     r"https?://[^\s<>\"')\]]+"  # URLs
@@ -96,9 +97,14 @@ def _line(entry: EntryRecord) -> str:
 
 @dataclass
 class ExtractiveSummarizer:
-    """No model: keep identifiers, open tasks, the last user intent and the key lines."""
+    """No model: keep identifiers, open tasks, the last user intent and the key lines.
+
+    With `max_tokens` the summary fits that budget: the header, the requested focus and the
+    last user intent first, then identifiers, open tasks, decisions and key lines (the newest of
+    each kind first); what does not fit is counted in a closing "(+N … left out)" line."""
 
     name: str = "extractive"
+    max_tokens: int | None = None
 
     def summarize(
         self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str, custom_rule: str | None
@@ -110,26 +116,96 @@ class ExtractiveSummarizer:
         key_lines = [_line(e) for e, t in texts if extract_identifiers(t) or re.search(r"\d", t)]
         last_user = next((t for e, t in reversed(texts) if e.role == "user"), "")
         span = f"{to_iso(messages[0].timestamp)} – {to_iso(messages[-1].timestamp)}" if messages else ""
-        parts = [f"Summary of {len(messages)} earlier messages ({span}), extracted without a model."]
-        if instructions:
-            parts.append(f"Focus requested: {instructions}")
-        if key_lines:
-            parts.append("Key lines:\n" + "\n".join(f"- {line[:300]}" for line in key_lines[-MAX_KEY_LINES:]))
-        if decisions:
-            parts.append("Decisions:\n" + "\n".join(f"- {d[:300]}" for d in decisions))
-        if tasks:
-            parts.append("Open tasks and commitments:\n" + "\n".join(f"- {t[:300]}" for t in tasks))
-        if identifiers and policy != "off":
-            parts.append("Identifiers (verbatim): " + ", ".join(identifiers))
-        if last_user:
-            parts.append(f"Last user intent: {' '.join(last_user.split())[:500]}")
-        return "\n\n".join(parts)
+        header = f"Summary of {len(messages)} earlier messages ({span}), extracted without a model."
+        sections = {
+            "key": [line[:300] for line in key_lines[-MAX_KEY_LINES:]],
+            "decisions": [d[:300] for d in decisions],
+            "tasks": [t[:300] for t in tasks],
+            "ids": identifiers if policy != "off" else [],
+        }
+        intent = " ".join(last_user.split())[:500]
+        full = _render_extractive(header, instructions, sections, intent, {})
+        if self.max_tokens is None or estimate_tokens(full) <= self.max_tokens:
+            return full
+        return _fit_extractive(header, instructions, sections, intent, self.max_tokens)
+
+
+_TITLES = {"key": "Key lines:\n", "decisions": "Decisions:\n", "tasks": "Open tasks and commitments:\n"}
+_IDS_TITLE = "Identifiers (verbatim): "
+_MORE = {"tasks": "tasks", "decisions": "decisions", "key": "key lines", "ids": "identifiers"}
+_MORE_ROOM = len("\n\n(+99 tasks, 99 decisions, 99 key lines, 99999 identifiers left out for length)")
+
+
+def _render_extractive(header: str, instructions: str | None, sections: dict[str, list[str]], intent: str,
+                       omitted: dict[str, int]) -> str:
+    parts = [header]
+    if instructions:
+        parts.append(f"Focus requested: {instructions}")
+    for kind in ("key", "decisions", "tasks"):
+        if sections[kind]:
+            parts.append(_TITLES[kind] + "\n".join(f"- {line}" for line in sections[kind]))
+    if sections["ids"]:
+        parts.append(_IDS_TITLE + ", ".join(sections["ids"]))
+    if intent:
+        parts.append(f"Last user intent: {intent}")
+    if any(omitted.values()):
+        more = ", ".join(f"{n} {_MORE[kind]}" for kind, n in omitted.items() if n)
+        parts.append(f"(+{more} left out for length)")
+    return "\n\n".join(parts)
+
+
+def _within(text: str, room: int) -> str:
+    """The longest prefix of `text` whose weighted length (quarter-tokens) is at most `room`."""
+    if weighted_length(text) <= room:
+        return text
+    used = 0
+    for index, char in enumerate(text):
+        used += weighted_length(char)
+        if used > room:
+            return text[:index]
+    return text
+
+
+def _fit_extractive(header: str, instructions: str | None, sections: dict[str, list[str]], intent: str,
+                    budget: int) -> str:
+    """Greedy fill in priority order, in quarter-tokens (estimates add up exactly); rendered in
+    the usual order."""
+    room = budget * 4 - 3 - _MORE_ROOM - weighted_length(header)
+    if instructions:
+        instructions = _within(instructions, room - len("\n\nFocus requested: ")) or None
+        room -= weighted_length(f"\n\nFocus requested: {instructions}") if instructions else 0
+    if intent:
+        intent = _within(intent, room - len("\n\nLast user intent: "))
+        room -= weighted_length(f"\n\nLast user intent: {intent}") if intent else 0
+    chosen: dict[str, list[str]] = {}
+    omitted: dict[str, int] = {}
+    for kind in ("ids", "tasks", "decisions", "key"):
+        items = sections[kind]
+        order = range(len(items)) if kind == "ids" else range(len(items) - 1, -1, -1)  # ids: first seen first
+        picked: list[int] = []
+        for index in order:
+            if kind == "ids":
+                cost = weighted_length(items[index]) + (2 if picked else 2 + len(_IDS_TITLE))
+            else:
+                cost = weighted_length(items[index]) + 3 + (0 if picked else 2 + len(_TITLES[kind]))
+            if cost <= room:  # else a shorter one further on may still fit
+                room -= cost
+                picked.append(index)
+        chosen[kind] = [items[i] for i in sorted(picked)]
+        omitted[kind] = len(items) - len(picked)
+    return _render_extractive(header, instructions, chosen, intent, omitted)
 
 
 @dataclass
 class ModelSummarizer:
+    """The model writes the summary. `max_summary_tokens` is asked for (compact() enforces it);
+    `max_input_tokens` cuts the conversation it is sent, longest messages first, so a pasted
+    50k-token text never overflows a small window (default: half the model's window)."""
+
     model: Any  # a ChatModel
     name: str = "model"
+    max_summary_tokens: int | None = None
+    max_input_tokens: int | None = None
 
     def summarize(
         self, messages: Sequence[EntryRecord], *, instructions: str | None, policy: str, custom_rule: str | None
@@ -142,9 +218,14 @@ class ModelSummarizer:
             rules.append("Copy every identifier (ids, codes, URLs, paths, versions, numbers) exactly as written.")
         elif policy == "custom" and custom_rule:
             rules.append(custom_rule)
+        if self.max_summary_tokens:
+            rules.append(f"Keep the summary under {max(1, self.max_summary_tokens * 3 // 4)} words.")
         if instructions:
             rules.append(f"Additional instructions: {instructions}")
-        body = "\n".join(_line(e) for e in messages if e.role in ("user", "assistant"))
+        window = getattr(self.model, "context_window", None)
+        limit = self.max_input_tokens or (window // 2 if isinstance(window, int) and window > 0 else None)
+        lines = [_line(e) for e in messages if e.role in ("user", "assistant")]
+        body = "\n".join(clip_lines(lines, limit) if limit else lines)
         result = self.model.complete([{"role": "user", "content": body}], system="\n".join(rules))
         summary = result.text.strip()
         if not summary:
@@ -165,6 +246,7 @@ class CompactionResult:
     session_id: str | None = None  # the successor's id with truncateAfterCompaction
     errors: list[str] = field(default_factory=list)
     notice: str | None = None  # shown to the user when compaction.notifyUser is on
+    flush: dict[str, Any] | None = None  # the memory flush that ran just before (the overflow path)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -178,6 +260,7 @@ class CompactionResult:
             "sessionId": self.session_id,
             "errors": self.errors,
             **({"notice": self.notice} if self.notice else {}),
+            **({"flush": self.flush} if self.flush else {}),
         }
 
 
@@ -226,17 +309,30 @@ def compact(
     *,
     at: int,
     keep_recent_tokens: int,
+    summary_tokens: int | None = None,
+    keep_pending_turn: bool = False,
     policy: str = "strict",
     custom_rule: str | None = None,
     instructions: str | None = None,
     reason: str = "manual",
 ) -> CompactionResult:
+    """Summarise the active messages older than the kept tail (`keep_recent_tokens`).
+
+    A compaction never grows the context: the summary must be smaller than what it replaces
+    (and at most `summary_tokens`); a summary over that budget is replaced by the extractive
+    one written to fit, and when even that cannot gain anything nothing is written ("not
+    compacted: nothing to gain"). `keep_pending_turn` keeps the latest user message and what
+    follows it verbatim whatever its size (the overflow path retries that turn). A previous
+    summary over `summary_tokens` is summarised again even when no message is old enough."""
     messages, previous = active_messages(store, session)
-    tokens_before = sum(message_tokens(m) for m in messages) + (
-        estimate_tokens(previous.meta.get("summary", "")) if previous else 0
-    )
+    prior_tokens = estimate_tokens(previous.meta.get("summary", "")) if previous else 0
+    tokens_before = sum(message_tokens(m) for m in messages) + prior_tokens
     cut = split_point(messages, keep_recent_tokens)
-    if cut == 0:
+    if keep_pending_turn:
+        pending = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), len(messages))
+        cut = min(cut, pending)
+    oversized_prior = previous is not None and summary_tokens is not None and prior_tokens > summary_tokens
+    if cut == 0 and not oversized_prior:
         return CompactionResult(
             False,
             "nothing old enough to compact",
@@ -245,12 +341,29 @@ def compact(
             kept_messages=len(messages),
         )
     older = messages[:cut]
-    prior = [_as_summary_entry(previous)] if previous else []
-    summary, used, errors = _summarize([*prior, *older], summarizers, instructions, policy, custom_rule)
-    if policy == "strict":
-        summary = _ensure_identifiers(summary, [*prior, *older])
     kept = messages[cut:]
-    tokens_after = estimate_tokens(summary) + sum(message_tokens(m) for m in kept)
+    kept_tokens = sum(message_tokens(m) for m in kept)
+    limit = tokens_before - kept_tokens - 1  # strictly smaller than what it replaces
+    if summary_tokens is not None:
+        limit = min(limit, summary_tokens)
+    source = [*([_as_summary_entry(previous)] if previous else []), *older]
+    summary, used, errors = _summarize(source, summarizers, instructions, policy, custom_rule, limit)
+    if policy == "strict" and used != "extractive":  # the extractive summary lists them itself
+        summary = _ensure_identifiers(summary, source, limit)
+    if estimate_tokens(summary) > limit and used != "extractive":
+        errors.append(f"{used}: a summary of {estimate_tokens(summary)} tokens is over the budget of {limit}")
+        summary, used = ExtractiveSummarizer(max_tokens=limit).summarize(
+            source, instructions=instructions, policy=policy, custom_rule=custom_rule), "extractive"
+    if estimate_tokens(summary) > limit:
+        return CompactionResult(
+            False,
+            "not compacted: nothing to gain",
+            tokens_before=tokens_before,
+            tokens_after=tokens_before,
+            kept_messages=len(messages),
+            errors=errors,
+        )
+    tokens_after = estimate_tokens(summary) + kept_tokens
     entry = EntryRecord(
         transcript.new_entry_id(),
         session.session_id,
@@ -301,9 +414,10 @@ def _summarize(
     instructions: str | None,
     policy: str,
     custom_rule: str | None,
+    limit: int | None = None,
 ) -> tuple[str, str, list[str]]:
     errors = []
-    for summarizer in [*summarizers, ExtractiveSummarizer()]:
+    for summarizer in [*summarizers, ExtractiveSummarizer(max_tokens=limit)]:
         try:
             return (
                 summarizer.summarize(messages, instructions=instructions, policy=policy, custom_rule=custom_rule),
@@ -315,11 +429,25 @@ def _summarize(
     raise AssertionError("the extractive summarizer cannot fail")
 
 
-def _ensure_identifiers(summary: str, messages: Sequence[EntryRecord]) -> str:
-    """identifierPolicy strict: any identifier the summary dropped is appended verbatim."""
+def _ensure_identifiers(summary: str, messages: Sequence[EntryRecord], limit: int | None = None) -> str:
+    """identifierPolicy strict: any identifier the summary dropped is appended verbatim — as
+    many as fit `limit` when the summary itself does, the rest counted."""
     wanted = extract_identifiers("\n".join(all_text(m) for m in messages))
     missing = [i for i in wanted if i not in summary]
-    return summary + ("\n\nIdentifiers (verbatim): " + ", ".join(missing) if missing else "")
+    if not missing:
+        return summary
+    full = summary + "\n\nIdentifiers (verbatim): " + ", ".join(missing)
+    if limit is None or estimate_tokens(full) <= limit or estimate_tokens(summary) > limit:
+        return full
+    room = limit * 4 - 3 - weighted_length(summary) - _MORE_ROOM - len("\n\n" + _IDS_TITLE)
+    kept: list[str] = []
+    for ident in missing:
+        cost = weighted_length(ident) + 2
+        if cost <= room:
+            room -= cost
+            kept.append(ident)
+    ids = "\n\nIdentifiers (verbatim): " + ", ".join(kept) if kept else ""
+    return f"{summary}{ids}\n\n(+{len(missing) - len(kept)} identifiers left out for length)"
 
 
 def successor_session(store: AgentStore, session: SessionRecord, *, at: int) -> SessionRecord:

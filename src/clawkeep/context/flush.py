@@ -29,6 +29,7 @@ from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
 from ..storage import EntryRecord, SessionRecord
+from .budget import clip_lines
 
 NO_REPLY = "NO_REPLY"
 MAX_NOTES = 20
@@ -96,12 +97,17 @@ def flush_due(
     transcript_bytes: int,
     force_bytes: int,
     session: SessionRecord,
+    compaction_due: bool = False,
 ) -> bool:
+    """Once per compaction cycle, at (threshold − soft threshold) tokens or `force_bytes` of
+    transcript — and always before a compaction of this cycle (`compaction_due`, whatever
+    triggered it: tokens, maxActiveTranscriptBytes, a provider's overflow), so the flush sees the
+    messages before they are summarised, never only the ones after."""
     if session.meta.get("memoryFlushCompactionCount") == session.meta.get("compactionCount", 0):
         return False  # once per compaction cycle
     by_tokens = context_tokens >= max(0, threshold_tokens - soft_threshold)
     by_bytes = bool(force_bytes) and transcript_bytes >= force_bytes
-    return by_tokens or by_bytes
+    return by_tokens or by_bytes or compaction_due
 
 
 def skip_reason(session: SessionRecord, workspace: Path, access: str = "rw") -> str | None:
@@ -139,16 +145,20 @@ def _is_signal(sentence: str, today: date) -> bool:
     return bool(_NUMBER.search(sentence) and _CAPITALISED.search(sentence))  # numbers with named entities
 
 
-def model_notes(model: Any, messages: Sequence[EntryRecord], day: str) -> list[str]:
+def model_notes(model: Any, messages: Sequence[EntryRecord], day: str,
+                max_input_tokens: int | None = None) -> list[str]:
+    """The model's notes; the conversation it is sent is cut to `max_input_tokens` (default half
+    its window, longest messages first) so a flush never overflows a small window."""
     prompt = (
         f"Pre-compaction memory flush. Write durable memories from the conversation below as short "
         f"bullet lines for memory/{day}.md (append-only). Only facts, preferences, decisions and "
         f"commitments worth keeping; no secrets. MEMORY.md and other files are read-only. "
         f"Reply {NO_REPLY} if there is nothing to store."
     )
-    body = "\n".join(
-        f"{e.role}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")
-    )
+    window = getattr(model, "context_window", None)
+    limit = max_input_tokens or (window // 2 if isinstance(window, int) and window > 0 else None)
+    lines = [f"{e.role}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")]
+    body = "\n".join(clip_lines(lines, limit) if limit else lines)
     text = model.complete([{"role": "user", "content": body}], system=prompt).text.strip()
     if not text or text.upper().startswith(NO_REPLY):
         return []

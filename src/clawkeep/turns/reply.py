@@ -41,8 +41,13 @@ def window_tokens(rt: Runtime, model: Any | None) -> int:
 
 
 def compaction_threshold(rt: Runtime, window: int) -> int:
-    reserve = min(rt.config.agents.defaults.compaction.reserve_tokens_floor, window // 4)
-    return window - reserve
+    return compaction_mod.Budget.for_window(window, rt.config.agents.defaults.compaction).threshold
+
+
+def window_budget(rt: Runtime, model: Any | None) -> compaction_mod.Budget:
+    """Reserve, kept tail, summary size and flush point scaled to the model's window
+    (context/budget.py): the one rule the threshold, the flush and every compaction use."""
+    return compaction_mod.Budget.for_window(window_tokens(rt, model), rt.config.agents.defaults.compaction)
 
 
 @dataclass
@@ -68,20 +73,23 @@ def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: 
                  context_tokens: int) -> tuple[dict | None, dict | None]:
     """Flush (once per cycle, before compaction) and automatic compaction near the window.
 
-    Decided from the session's running size counters, so a turn does not re-read its history."""
+    Decided from the session's running size counters, so a turn does not re-read its history.
+    Whatever makes compaction due (the token threshold or maxActiveTranscriptBytes), the cycle's
+    flush runs first, on the messages about to be summarised."""
     settings = rt.config.agents.defaults.compaction
-    threshold = compaction_threshold(rt, window_tokens(rt, model))
+    budget = window_budget(rt, model)
     transcript_bytes = session.meta.get("activeBytes", 0)
+    too_big = bool(settings.max_active_transcript_bytes) and transcript_bytes > settings.max_active_transcript_bytes
+    compaction_due = context_tokens >= budget.threshold or too_big
     flushed = None
     if settings.memory_flush.enabled and flush_due(
-            context_tokens=context_tokens, threshold_tokens=threshold,
-            soft_threshold=settings.memory_flush.soft_threshold_tokens, transcript_bytes=transcript_bytes,
-            force_bytes=settings.memory_flush.force_flush_transcript_bytes, session=session):
+            context_tokens=context_tokens, threshold_tokens=budget.threshold, soft_threshold=budget.flush_soft,
+            transcript_bytes=transcript_bytes, force_bytes=settings.memory_flush.force_flush_transcript_bytes,
+            session=session, compaction_due=compaction_due):
         messages, _ = compaction_mod.active_messages(store, session)
         flushed = run_flush(rt, store, session, model, messages).to_json()
     compacted = None
-    too_big = settings.max_active_transcript_bytes and transcript_bytes > settings.max_active_transcript_bytes
-    if context_tokens >= threshold or too_big:
+    if compaction_due:
         compacted = run_compaction(rt, store, session, model, at=at, reason="threshold").to_json()
     return flushed, compacted
 
@@ -111,16 +119,64 @@ def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any
 
 def run_compaction(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, *, at: int,
                    reason: str, instructions: str | None = None) -> compaction_mod.CompactionResult:
+    """Automatic and manual (`/compact`) compaction: keeps the window budget's recent tail, and
+    never grows the context (compact() reports "not compacted: nothing to gain" instead)."""
+    budget = window_budget(rt, model)
+    return _compact(rt, store, session, model, at=at, reason=reason, instructions=instructions,
+                    keep_recent_tokens=budget.keep_recent, summary_tokens=budget.summary)
+
+
+def compact_for_overflow(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, *, at: int,
+                         overhead_tokens: int | None = None) -> compaction_mod.CompactionResult:
+    """The provider refused the context as too long: compact hard so the rebuilt context fits.
+
+    The cycle's flush runs first (on the messages about to be summarised). Then everything
+    before the pending turn (the latest user message and what the tool loop recorded after it)
+    is summarised down to a kept tail and a summary sized so that the system prompt and tool
+    schemas (`overhead_tokens`; estimated from the bootstrap files when not given) plus summary
+    plus tail aim at half the window — our estimate was evidently low. A huge old message is
+    summarised like any other. When the pending turn alone does not fit the window, the result
+    says so in `errors` (retrying cannot help; the caller reports it)."""
+    settings = rt.config.agents.defaults.compaction
+    budget = window_budget(rt, model)
+    flushed = None
+    if settings.memory_flush.enabled and flush_due(
+            context_tokens=0, threshold_tokens=budget.threshold, soft_threshold=budget.flush_soft,
+            transcript_bytes=0, force_bytes=0, session=session, compaction_due=True):
+        messages, _ = compaction_mod.active_messages(store, session)
+        flushed = run_flush(rt, store, session, model, messages).to_json()
+    if overhead_tokens is None:
+        overhead_tokens = _context_overhead(rt, session)
+    keep, summary = budget.for_overflow(overhead_tokens)
+    result = _compact(rt, store, session, model, at=at, reason="overflow", instructions=None,
+                      keep_recent_tokens=keep, summary_tokens=summary, keep_pending_turn=True)
+    result.flush = flushed
+    if overhead_tokens + result.tokens_after > budget.window:
+        result.errors.append(f"the latest turn does not fit the {budget.window}-token window even after compaction "
+                             f"({overhead_tokens + result.tokens_after} tokens with the system prompt)")
+    return result
+
+
+def _context_overhead(rt: Runtime, session: SessionRecord) -> int:
+    """Tokens of a model call besides the history, when the caller does not say: the bootstrap
+    files (a caller with tool schemas passes `compaction_mod.context_overhead([system], offered)`)."""
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
+    return compaction_mod.context_overhead([f"## {f.path}\n\n{f.text}" for f in bootstrap])
+
+
+def _compact(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, *, at: int, reason: str,
+             instructions: str | None, keep_recent_tokens: int, summary_tokens: int,
+             keep_pending_turn: bool = False) -> compaction_mod.CompactionResult:
     settings = rt.config.agents.defaults.compaction
     summarizer_model = (rt.models.chat_model(settings.model) if settings.model else None) or model
     # registered providers first, then the model, then (inside compact) the extractive fallback
     summarizers = list(rt.compaction_providers)
     if summarizer_model is not None:
-        summarizers.append(compaction_mod.ModelSummarizer(summarizer_model))
+        summarizers.append(compaction_mod.ModelSummarizer(summarizer_model, max_summary_tokens=summary_tokens))
     result = compaction_mod.compact(
-        store, session, summarizers, at=at, keep_recent_tokens=settings.keep_recent_tokens,
-        policy=settings.identifier_policy, custom_rule=settings.identifier_instructions,
-        instructions=instructions, reason=reason)
+        store, session, summarizers, at=at, keep_recent_tokens=keep_recent_tokens, summary_tokens=summary_tokens,
+        keep_pending_turn=keep_pending_turn, policy=settings.identifier_policy,
+        custom_rule=settings.identifier_instructions, instructions=instructions, reason=reason)
     if result.compacted and settings.notify_user:
         result.notice = (f"Context compacted: {result.compacted_messages} earlier messages summarised "
                          f"({result.tokens_before} → {result.tokens_after} tokens).")
