@@ -3,7 +3,8 @@ and write them to `bench/results/latest.md` (+ `latest.json`).
 
 Benchmarks: `append`, `search`, `locomo` (`perf` = append + search), …, `fuzz` (the
 property-based fuzz suite with its long profile; `--quick` runs the CI profile) and
-`write-filters` (precision/recall of the memory write filters on the labelled set). Each section of
+`write-filters` (precision/recall of the memory write filters on the labelled set) and `tool-loop`
+(the reply model's tool loop: overhead per tool step, scripted loopback model). Each section of
 latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
 """
 
@@ -18,7 +19,8 @@ from typing import Any
 
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
-NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters")
+NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
+         "tool-loop")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .recall_perf import section as recall_section
 
                 section = recall_section(progress, quick=args.quick)
-            elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters"):
+            elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters", "tool-loop"):
                 from importlib import import_module
 
                 module = import_module(f".{name.replace('-', '_')}", __package__)

@@ -76,7 +76,8 @@ def test_bootstrap_and_history_reach_the_model(home, server):
 
 def test_overflow_compacts_then_retries_once(home, server):
     server.add(completion("ok 1"), completion("ok 2"), completion("ok 3"), overflow(),
-                  completion("summary of earlier turns"), completion("answer after compaction"))
+               completion("NO_REPLY"),  # the cycle's memory flush runs before the compaction
+               completion("summary of earlier turns"), completion("answer after compaction"))
     eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 50}))
     for i in range(3):
         eng.message(f"turn {i} " + "words " * 100)
@@ -90,7 +91,9 @@ def test_overflow_compacts_then_retries_once(home, server):
 
 
 def test_overflow_forever_is_an_error_and_nothing_is_lost(home, server):
-    server.add(completion("ok"), overflow(), completion("summary"), overflow())
+    server.add(completion("ok"), overflow(),
+               completion("NO_REPLY"),  # the cycle's memory flush runs before the compaction
+               completion("summary"), overflow())
     eng = open_engine(home, model_config(server, compaction={"keepRecentTokens": 10}))
     eng.message("first " + "x " * 50)
     from clawkeep.models.chat import ContextOverflowError

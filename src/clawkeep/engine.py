@@ -32,6 +32,7 @@ from .storage import commit_journal
 from .timeutil import parse_iso
 
 CONFIG_FILE = "clawkeep.json5"
+MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
 
 
 def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
@@ -58,6 +59,7 @@ def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
 class Engine:
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
+        runtime.tool_host = self  # the reply model's tools are this engine's verbs (turns.tools)
 
     @classmethod
     def open(
@@ -217,23 +219,40 @@ class Engine:
             maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope))
 
     # --- memory ---------------------------------------------------------------------
-    def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid") -> api.MemorySearchResult:
+    def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid",
+                      min_score: float | None = None, corpus: str = "all",
+                      caller: str | None = None) -> api.MemorySearchResult:
+        """Hybrid search over the memory files and indexed transcripts; a calling session sees
+        only the notes and transcripts visible to it."""
         check.text(query, "memory search query")
         check.integer(limit, "--limit", 1, MAX_MEMORY_SEARCH_LIMIT)
         check.ident(mode, "mode")
-        return api.MemorySearchResult.model_validate(memory.search(self.runtime, query, limit=limit, mode=mode))
+        check.choice(corpus, "corpus", MEMORY_CORPORA)
+        check.number(min_score, "min score", 0.0, 1.0)
+        check.ident(caller, "caller", optional=True)
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller)["results"]
+        kept = [hit for hit in found if (corpus == "all" or hit.get("origin") == corpus)
+                and (min_score is None or hit["score"] >= min_score)]
+        return api.MemorySearchResult.model_validate({"results": kept})
 
-    def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> api.MemoryFile:
+    def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
+                   caller: str | None = None) -> api.MemoryFile:
+        """Lines of a memory file or an indexed transcript, as `caller` may see them (None: the operator)."""
         check.path(path, "memory path")
         check.integer(from_line, "--from", 1, check.MAX_INT)
         check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
-        return api.MemoryFile.model_validate(memory.get(self.runtime, path, from_line=from_line, lines=lines))
+        check.ident(caller, "caller", optional=True)
+        return api.MemoryFile.model_validate(
+            memory.get(self.runtime, path, from_line=from_line, lines=lines, caller=caller))
 
-    def memory_remember(self, text: str, *, force: bool = False) -> api.RememberResult:
+    def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
+        """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
         check.text(text, "memory text")
         check.flag(force, "force")
+        check.ident(caller, "caller", optional=True)
+        owner = self.runtime.caller_session(Caller(caller)).key if caller else None
         return api.RememberResult.model_validate(
-            memory.remember(self.runtime, text, force=force).to_json(memory.today(self.runtime)))
+            memory.remember(self.runtime, text, force=force, owner=owner).to_json(memory.today(self.runtime)))
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
         check.ident(status, "status", optional=True)

@@ -45,6 +45,7 @@ class Runtime:
         self.memory_index: Any | None = None  # memory.service.open_index caches the agent's index here
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
+        self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
 
     def now(self) -> int:
         return now_ms()

@@ -106,6 +106,23 @@ def integer(value: Any, name: str, low: int, high: int, *, optional: bool = True
     return value
 
 
+def number(value: Any, name: str, low: float, high: float, *, optional: bool = True) -> Any:
+    """A finite number in [low, high]; booleans are refused."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise InputError(f"{name} must be a number in {low:g}-{high:g}, got {type(value).__name__} {shown(value)}")
+    if not low <= value <= high:
+        raise InputError(f"{name} {shown(value)} is out of range; allowed {low:g}-{high:g}")
+    return value
+
+
+def choice(value: Any, name: str, allowed: tuple[str, ...]) -> Any:
+    if value not in allowed:
+        raise InputError(f"{name} {shown(value)} is not allowed; allowed values: {', '.join(allowed)}")
+    return value
+
+
 def flag(value: Any, name: str) -> Any:
     if not isinstance(value, bool):
         raise InputError(f"{name} must be true or false, got {type(value).__name__} {shown(value)}")

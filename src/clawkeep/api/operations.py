@@ -73,19 +73,23 @@ class SessionsCreateArgs(Args):
 
 
 class MemorySearchArgs(Args):
-    query: str
+    query: str = Field(max_length=4096, description="What to look for, in the user's words or key terms.")
     max_results: int | None = Field(None, ge=1, le=50)
+    min_score: float | None = Field(None, ge=0, le=1, description="Drop hits scoring below this (0-1).")
+    corpus: Literal["all", "memory", "sessions"] = Field(
+        "all", description="memory: the Markdown memory files; sessions: indexed past conversations.")
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
 
 
 class MemoryGetArgs(Args):
-    path: str
+    path: str = Field(description="A path exactly as memory_search returned it (MEMORY.md, memory/…, extra:…).")
     from_line: int | None = Field(None, alias="from", ge=1)
     lines: int | None = Field(None, ge=1)
 
 
 class MemoryRememberArgs(Args):
-    text: str
+    text: str = Field(max_length=2000, description="One durable fact in a single line, in the user's language; "
+                      "a dated plan expires after its day. Secrets and one-off requests are refused.")
 
 
 class MemoryEditArgs(Args):
@@ -122,9 +126,26 @@ class Operation:
 
     def tool_schema(self) -> dict[str, Any]:
         """A JSON-schema function description (OpenAI `tools` / Anthropic `input_schema`)."""
-        schema = self.args.model_json_schema(by_alias=True)
-        schema.pop("title", None)
-        return {"name": self.name, "description": self.summary, "parameters": schema}
+        return {"name": self.name, "description": self.summary,
+                "parameters": _compact(self.args.model_json_schema(by_alias=True))}
+
+
+def _compact(schema: Any) -> Any:
+    """The schema without what costs the model tokens and tells it nothing: titles, and the
+    `anyOf [X, null]` + `default: null` of optional arguments (leaving one out means null)."""
+    if isinstance(schema, list):
+        return [_compact(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _compact(v) for k, v in schema.items() if k != "title"}
+    options = out.get("anyOf")
+    if isinstance(options, list) and out.get("default", ...) is None and {"type": "null"} in options:
+        rest = [o for o in options if o != {"type": "null"}]
+        if len(rest) == 1:
+            out.pop("anyOf")
+            out.pop("default")
+            out = {**rest[0], **out}
+    return out
 
 
 def _ops() -> list[Operation]:
@@ -154,12 +175,14 @@ def _ops() -> list[Operation]:
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
-                  lambda e, a, c: e.memory_search(a.query, limit=a.max_results, mode=a.mode), tool=True),
+                  lambda e, a, c: e.memory_search(a.query, limit=a.max_results, mode=a.mode, min_score=a.min_score,
+                                                  corpus=a.corpus, caller=c), tool=True),
         Operation("memory_get", "Read lines of a memory file inside the workspace.", MemoryGetArgs,
                   shapes.MemoryFile,
-                  lambda e, a, c: e.memory_get(a.path, from_line=a.from_line, lines=a.lines), tool=True),
+                  lambda e, a, c: e.memory_get(a.path, from_line=a.from_line, lines=a.lines, caller=c),
+                  tool=True),
         Operation("memory_remember", "Write one durable fact (or a dated plan) to memory; filters apply.",
-                  MemoryRememberArgs, shapes.RememberResult, lambda e, a, c: e.memory_remember(a.text),
+                  MemoryRememberArgs, shapes.RememberResult, lambda e, a, c: e.memory_remember(a.text, caller=c),
                   tool=True, writes=True),
         Operation("memory_items", "The remembered items with their status.", NoArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_items()),

@@ -102,6 +102,8 @@ class MessageResult(Shape):
     flush: dict[str, Any] | None = None
     verbose: str | None = None
     trace: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name", "isError"}] the tools the model ran
+    remembered: RememberResult | None = None  # record mode: what "remember …" in chat wrote
 
 
 class SystemEventResult(Shape):
@@ -219,7 +221,7 @@ class MemoryItem(Shape):
 
 
 class RememberResult(Shape):
-    status: Literal["stored", "duplicate", "refused"]
+    status: Literal["stored", "duplicate", "refused", "failed"]  # failed: the write itself failed (reason)
     item: MemoryItem | None = None
     reason: str | None = None
     superseded: list[str] | None = None

@@ -36,6 +36,7 @@ from .base import (
 )
 from .plugins import PluginsConfig
 from .providers import ModelsConfig
+from .tools import AgentToolsConfig
 
 
 class ResetPolicy(_Model):
@@ -249,6 +250,7 @@ class AgentDefaults(_Model):
     model: ModelRefConfig = Field(default_factory=ModelRefConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     context_pruning: ContextPruningConfig = Field(default_factory=ContextPruningConfig, alias="contextPruning")
+    tools: AgentToolsConfig = Field(default_factory=AgentToolsConfig)  # the reply model's tool loop
 
     @field_validator("workspace")
     @classmethod

@@ -160,6 +160,25 @@ def visible_text(text: str, reader_key: str | None, *, across: bool, today: date
     return "\n".join(kept)
 
 
+def lines_for_reader(lines: list[str], reader_key: str, *, across: bool, today: date) -> list[str]:
+    """A memory file's lines as a conversation's tools may read them, numbered as on disk (so a
+    search hit's startLine/endLine still point at the right lines): a line it may not see is
+    blank, state comments are removed, and a replaced or past item says so."""
+    shown = []
+    for line, state in zip(lines, line_states(lines), strict=True):
+        if not visible_to(state.session, reader_key, across=across):
+            shown.append("")
+            continue
+        content, attrs = parse_marker(line)
+        content = content.rstrip() if attrs else line
+        if attrs.get("supersededBy"):
+            content += " (superseded by a newer item)"
+        elif attrs.get("expires") and attrs["expires"] < today.isoformat():
+            content += f" (stale: its date {attrs['expires']} has passed)"
+        shown.append(content)
+    return shown
+
+
 # --- write filters (M7) ---------------------------------------------------------------
 def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
     """Why `text` must not become long-term memory (None = it may): a secret, a one-off
@@ -181,6 +200,31 @@ def strip_request(text: str) -> str:
     """"Remember that I prefer TypeScript" → "I prefer TypeScript"."""
     stripped = _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
     return (stripped[:1].upper() + stripped[1:]) if stripped and stripped[0].isascii() else stripped
+
+
+# A chat message that asks to be remembered starts with one of these (no bare "note": "note that
+# the build is red" is an observation, not a request) and is not itself a question.
+_CHAT_REQUEST = re.compile(
+    r"^\s*(please\s+)?(remember|don't forget|do not forget|keep in mind)(\s+that)?\b"
+    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记一下|记下|别忘了)"
+    r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)"
+    r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)|잊지\s?마)",
+    re.IGNORECASE,
+)
+_QUESTION_END = re.compile(r"(?:[?？]|吗|嗎|か|까|니)\s*[.。!！]?\s*$")
+_REMINISCING = re.compile(r"^\s*(please\s+)?remember\s+(when|how|what|who|where|why|if|whether|the time)\b",
+                          re.IGNORECASE)
+
+
+def chat_memory_request(text: str) -> str | None:
+    """The fact a chat message asks to keep ("Remember that I prefer TypeScript" → "I prefer
+    TypeScript"), or None when the message is not such a request (or is a question:
+    "do you remember …?")."""
+    if not _CHAT_REQUEST.match(text or "") or _QUESTION_END.search(text) or _REMINISCING.match(text) \
+            or "\n" in text.strip():
+        return None
+    fact = strip_request(text)
+    return fact if fact and fact != text.strip() else None
 
 
 def new_item_id() -> str:

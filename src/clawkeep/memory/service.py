@@ -17,6 +17,7 @@ from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
 from . import facts, items
+from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
@@ -39,6 +40,7 @@ MAX_GET_LINES = 2000
 MAX_GET_CHARS = 100_000
 MAX_GET_FILE_BYTES = 64 * 1024 * 1024  # a larger "memory file" is refused, not read into memory
 MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-system work
+MAX_CALLER_FETCH = 50  # a session's search asks for up to this many hits before the owner filter
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 T = TypeVar("T")
 
@@ -116,16 +118,42 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         validate_query(query)
         return {"results": []}
 
+    wanted = limit or rt.config.agents.defaults.memory_search.query.max_results
+    # a session sees only its own notes and the ones shared with it (owners.visible_to), so it
+    # asks for more and keeps the visible ones: the limit counts what the caller may see
+    fetch = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
+    across = remember_across_conversations(rt.config)
+
     def run(index: MemoryIndex) -> list[Any]:
         if sync or index.recovered:
             index.sync()  # cheap staleness check: results never lag an edit
-        return memory_search(index, query, limit=limit, mode=mode, today=today(rt),
+        return memory_search(index, query, limit=fetch, mode=mode, today=today(rt),
                              citations=rt.config.memory.citations)
 
     results = [hit.to_json() for hit in with_index(rt, run)]
+    if caller is not None:
+        scope: list[Any] = []  # the caller's session scope, looked up once if a transcript hit needs it
+        results = [r for r in results if _caller_sees(rt, r, caller, across, scope)][:wanted]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
         {k: r.get(k) for k in ("path", "startLine", "endLine", "score")} for r in results), caller))
     return {"results": results}
+
+
+def _caller_sees(rt: Runtime, hit: dict[str, Any], caller: str, across: bool, scope: list[Any]) -> bool:
+    """A note by its owner (`owners.visible_to`); a transcript excerpt by the session tools'
+    visibility (S8), the same rule `sessions_search` applies."""
+    if hit.get("origin") != "sessions":
+        return visible_to(hit.get("sessionKey"), caller, across=across)
+    key = hit.get("sessionKey")
+    if not key:
+        return False
+    try:
+        session = rt.read_store_for_key(key).get_session_by_key(key)
+        if session is not None and not scope:
+            scope.append(rt.scope(Caller(caller)))
+        return session is not None and scope[0].allows(session)
+    except ClawkeepError:  # a key that no longer parses or a caller that is gone: not visible
+        return False
 
 
 EXTRA_PREFIX = "extra:"  # memory search names a file of an extra root `extra:<its real path>`
@@ -196,6 +224,9 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
         shown, extra = f"{TRANSCRIPT_PREFIX}{session.session_id}", {"sessionKey": session.key}
     else:
         content = _read_lines(path, target)
+        if caller is not None:  # another conversation's lines are blank to this one (owner boundary)
+            content = items.lines_for_reader(content, caller, across=remember_across_conversations(rt.config),
+                                             today=today(rt))
         shown = f"{EXTRA_PREFIX}{target.as_posix()}" if path.startswith(EXTRA_PREFIX) else _relative(rt, target)
     start = from_line or 1
     end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
@@ -286,9 +317,13 @@ class RememberResult:
         return out
 
 
-def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
+def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
     """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
-    today's note with an expiry. Write filters (M7) and supersession (M8) apply."""
+    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+
+    `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
+    memory_remember): the line carries it, and it merges with or supersedes only lines that
+    conversation owns — one peer's new value never replaces another peer's fact."""
     if rt.config.agents.defaults.workspace_access != "rw":
         raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
     fact = items.strip_request(text or "")
@@ -305,7 +340,7 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     ws = ensure_workspace(workspace(rt))
     day = today(rt)
     existing = items.all_items(ws)
-    active = [i for i in existing if i.status(day) == "active"]
+    active = [i for i in existing if i.status(day) == "active" and _writable_by(i, owner, rt)]
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None)
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
@@ -317,6 +352,8 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
                 rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
         return RememberResult("duplicate", item=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
+    if owner is not None:
+        attrs["session"] = owner
     conflicts = _conflicts(fact, active, _similarity(rt))
     if conflicts:
         attrs["supersedes"] = ",".join(i.id for i in conflicts)
@@ -332,6 +369,16 @@ def remember(rt: Runtime, text: str, *, force: bool = False) -> RememberResult:
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
                                     superseded=tuple(i.id for i in conflicts)))
     return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
+
+
+def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
+    """May a fact stated in `owner`'s conversation merge with or supersede `item`? The operator
+    (None) may touch any line; a conversation its own lines, and shared lines only where memory
+    is shared across conversations anyway."""
+    held_by = item.attrs.get("session")
+    if owner is None or held_by == owner:
+        return True
+    return held_by is None and remember_across_conversations(rt.config)
 
 
 def _conflicts(fact: str, active: list[items.Item], similar: facts.Similar | None) -> list[items.Item]:

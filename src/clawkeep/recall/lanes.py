@@ -7,9 +7,11 @@ present; a longer one 0.8·coverage + 0.2·min(1, overlap/2). entryScore = 0.8·
 0.2·word overlap. Strong when ≥ 0.65; at most 3 entries and 1800 characters are injected.
 
 Lane 2: evidence from the allowed memory tools (memory_search over the memory index and,
-with rememberAcrossConversations, the other direct-message transcripts of the agent), then
-either a model condenses it to NONE or one line, or — without a model — the best evidence
-sentence is condensed deterministically.
+with rememberAcrossConversations, the other direct-message transcripts of the agent), settled
+(`evidence.settle`: earlier questions out, superseded items out, past plans marked stale with
+their day or out when a later fact exists), then either a model condenses it to NONE or one
+line, or — without a model — the best evidence sentence is condensed deterministically. A
+question is never an answer: neither summary may be one.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ from ..memory.workspace import MEMORY_FILE, contained_file
 from ..text import stopwords
 from ..text.analyzer import analyze_document
 from ..text.query import parse_query
+from .evidence import STALE, Evidence, sentences, stale_marker
 
 NONE_ANSWERS = {"", "none", "no_reply", "nothing useful", "no relevant memory", "no relevant memories",
                 "n/a", "null", "[]", "{}", "timeout"}
 _TRIGGER_COMMENT = re.compile(r"<!--\s*trigger:\s*(.*?)\s*-->", re.IGNORECASE)
 _COMMENT = re.compile(r"\s*<!--.*?-->")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 
 
 _STOP = stopwords.ENGLISH | stopwords.CJK
@@ -166,15 +168,6 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
     return hits, block[:max_chars]
 
 
-@dataclass
-class Evidence:
-    text: str
-    score: float
-    origin: str  # "memory" | "transcript"
-    when: str | None = None
-    citation: str | None = None
-
-
 def normalise_summary(text: str, max_chars: int) -> str | None:
     """One line, cut at a word boundary with "…"; None for the NONE family of answers."""
     line = " ".join((text or "").split())
@@ -189,29 +182,54 @@ def normalise_summary(text: str, max_chars: int) -> str | None:
 
 
 def best_sentence(evidence: Evidence, query: str) -> str:
-    """The sentence of the evidence that shares the most query words."""
+    """The statement of the evidence that shares the most query words (questions are skipped)."""
+    best = _best_sentence(evidence, query)
+    return best[0] if best else evidence.text
+
+
+def _best_sentence(evidence: Evidence, query: str) -> tuple[str, str | None] | None:
+    """(sentence, its stale day or None), or None when the evidence holds no statement."""
     query_words = _words(query)
-    sentences = [s.strip() for s in _SENTENCE.split(evidence.text) if s.strip()] or [evidence.text]
-    return max(sentences, key=lambda s: (len(_words(s) & query_words), -len(s)))
+    found = list(sentences(evidence.text))
+    if not found:
+        return None
+    return max(found, key=lambda s: (len(_words(s[0]) & query_words), -len(s[0])))
 
 
 def deterministic_summary(evidence: list[Evidence], query: str, max_chars: int) -> str | None:
-    """Lane 2 without a model: condense the best hit to one line, or NONE."""
+    """Lane 2 without a model: condense the best hit to one line, or NONE. Only statements count
+    (an earlier question shares every word with the new one, and is no answer); a past plan keeps
+    its stale marker and day whatever the cut."""
     parsed = parse_query(query)
     if not evidence or parsed is None:
         return None
     query_words = _words(query)
-    top = max(evidence, key=lambda e: (len(_words(e.text) & query_words), e.score))
-    if not _words(top.text) & query_words:
+    scored = []  # (query words its statements share, score, evidence, its statements)
+    for e in evidence:
+        found = [(s, stale, _words(s) & query_words) for s, stale in sentences(e.text)]
+        scored.append((len(set().union(*(shared for _, _, shared in found))), e.score, e, found))
+    overlap, _, top, found = max(scored, key=lambda row: (row[0], row[1]))
+    if not overlap:
         return None
-    sentence = best_sentence(top, query)
+    sentence, stale, _ = max(found, key=lambda f: (len(f[2]), -len(f[0])))
     sentence = re.sub(r"^(User|Assistant):\s*", "", sentence)
     sentence = re.sub(r"^[-*]\s+", "", sentence)
     if top.origin == "transcript":
         prefix = f"The user said{' on ' + top.when if top.when else ''}: "
     else:
         prefix = f"Memory ({top.citation}): " if top.citation else "Memory: "
-    return normalise_summary(prefix + sentence, max_chars)
+    if not stale:
+        return normalise_summary(prefix + sentence, max_chars)
+    marker = stale_marker(stale)
+    line = normalise_summary(prefix + sentence, max_chars - len(marker) - 1)
+    return f"{line} {marker}" if line else None
+
+
+def _is_question_only(summary: str) -> bool:
+    """A summary that only restates a question ("The user said: 我下周有什么安排")."""
+    head, sep, body = summary.partition(": ")
+    candidates = [summary] + ([body] if sep and len(head) <= 80 else [])
+    return any(not list(sentences(STALE.sub("", text))) for text in candidates)
 
 
 STYLE_RULES = {
@@ -249,7 +267,9 @@ def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: st
     system = (
         "You are a memory recall helper. Using ONLY the memory search results below, write NONE or one "
         f"plain-text line under {max_chars} characters about the user (not addressed to the user), with no "
-        "bullets, labels, XML, JSON or markdown. Flag mutable operational facts as possibly stale. "
+        "bullets, labels, XML, JSON or markdown. Flag mutable operational facts as possibly stale. A result "
+        "marked \"(stale: planned for DATE, now past)\" is a plan whose day has passed: keep that marker and "
+        "date if you use it. Never answer with a question the user asked before. "
         + STYLE_RULES[style]
     )
     prompt = "Bounded memory search query:\n" + query[:480] + "\n\nMemory search results:\n" + (
@@ -258,7 +278,8 @@ def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: st
         prompt += "\n\nConversation context:\n" + context[:25_000]
     result = model.complete([{"role": "user", "content": prompt}], system=system, max_tokens=200,
                             timeout_s=timeout_s)
-    return normalise_summary(result.text, max_chars)
+    summary = normalise_summary(result.text, max_chars)
+    return None if summary is None or _is_question_only(summary) else summary
 
 
 def gather(search_memory: Callable[[str], list[Evidence]], search_transcripts: Callable[[str], list[Evidence]] | None,

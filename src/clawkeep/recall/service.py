@@ -36,6 +36,7 @@ from ..text.query import parse_query, rerank
 from ..timeutil import to_iso
 from . import lanes
 from .detector import classify
+from .evidence import memory_evidence, sentences, settle
 
 
 @dataclass
@@ -161,6 +162,7 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
     across = remember_across_conversations(rt.config)
     evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across),
                             (lambda q: _transcript_evidence(rt, session, q)) if across else None, text)
+    evidence = settle(evidence, text, memory.today(rt))  # no earlier questions, no outdated plans
     if model is None:
         summary = lanes.deterministic_summary(evidence, text, options.max_summary_chars)
         return done("ok" if summary else "none", 2, past, summary)
@@ -216,11 +218,14 @@ def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary
 def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
     """memory_search, minus what belongs to other conversations when DMs are isolated."""
     results = memory.search(rt, query, limit=6, caller=session.key)["results"]
+    workspace = memory.workspace(rt)
     found = []
     for hit in results:
         if not visible_to(hit.get("sessionKey"), session.key, across=across):
             continue  # another peer's conversation: never crosses an isolation boundary
-        found.append(lanes.Evidence(hit["snippet"], hit["score"], "memory", None, hit.get("source")))
+        # the window's items carry their dates (written, expiry, supersession) in their markers
+        found.append(memory_evidence(workspace, hit["path"], hit["startLine"], hit["endLine"], hit["snippet"],
+                                     hit["score"], hit.get("source")))
     return found
 
 
@@ -237,9 +242,14 @@ def _transcript_evidence(rt: Runtime, session: SessionRecord, query: str) -> lis
     selected = parsed.select(store.document_frequency, store.indexed_documents())
     rows = rerank(store.search(TextQuery.of(selected.terms), session_ids=allowed, limit=50), selected,
                   tokens=lambda r: r.tokens, rank=lambda r: r.score)
-    evidence = []
-    for position, row in enumerate(rows[:5]):
-        when = (to_iso(row.entry.timestamp) or "")[:10] or None
-        evidence.append(lanes.Evidence(transcript.plain_text(row.entry.content), 1.0 / (1 + position),
-                                       "transcript", when))
+    evidence: list[lanes.Evidence] = []
+    for row in rows:
+        text_ = transcript.plain_text(row.entry.content)
+        if next(sentences(text_), None) is None:
+            continue  # only a question or recall request (an earlier "我下周有什么安排"): never the answer
+        said = to_iso(row.entry.timestamp)
+        evidence.append(lanes.Evidence(text_, 1.0 / (1 + len(evidence)), "transcript", (said or "")[:10] or None,
+                                       said=said))
+        if len(evidence) == 5:
+            break
     return evidence

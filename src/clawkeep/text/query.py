@@ -38,6 +38,14 @@ MAX_QUERY_CHARS = 4096  # S5: longer queries are rejected by the caller; never s
 MAX_TERMS = 6  # rarest terms kept when document frequencies are known (latency ~ postings read)
 MAX_TERMS_NO_DF = 16  # without df we cannot tell common from rare, so keep more
 COMMON_RATIO = 0.25  # terms in more than this share of rows add ~nothing to bm25 but cost time
+# Below this many indexed rows no term is dropped as common (and the default MAX_TERMS cut is
+# relaxed to MAX_TERMS_NO_DF). In a handful of rows a share is noise, not a measure of how common
+# a word is: with 6 messages, a key word said in 4 of them ("下周") was dropped, leaving only a
+# side word, and recall found nothing. Dropping common terms only saves latency (postings read),
+# which is microseconds below a few thousand rows, and bm25's idf still weighs common terms down.
+# At 50 rows a term must be in 13 or more of them (25%) before it can be dropped: enough for its
+# share to say something.
+MIN_DF_DOCUMENTS = 50
 CJK_RUN_PHRASE_MAX = 8  # an unquoted CJK run up to this length is also tried as a whole phrase
 
 # Quoted phrases: ASCII, curly and CJK corner quotes (full-width ＂ becomes " under NFKC).
@@ -100,7 +108,9 @@ class SearchQuery:
         `total` (indexed rows) are optional; without df, quoted phrases and identifiers come
         first, then longer terms. Terms that cannot match (df 0) and terms in more than
         `common_ratio` of the rows are dropped unless nothing else would remain; lower it to
-        trade a little recall for speed on very large indexes.
+        trade a little recall for speed on very large indexes. Below MIN_DF_DOCUMENTS rows (or
+        with `total` unknown) no term counts as common, and without an explicit `max_terms` up to
+        MAX_TERMS_NO_DF terms are kept.
         """
         if df is None:
             ranked = sorted(self.terms, key=lambda t: (not t.exact, -len(t.surface)))
@@ -108,12 +118,15 @@ class SearchQuery:
         counts = df(sorted({tok for t in self.terms if not t.prefix for f in t.forms for tok in f}))
         freq = {t: _term_df(t, counts) for t in self.terms}
         kept = [t for t in self.terms if freq[t] != 0] or list(self.terms)
-        if total:
+        limit = max(1, max_terms or MAX_TERMS)
+        if total and total >= MIN_DF_DOCUMENTS:
             rare = [t for t in kept if t.exact or (freq[t] or 0) <= common_ratio * total]
             kept = rare or sorted(kept, key=lambda t: freq[t] or 0)[:1]
+        elif max_terms is None:  # too few rows for a share to mean anything: drop nothing as common
+            limit = MAX_TERMS_NO_DF
         # Unknown df (prefix terms) sorts last: a lone CJK character is rarely the key word.
         kept.sort(key=lambda t: (not t.exact, freq[t] is None, freq[t] or 0))
-        kept = kept[: max(1, max_terms or MAX_TERMS)]
+        kept = kept[:limit]
         n = max(total or 0, max((freq[t] or 0) for t in kept) * 2, 1)
         return SearchQuery(tuple(kept), tuple(_idf(freq[t], n) for t in kept))
 

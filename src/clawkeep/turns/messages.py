@@ -36,6 +36,8 @@ class MessageResult:
     verbose: str | None = None
     trace: str | None = None
     client_message_id: str | None = None  # the channel's own id, when it gave one
+    tool_calls: list[dict[str, Any]] | None = None  # the tools the model ran this turn, in order
+    remembered: dict[str, Any] | None = None  # record mode: what a "remember …" in chat wrote
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sessionKey": self.session_key, "sessionId": self.session_id,
@@ -51,15 +53,17 @@ class MessageResult:
         if self.status is not None:
             out["status"] = self.status
         optional = {"reply": self.reply, "activeMemory": self.active_memory, "mode": self.mode, "note": self.note,
-                    "compaction": self.compaction, "flush": self.flush, "verbose": self.verbose, "trace": self.trace}
+                    "compaction": self.compaction, "flush": self.flush, "verbose": self.verbose, "trace": self.trace,
+                    "toolCalls": self.tool_calls, "remembered": self.remembered}
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
 
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """One step of a turn as it happens: `token` (a reply delta), `tool_call`, `result` (the
-    final MessageResult) or `error` (a ClawkeepError that ended the turn)."""
+    """One step of a turn as it happens: `token` (a reply delta), `tool_call` (a tool the model
+    ran: {"id", "name", "isError"}), `result` (the final MessageResult) or `error` (a
+    ClawkeepError that ended the turn)."""
 
     kind: str
     data: Any = None

@@ -69,8 +69,9 @@ def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink 
         interactive = routed.origin == "chat" and request.role == "user"
         session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
         if found is not None:
-            return _run_command(rt, session, found, request, at, routed.conversation)
-        model = rt.models.chat_model()
+            return _run_command(rt, session, found, request, at, routed.conversation,
+                                interactive, on_event)
+        model = reply.session_model(rt, session)
         recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
         entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
                                       client_scope=routed.conversation)
@@ -111,6 +112,8 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
     result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
     result.reply = outcome.reply
     result.compaction, result.flush = outcome.compaction, outcome.flush
+    result.tool_calls = outcome.tool_calls or None
+    result.remembered = outcome.remembered
     if outcome.record_mode:
         result.mode, result.note = "record", reply.RECORD_MODE_NOTE
     if recalled is not None:
@@ -123,15 +126,20 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
 
 
 def _run_command(rt: Runtime, session: SessionRecord, found: tuple[commands.SlashCommand, str],
-                 request: MessageRequest, at: int, conversation: str) -> MessageResult:
+                 request: MessageRequest, at: int, conversation: str, interactive: bool,
+                 on_event: EventSink | None) -> MessageResult:
     command, rest = found
     assert command.run is not None
     outcome = command.run(commands.CommandCall(rt, session, rest, at, is_operator(request.inbound)))
     result = MessageResult(session.key, session.session_id, None, "user", command=outcome.label,
                            status=outcome.status, reset=outcome.reset)
-    if outcome.first_message:  # "/new tell me a joke": the rest is the first message of the new interval
-        entry = record.record_message(rt, session, "user", outcome.first_message, at, request.message_id, True,
+    if outcome.first_message:  # "/new tell me a joke": the rest is the first message of the new interval,
+        first = outcome.first_message  # answered like any message
+        recalled = reply.recall_before(rt, session, first, reply.session_model(rt, session)) if interactive else None
+        entry = record.record_message(rt, session, "user", first, at, request.message_id, True,
                                       client_scope=conversation)
         result.message_id = entry.entry_id if entry else None
         result.client_message_id = request.message_id
+        if entry is not None and interactive:
+            _reply(rt, session, first, recalled, at, result, on_event)
     return result

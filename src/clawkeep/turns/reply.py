@@ -20,6 +20,7 @@ from ..context.assembly import TurnContext, assemble, clear_notices
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
 from ..events import Compacted, MemoryWritten, MessageRecorded
+from ..memory import items
 from ..memory import service as memory
 from ..models.chat import ContextOverflowError
 from ..recall.service import RecallResult, recall
@@ -27,6 +28,7 @@ from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import zone
+from . import tools
 from .messages import TurnEvent
 
 RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
@@ -59,6 +61,8 @@ class TurnOutcome:
     notices: list[str] = field(default_factory=list)
     model: str | None = None
     record_mode: bool = False
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    remembered: dict[str, Any] | None = None  # record mode: a "remember …" stated in chat
 
 
 def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | None) -> RecallResult | None:
@@ -190,24 +194,84 @@ def _compact(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any 
     return result
 
 
+@dataclass
+class ModelReply:
+    """What the model part of a turn produced: the answer, the tool calls it ran, and the
+    compaction an overflow forced."""
+
+    text: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    compaction: dict[str, Any] | None = None
+    asking: str | None = None  # the id of the user message being answered
+
+
+STEP_LIMIT_NOTE = ("Tool step limit reached (agents.defaults.tools.maxSteps): no more tools this turn; "
+                   "answer now with what you have.")
+
+
 def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, recall_result: RecallResult | None,
-          model: Any, at: int, *, retried: bool = False, context: TurnContext | None = None,
-          on_event: Callable[[TurnEvent], None] | None = None) -> tuple[str, dict[str, Any] | None]:
-    """Call the model; on a context overflow compact and retry once. `context` is reused when
-    nothing changed since it was built (no flush, no compaction). With `on_event` the reply is
-    streamed and each delta is handed over as a `token` event."""
+          model: Any, at: int, *, context: TurnContext | None = None,
+          on_event: Callable[[TurnEvent], None] | None = None) -> ModelReply:
+    """The model loop: call the model with the agent tools; while it asks for tools, run them
+    as this session, record each call and result in the transcript, and call it again — at
+    most `maxSteps` times, then once more without tools. A context overflow compacts and
+    retries once; a second overflow fails the turn with a clear message (everything recorded
+    so far stays). `context` is reused when nothing changed since it was built. With
+    `on_event` each model call is streamed as `token` events and each tool run is a
+    `tool_call` event."""
+    offered = tools.offered_tools(rt, session)
+    limit = rt.config.agents.defaults.tools.max_steps
     if context is None:
-        context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
-    try:
-        result = _call_model(model, context, on_event)
-    except ContextOverflowError:
-        if retried:
-            raise
-        compacted = run_compaction(rt, store, session, model, at=at, reason="overflow").to_json()
-        answer, _ = reply(rt, store, session, text, recall_result, model, at, retried=True, on_event=on_event)
-        return answer, compacted
-    _record_usage(store, session, result, rt.now())
-    return strip_reasoning(result.text), None
+        context = build_context(rt, store, session, text, recall_result, model, at, offered)
+    done = ModelReply("")
+    asking = store.last_entry(session.session_id, ["message"])  # the user's message, stored just before
+    done.asking = asking.entry_id if asking is not None and asking.role == "user" else None
+    steps, overflowed = 0, False
+    while True:
+        last = steps >= limit
+        system = context.system + ("\n\n" + STEP_LIMIT_NOTE if last and offered else "")
+        try:
+            result = _call_model(model, system, context.messages, None if last else offered, on_event)
+        except ContextOverflowError as exc:
+            if overflowed:
+                raise ContextOverflowError(
+                    f"the conversation does not fit {model.ref}'s context window even after compaction ({exc}); "
+                    "your message is saved — start a new session (/new) or send something shorter",
+                    provider=exc.provider, model=exc.model, status=exc.status) from exc
+            overflowed = True
+            overhead = compaction_mod.context_overhead([context.system], offered)
+            done.compaction = compact_for_overflow(rt, store, session, model, at=at,
+                                                   overhead_tokens=overhead).to_json()
+            context = build_context(rt, store, session, text, recall_result, model, at, offered)
+            continue
+        _record_usage(store, session, result, rt.now())
+        if not result.tool_calls or last:
+            done.text = strip_reasoning(result.text) or ("" if not last else "(no answer: the tool step limit "
+                                                                              "was reached)")
+            return done
+        steps += 1
+        _run_calls(rt, store, session, result, offered, context, done, on_event)
+
+
+def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: Any, offered: list[dict[str, Any]],
+               context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None) -> None:
+    """Record the model's tool calls, run each, record each result; the next call sees them."""
+    said = strip_reasoning(result.text)
+    calls = [call.to_message() for call in result.tool_calls]
+    blocks = (transcript.text_blocks(said) if said else []) + [
+        {"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+    _record_entry(rt, store, session, "assistant", blocks, {"model": f"{result.provider}/{result.model}"})
+    context.messages.append({"role": "assistant", "content": said, "tool_calls": calls})
+    for call in result.tool_calls:
+        outcome = tools.run_tool(rt, session, call, offered, done.asking)
+        _record_entry(rt, store, session, "tool", [{"type": "toolResult", "toolCallId": call.id, "name": call.name,
+                                                    "content": outcome.content, "isError": outcome.is_error}], {})
+        context.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                 "content": outcome.content, "is_error": outcome.is_error})
+        summary = {"name": call.name, "isError": outcome.is_error}
+        done.tool_calls.append(summary)
+        if on_event is not None:
+            on_event(TurnEvent("tool_call", {**summary, "id": call.id}))
 
 
 _REASONING = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
@@ -226,27 +290,38 @@ def strip_reasoning(text: str) -> str:
     return cleaned.strip()
 
 
-def _call_model(model: Any, context: TurnContext, on_event: Callable[[TurnEvent], None] | None) -> Any:
+def _call_model(model: Any, system: str, messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None,
+                on_event: Callable[[TurnEvent], None] | None) -> Any:
+    options: dict[str, Any] = {"system": system or None}
+    if offered:
+        options["tools"] = offered
     if on_event is None:
-        return model.complete(context.messages, system=context.system or None)
-    with model.stream(context.messages, system=context.system or None) as deltas:
+        return model.complete(messages, **options)
+    with model.stream(messages, **options) as deltas:
         for delta in deltas:
             on_event(TurnEvent("token", delta))
         return deltas.result
 
 
 def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: str,
-                  recall_result: RecallResult | None, model: Any | None, at: int, *, exclude_last: bool) -> TurnContext:
+                  recall_result: RecallResult | None, model: Any | None, at: int,
+                  offered: list[dict[str, Any]] | None = None) -> TurnContext:
+    """The context of this turn's next model call, from the store: the history before the
+    user's message (already stored; it is sent once, with the recall block in front), the
+    message, then what this turn's tool loop has recorded since."""
     history, compaction = compaction_mod.active_messages(store, session)
-    if exclude_last and history and history[-1].role == "user":
-        # the user message is already stored; it appears once, with the recall block in front
-        history = history[:-1]
+    before, after = history, []
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "user":
+            before, after = history[:index], history[index + 1:]
+            break
     # Bootstrap files are in the system context of every model call, not only the first (SPEC §P).
     bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
     summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
-    return assemble(session, history, compaction, store=store, user_text=text, bootstrap=bootstrap,
+    return assemble(session, before, compaction, store=store, user_text=text, bootstrap=bootstrap,
                     recall_summary=summary, pruning=rt.config.agents.defaults.context_pruning,
-                    provider=getattr(model, "provider", None), now_ms=at, window_tokens=window_tokens(rt, model))
+                    provider=getattr(model, "provider", None), now_ms=at, window_tokens=window_tokens(rt, model),
+                    after_user=after, tools=offered)
 
 
 def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: int) -> None:
@@ -265,15 +340,16 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
                        at: int, *, on_event: Callable[[TurnEvent], None] | None = None) -> TurnOutcome:
     """Everything after the user message is stored: context, memory steps, the reply."""
     store = rt.store_for_key(session.key)
-    model = rt.models.chat_model()
+    model = session_model(rt, session)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None
     if model is not None:
-        context = build_context(rt, store, session, text, recall_result, model, at, exclude_last=True)
+        context = build_context(rt, store, session, text, recall_result, model, at, tools.offered_tools(rt, session))
         outcome.notices, tokens = context.notices, context.estimated_tokens
     else:  # record mode: nothing to send, so the running counters decide flush and compaction
         tokens = session.meta.get("activeTokens", 0)
+        outcome.remembered = remember_from_chat(rt, session, text)
     try:
         outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, tokens)
     except ClawkeepError as exc:
@@ -281,20 +357,45 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
     if model is not None:
         # a flush changes today's note and a compaction the history: only then build again
         unchanged = outcome.flush is None and outcome.compaction is None
-        answer, overflow_compaction = reply(rt, store, session, text, recall_result, model, at,
-                                            context=context if unchanged else None, on_event=on_event)
-        outcome.reply = answer
-        outcome.compaction = overflow_compaction or outcome.compaction
-        _record_reply(rt, store, session, answer, outcome.model, rt.now())
+        answer = reply(rt, store, session, text, recall_result, model, at,
+                       context=context if unchanged else None, on_event=on_event)
+        outcome.reply, outcome.tool_calls = answer.text, answer.tool_calls
+        outcome.compaction = answer.compaction or outcome.compaction
+        _record_entry(rt, store, session, "assistant", transcript.text_blocks(answer.text), {"model": outcome.model})
     clear_notices(store, session)
     return outcome
 
 
-def _record_reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, model: str | None,
-                  at: int) -> None:
-    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role="assistant",
-                        content=transcript.text_blocks(text), meta={"model": model})
-    with store.transaction():  # the reply and the session counters land together
+def session_model(rt: Runtime, session: SessionRecord) -> Any | None:
+    """The session's model: its own override (`/new <model>`), else the agent's chain; None in
+    record mode (no model configured at all)."""
+    override = session.meta.get("modelOverride")
+    default = rt.models.chat_model()
+    if override and default is not None:
+        return rt.models.chat_model(override) or default
+    return default
+
+
+def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[str, Any] | None:
+    """Record mode's way to keep a fact stated in chat ("remember that …", "记住…"): the same
+    write path and filters as memory_remember, owned by this conversation. With a model the
+    model decides, through the memory_remember tool."""
+    fact = items.chat_memory_request(text)
+    if fact is None or session.meta.get("incognito"):
+        return None
+    try:
+        return memory.remember(rt, fact, owner=session.key).to_json(memory.today(rt))
+    except ClawkeepError as exc:  # a read-only workspace, an unwritable file: the message is kept anyway
+        return {"status": "failed", "reason": str(exc)}
+
+
+def _record_entry(rt: Runtime, store: AgentStore, session: SessionRecord, role: str, content: list[dict[str, Any]],
+                  meta: dict[str, Any]) -> None:
+    """Append one assistant or tool entry; the entry and the session counters land together."""
+    at = rt.now()
+    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role=role, content=content,
+                        meta=meta)
+    with store.transaction():
         transcript.append(store, entry)
         fresh = store.get_session(session.session_id) or session
         transcript.add_active_size(fresh, entry)
@@ -302,5 +403,4 @@ def _record_reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
         fresh.updated_at = max(fresh.updated_at, at)
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
-    rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id,
-                                      "assistant"))
+    rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id, role))

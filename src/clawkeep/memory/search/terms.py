@@ -8,14 +8,17 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ...text.query import SearchQuery, parse_query
+from ...text.query import MIN_DF_DOCUMENTS, SearchQuery, parse_query
 from ..index import MemoryIndex
 
 KEYWORD_TERMS = 8  # rarest query terms OR-ed into the keyword search ...
 COMMON_RATIO = 0.5  # ... each found in at most this share of the chunks
 WINDOW_TERMS = 16  # query terms that weigh each line of a result (see windows.py) ...
 WINDOW_COMMON_RATIO = 0.75  # ... each found in at most this share of the chunks
-SMALL_INDEX = 8  # below this many chunks no term counts as common
+# Below this many chunks no term counts as common (text.query.MIN_DF_DOCUMENTS says why): in an
+# index of 20 chunks, a key word in 11 of them ("下周" in a small install's notes) was dropped from
+# the search and recall found nothing. A chunk holds a dozen turns, so 50 chunks ≈ 600 turns.
+SMALL_INDEX = MIN_DF_DOCUMENTS
 POSTINGS_BUDGET = 20_000  # postings an OR search may read (FTS5 reads them all): ~15 ms here
 _COUNTS: dict[tuple[str, int], int] = {}
 _COUNTS_LOCK = threading.Lock()

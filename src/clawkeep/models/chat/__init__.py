@@ -4,6 +4,8 @@ Usage::
 
     model = create_chain(primary, fallbacks, config.models)   # None → no model: record mode
     result = model.complete([{"role": "user", "content": "hi"}], system="Be brief.")
+    result = model.complete(messages, tools=[{"name", "description", "parameters"}])
+    result.tool_calls                                          # (ToolCall(id, name, arguments), ...)
     with model.stream(messages) as s:
         for delta in s: ...
         s.result                                               # ChatResult
@@ -61,6 +63,7 @@ from .base import (
     ModelResponseError,
     ModelTimeoutError,
     StreamResult,
+    ToolCall,
     default_context_window,
     is_context_overflow,
     overflow_token_counts,
@@ -86,6 +89,7 @@ __all__ = [
     "ModelTimeoutError",
     "OpenAIChatModel",
     "StreamResult",
+    "ToolCall",
     "create_chain",
     "create_chat_model",
     "default_context_window",

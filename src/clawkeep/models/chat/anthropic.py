@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from ...errors import InputError
-from .base import ChatResult, empty_usage
+from .base import ChatResult, ToolCall, empty_usage, parse_arguments
 from .http import HttpChatModel, SseEvent, as_int, finish_reason
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -35,18 +35,23 @@ class AnthropicChatModel(HttpChatModel):
 
     def _body(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         system: str | None,
         max_tokens: int | None,
         temperature: float | None,
         stream: bool,
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         systems = ([system] if system else []) + [m["content"] for m in messages if m["role"] == "system"]
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": [m for m in messages if m["role"] != "system"],
+            "messages": _wire_messages([m for m in messages if m["role"] != "system"]),
         }
+        if tools:
+            body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                              "input_schema": t.get("parameters") or {"type": "object", "properties": {}}}
+                             for t in tools]
         if not body["messages"]:
             raise InputError(f"{self.ref}: the Messages API needs at least one user or assistant message")
         if systems:
@@ -83,16 +88,22 @@ class AnthropicChatModel(HttpChatModel):
             for block in content
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
         )
+        calls = tuple(
+            ToolCall(id=str(block.get("id") or f"toolu_{n}"), name=str(block.get("name") or ""),
+                     arguments=json.dumps(block.get("input") or {}, ensure_ascii=False))
+            for n, block in enumerate(content) if isinstance(block, dict) and block.get("type") == "tool_use")
         return ChatResult(
             text=text,
             model=data.get("model") if isinstance(data.get("model"), str) else self.model,
             provider=self.provider,
             usage=self._usage(data.get("usage")),
             finish_reason=finish_reason(data.get("stop_reason")),
+            tool_calls=calls,
         )
 
     def _deltas(self, events: Iterator[SseEvent]) -> Generator[str, None, ChatResult]:
         parts: list[str] = []
+        calls: dict[int, dict[str, str]] = {}  # content-block index → tool_use id, name, JSON so far
         usage = empty_usage()
         finish: str | None = None
         model = self.model
@@ -108,12 +119,21 @@ class AnthropicChatModel(HttpChatModel):
                     if isinstance(message.get("model"), str) and message["model"]:
                         model = message["model"]
                     self._usage(message.get("usage"), usage)
+            elif kind == "content_block_start":
+                block = obj.get("content_block") or {}
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls[obj.get("index", len(calls))] = {"id": str(block.get("id") or ""),
+                                                           "name": str(block.get("name") or ""), "json": ""}
             elif kind == "content_block_delta":
                 delta = obj.get("delta") or {}
                 if isinstance(delta, dict) and delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
                     if delta["text"]:
                         parts.append(delta["text"])
                         yield delta["text"]
+                elif isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                    slot = calls.get(obj.get("index", -1))
+                    if slot is not None and isinstance(delta.get("partial_json"), str):
+                        slot["json"] += delta["partial_json"]
             elif kind == "message_delta":
                 delta = obj.get("delta") or {}
                 if isinstance(delta, dict) and delta.get("stop_reason"):
@@ -128,4 +148,34 @@ class AnthropicChatModel(HttpChatModel):
                 raise self.error_from_body(None, data, retryable=kind_name in RETRYABLE_ERROR_TYPES)
         if not stopped:
             raise self.bad_response("stream ended before message_stop")
-        return ChatResult(text="".join(parts), model=model, provider=self.provider, usage=usage, finish_reason=finish)
+        tool_calls = tuple(ToolCall(id=c["id"] or f"toolu_{i}", name=c["name"], arguments=c["json"] or "{}")
+                           for i, c in sorted(calls.items()))
+        return ChatResult(text="".join(parts), model=model, provider=self.provider, usage=usage, finish_reason=finish,
+                          tool_calls=tool_calls)
+
+
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral messages as Messages-API turns: tool calls become `tool_use` blocks of the
+    assistant turn, results `tool_result` blocks of the next user turn (consecutive user-side
+    messages are merged, since the API expects the roles to alternate)."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "user" if message["role"] == "tool" else message["role"]
+        if message["role"] == "tool":
+            blocks: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                                             "content": message["content"], "is_error": message.get("is_error", False)}]
+        elif message.get("tool_calls"):
+            blocks = ([{"type": "text", "text": message["content"]}] if message["content"] else []) + [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": parse_arguments(c["arguments"])}
+                for c in message["tool_calls"]]
+        else:
+            blocks = [{"type": "text", "text": message["content"]}]
+        if wire and wire[-1]["role"] == role and (role == "user" or message.get("tool_calls")):
+            previous = wire[-1]["content"]
+            wire[-1]["content"] = (previous if isinstance(previous, list) else
+                                   [{"type": "text", "text": previous}]) + blocks
+        elif len(blocks) == 1 and blocks[0]["type"] == "text":
+            wire.append({"role": role, "content": blocks[0]["text"]})  # plain text stays a plain string
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire

@@ -12,7 +12,7 @@ from typing import Any
 from ...config.providers import DEFAULT_CONTEXT_WINDOW
 from ...errors import ClawkeepError, InputError
 
-ROLES = ("user", "assistant", "system")
+ROLES = ("user", "assistant", "system", "tool")
 
 # Well-known context windows (tokens) of hosted model families, matched by the longest prefix of the
 # lower-cased model id (an OpenRouter-style "vendor/" prefix is ignored). Open-weight models are
@@ -56,11 +56,25 @@ def empty_usage() -> dict[str, int | None]:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for. `arguments` is the JSON text exactly as the model
+    sent it: the caller parses it, so malformed arguments become a tool error, not a crash."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_message(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
 class ChatResult:
     """One finished answer. `usage` values are None when the server did not report them.
 
     `finish_reason` is normalised: "stop" (natural end or stop sequence), "length" (hit
-    max_tokens); anything else is passed through as the provider reported it.
+    max_tokens), "tool_calls" (the model asks for `tool_calls`); anything else is passed
+    through as the provider reported it.
     """
 
     text: str
@@ -68,6 +82,7 @@ class ChatResult:
     provider: str
     usage: dict[str, int | None] = field(default_factory=empty_usage)
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class StreamResult(Iterator[str]):
@@ -277,11 +292,16 @@ def error_detail(text: str, limit: int = 400) -> str:
 # -- the model interface ---------------------------------------------------------------------
 
 
-def check_messages(messages: Any) -> list[dict[str, str]]:
-    """Validate `[{"role": "user"|"assistant"|"system", "content": str}, ...]`; InputError otherwise."""
+def check_messages(messages: Any) -> list[dict[str, Any]]:
+    """Validate provider-neutral messages; InputError otherwise.
+
+    `{"role": "user"|"assistant"|"system", "content": str}`; an assistant message may carry
+    `tool_calls: [{"id", "name", "arguments": JSON text}]`; a tool result is
+    `{"role": "tool", "tool_call_id", "name"?, "content": str, "is_error"?: bool}`.
+    """
     if not isinstance(messages, list) or not messages:
         raise InputError("messages must be a non-empty list of {role, content} objects")
-    clean: list[dict[str, str]] = []
+    clean: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InputError(f"messages[{index}] must be an object with role and content; got {message!r}")
@@ -290,12 +310,54 @@ def check_messages(messages: Any) -> list[dict[str, str]]:
             raise InputError(f"messages[{index}].role {role!r} is not supported; allowed: {', '.join(ROLES)}")
         if not isinstance(content, str):
             raise InputError(f"messages[{index}].content must be a string; got {type(content).__name__}")
-        clean.append({"role": role, "content": content})
+        item: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant" and message.get("tool_calls"):
+            item["tool_calls"] = [_check_call(index, call) for call in message["tool_calls"]]
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise InputError(f"messages[{index}] is a tool result without a tool_call_id")
+            item.update(tool_call_id=call_id, name=str(message.get("name") or ""),
+                        is_error=bool(message.get("is_error")))
+        clean.append(item)
     return clean
 
 
+def _check_call(index: int, call: Any) -> dict[str, str]:
+    if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not isinstance(call.get("name"), str):
+        raise InputError(f"messages[{index}].tool_calls entries need a string id and name; got {call!r}")
+    arguments = call.get("arguments", "{}")
+    return {"id": call["id"], "name": call["name"],
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)}
+
+
+def check_tools(tools: Any) -> list[dict[str, Any]] | None:
+    """Validate `[{"name", "description", "parameters": JSON schema}]` (None or [] = no tools)."""
+    if not tools:
+        return None
+    if not isinstance(tools, list):
+        raise InputError("tools must be a list of {name, description, parameters} objects")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or \
+                not isinstance(tool.get("parameters", {}), dict):
+            raise InputError(f"tools[{index}] must be an object with a string name and a parameters schema")
+    return tools
+
+
+def parse_arguments(text: str) -> Any:
+    """A tool call's arguments as JSON (for protocols that want an object); a malformed text is
+    kept under "_raw" so nothing the model sent is lost."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return {"_raw": text}
+    return value if isinstance(value, dict) else {"_raw": text}
+
+
 class ChatModel(ABC):
-    """A chat model: `complete` for one answer, `stream` for text deltas then the same ChatResult."""
+    """A chat model: `complete` for one answer, `stream` for text deltas then the same ChatResult.
+
+    With `tools` (neutral function schemas) the model may answer with `ChatResult.tool_calls`."""
 
     provider: str
     model: str
@@ -314,6 +376,7 @@ class ChatModel(ABC):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult: ...
 
     @abstractmethod
@@ -325,6 +388,7 @@ class ChatModel(ABC):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> StreamResult:
         """Send the request now (errors before the first delta raise here); iterate for deltas."""
 

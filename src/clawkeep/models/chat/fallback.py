@@ -40,12 +40,14 @@ class FallbackChain(ChatModel):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
         options: dict[str, Any] = {
             "system": system,
             "max_tokens": max_tokens,
             "temperature": temperature,
             "timeout_s": timeout_s,
+            "tools": tools,
         }
         return self._run(lambda m: m.complete(messages, **options))
 
@@ -57,12 +59,14 @@ class FallbackChain(ChatModel):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> StreamResult:
         options: dict[str, Any] = {
             "system": system,
             "max_tokens": max_tokens,
             "temperature": temperature,
             "timeout_s": timeout_s,
+            "tools": tools,
         }
         return self._run(lambda m: m.stream(messages, **options))
 

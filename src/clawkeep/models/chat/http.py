@@ -35,6 +35,7 @@ from .base import (
     ModelTimeoutError,
     StreamResult,
     check_messages,
+    check_tools,
     default_context_window,
     error_detail,
     finished_stream,
@@ -110,11 +111,12 @@ class HttpChatModel(ChatModel):
     @abstractmethod
     def _body(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         system: str | None,
         max_tokens: int | None,
         temperature: float | None,
         stream: bool,
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]: ...
 
     @abstractmethod
@@ -135,10 +137,10 @@ class HttpChatModel(ChatModel):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
-        body = self._body(
-            check_messages(messages), _system(system), self._max_tokens(max_tokens), _temp(temperature), False
-        )
+        body = self._body(check_messages(messages), _system(system), self._max_tokens(max_tokens),
+                          _temp(temperature), False, check_tools(tools))
         timeout = self._timeout(timeout_s)
 
         def attempt() -> ChatResult:
@@ -160,10 +162,10 @@ class HttpChatModel(ChatModel):
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> StreamResult:
-        body = self._body(
-            check_messages(messages), _system(system), self._max_tokens(max_tokens), _temp(temperature), True
-        )
+        body = self._body(check_messages(messages), _system(system), self._max_tokens(max_tokens),
+                          _temp(temperature), True, check_tools(tools))
         timeout = self._timeout(timeout_s)
 
         def attempt() -> StreamResult:
@@ -328,7 +330,8 @@ def finish_reason(value: Any) -> str | None:
     """Normalise provider stop reasons: natural ends → "stop", token limit → "length"."""
     if not isinstance(value, str) or not value:
         return None
-    return {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "eos": "stop"}.get(value, value)
+    return {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "eos": "stop",
+            "tool_use": "tool_calls", "function_call": "tool_calls"}.get(value, value)
 
 
 def as_int(value: Any) -> int | None:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ...config.providers import MAX_TOKENS_FIELDS
 from ...errors import InputError
-from .base import ChatResult, empty_usage
+from .base import ChatResult, ToolCall, empty_usage
 from .http import HttpChatModel, SseEvent, as_int, finish_reason
 
 
@@ -45,14 +45,19 @@ class OpenAIChatModel(HttpChatModel):
 
     def _body(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         system: str | None,
         max_tokens: int | None,
         temperature: float | None,
         stream: bool,
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        wire = ([{"role": "system", "content": system}] if system else []) + messages
+        wire = ([{"role": "system", "content": system}] if system else []) + [_wire_message(m) for m in messages]
         body: dict[str, Any] = {"model": self.model, "messages": wire, "stream": stream}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t["name"], "description": t.get("description", ""),
+                "parameters": t.get("parameters") or {"type": "object", "properties": {}}}} for t in tools]
         if max_tokens is not None:
             body[self.max_tokens_field] = max_tokens
         if temperature is not None:
@@ -83,16 +88,21 @@ class OpenAIChatModel(HttpChatModel):
         text = _text(message.get("content"))
         if text is None:
             raise self.bad_response("choices[0].message.content is not text")
+        calls = _CallParts()
+        for position, call in enumerate(message.get("tool_calls") or []):
+            calls.add(call, position)
         return ChatResult(
             text=text,
             model=data.get("model") if isinstance(data.get("model"), str) else self.model,
             provider=self.provider,
             usage=self._usage(data.get("usage")),
             finish_reason=finish_reason(choices[0].get("finish_reason")),
+            tool_calls=calls.finish(),
         )
 
     def _deltas(self, events: Iterator[SseEvent]) -> Generator[str, None, ChatResult]:
         parts: list[str] = []
+        calls = _CallParts()
         usage = empty_usage()
         finish: str | None = None
         model = self.model
@@ -118,11 +128,14 @@ class OpenAIChatModel(HttpChatModel):
                 if piece:
                     parts.append(piece)
                     yield piece
+                for call in (delta.get("tool_calls") or []) if isinstance(delta, dict) else []:
+                    calls.add(call)
                 if choice.get("finish_reason"):
                     finish = finish_reason(choice["finish_reason"])
         if not done and finish is None:
             raise self.bad_response("stream ended without a finish_reason or [DONE]")
-        return ChatResult(text="".join(parts), model=model, provider=self.provider, usage=usage, finish_reason=finish)
+        return ChatResult(text="".join(parts), model=model, provider=self.provider, usage=usage, finish_reason=finish,
+                          tool_calls=calls.finish())
 
 
 def _text(content: Any) -> str | None:
@@ -134,3 +147,43 @@ def _text(content: Any) -> str | None:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return None
+
+
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A neutral message in the chat-completions shape (tool calls as functions, results as `tool`)."""
+    if message["role"] == "tool":
+        return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]}
+    if message.get("tool_calls"):
+        return {"role": "assistant", "content": message["content"] or None, "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in message["tool_calls"]]}
+    return {"role": message["role"], "content": message["content"]}
+
+
+class _CallParts:
+    """Tool calls assembled from a whole message or from stream fragments keyed by `index`
+    (the id and name arrive first, the arguments in pieces)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, str]] = {}
+
+    def add(self, call: Any, position: int | None = None) -> None:
+        if not isinstance(call, dict):
+            return
+        index = call.get("index", position if position is not None else len(self._calls))
+        slot = self._calls.setdefault(index if isinstance(index, int) else len(self._calls),
+                                      {"id": "", "name": "", "arguments": ""})
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        if isinstance(call.get("id"), str) and call["id"]:
+            slot["id"] = call["id"]
+        if isinstance(function.get("name"), str) and function["name"] and not slot["name"]:
+            slot["name"] = function["name"]  # sent once, with the first fragment (some servers repeat it)
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            slot["arguments"] += arguments
+        elif isinstance(arguments, dict):  # some servers send an object instead of JSON text
+            slot["arguments"] = json.dumps(arguments, ensure_ascii=False)
+
+    def finish(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments=slot["arguments"] or "{}")
+                     for index, slot in sorted(self._calls.items()))

@@ -1,0 +1,128 @@
+"""The reply model's tools: which ones a session is offered, and running one call.
+
+The tools are the agent operations of `api.operations` (SPEC §P "Agent tools"), run as the
+calling session (`caller` = its key), so each honours that session's visibility exactly as
+the CLI, HTTP and MCP surfaces do. Whatever goes wrong inside a call — unknown tool, arguments
+that are not JSON or do not fit the schema, a refused input, a timeout, a crash — comes back as
+an error *result* the model can read and act on; a tool never ends the turn.
+
+The operations run on the engine object (`rt.tool_host`, set by `Engine`): this package sits
+below the engine in the layering, so it receives it instead of importing it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..api.operations import AGENT_TOOLS, OPERATIONS
+from ..errors import ClawkeepError
+from ..models.chat import ToolCall
+from ..runtime import Runtime
+from ..storage import SessionRecord
+
+WRITING_TOOLS = frozenset(name for name in AGENT_TOOLS if OPERATIONS[name].writes)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+
+
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    return OPERATIONS[name].tool_schema()
+
+
+def offered_tools(rt: Runtime, session: SessionRecord) -> list[dict[str, Any]]:
+    """The function schemas this session's model is offered: the agent tools allowed by
+    `agents.defaults.tools` (deny wins), without memory writes where nothing may be written
+    (a read-only workspace, an incognito thread). None without an engine to run them on."""
+    if getattr(rt, "tool_host", None) is None:
+        return []
+    settings = rt.config.agents.defaults.tools
+    no_writes = rt.config.agents.defaults.workspace_access != "rw" or bool(session.meta.get("incognito"))
+    return [_schema(name) for name in AGENT_TOOLS
+            if _allowed(name, settings.allow, settings.deny) and not (no_writes and name in WRITING_TOOLS)]
+
+
+def _allowed(name: str, allow: list[str], deny: list[str]) -> bool:
+    return any(fnmatchcase(name, p) for p in allow) and not any(fnmatchcase(name, p) for p in deny)
+
+
+def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[dict[str, Any]],
+             asking: str | None = None) -> ToolOutcome:
+    """Run one call as `session` and return its result (JSON text) or the error the model sees.
+    `asking` is the id of the message the model is answering: a search never offers it back as
+    its own answer."""
+    names = [tool["name"] for tool in offered]
+    if call.name not in names:
+        return ToolOutcome(f"unknown tool {call.name[:100]!r}; available tools: {', '.join(names) or 'none'}", True)
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError as exc:
+        return ToolOutcome(f"the arguments of {call.name} are not valid JSON ({exc.msg} at character {exc.pos}); "
+                           f"send one JSON object matching the tool's parameters", True)
+    if not isinstance(arguments, dict):
+        return ToolOutcome(f"the arguments of {call.name} must be a JSON object, got {type(arguments).__name__}", True)
+    operation = OPERATIONS[call.name]
+    try:
+        parsed = operation.args.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+        return ToolOutcome(f"invalid arguments for {call.name}: {problems}", True)
+    settings = rt.config.agents.defaults.tools
+    done, outcome = _within(settings.timeout_seconds, lambda: operation.run(rt.tool_host, parsed, session.key))
+    if not done:
+        return ToolOutcome(f"{call.name} did not finish within {settings.timeout_seconds:g} s "
+                           "(agents.defaults.tools.timeoutSeconds); try a narrower request", True)
+    if isinstance(outcome, ClawkeepError):
+        return ToolOutcome(f"{call.name} failed: {outcome}", True)
+    if isinstance(outcome, BaseException):
+        rt.log_warning(f"tool {call.name} crashed: {type(outcome).__name__}: {outcome}")
+        return ToolOutcome(f"{call.name} failed with an internal error ({type(outcome).__name__})", True)
+    if asking is not None and isinstance(getattr(outcome, "hits", None), list):
+        outcome.hits = [hit for hit in outcome.hits if hit.message_id != asking]
+    return ToolOutcome(cap(_as_json(outcome), settings.max_result_chars))
+
+
+def _within(seconds: float, work: Any) -> tuple[bool, Any]:
+    """(finished, value or exception) of `work()` run in a worker thread for at most `seconds`.
+    A call that overruns is abandoned, not killed: it finishes in the background and its result
+    is dropped (the stores are thread-safe, so a late write is still a whole write)."""
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed back as the tool's outcome
+            box.append(exc)
+
+    worker = threading.Thread(target=target, name="clawkeep-tool", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return (bool(box), box[0] if box else None)
+
+
+def _as_json(result: Any) -> str:
+    if isinstance(result, list):
+        data: Any = [item.to_json() if hasattr(item, "to_json") else item for item in result]
+    else:
+        data = result.to_json() if hasattr(result, "to_json") else result
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def cap(text: str, limit: int) -> str:
+    """At most `limit` characters, saying how much was left out (a 10 MB result must not fill
+    the window; the model can ask again more narrowly)."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[result cut: {len(text) - limit + 200} of {len(text)} characters left out; ask for less]"
+    return text[: max(0, limit - 200)] + note
