@@ -46,6 +46,7 @@ class Runtime:
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
+        self.metrics: Any | None = None  # hooks.metrics.MetricsRecorder: G5 counters, flushed to the store
 
     def now(self) -> int:
         return now_ms()

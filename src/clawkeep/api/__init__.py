@@ -21,6 +21,7 @@ from .shapes import (
     MemorySearchResult,
     MemoryStatus,
     MessagePreview,
+    Metrics,
     MessageResult,
     RecallResult,
     RememberResult,
@@ -38,7 +39,7 @@ from .shapes import (
 __all__ = [
     "AGENT_TOOLS", "OPERATIONS", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
-    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Operation",
+    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
 ]

@@ -12,6 +12,7 @@ below the engine in the layering, so it receives it instead of importing it.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from dataclasses import dataclass
@@ -105,7 +106,8 @@ def _within(seconds: float, work: Any) -> tuple[bool, Any]:
         except BaseException as exc:  # noqa: BLE001 - handed back as the tool's outcome
             box.append(exc)
 
-    worker = threading.Thread(target=target, name="clawkeep-tool", daemon=True)
+    context = contextvars.copy_context()  # the turn's state (one index check per turn) goes along
+    worker = threading.Thread(target=context.run, args=(target,), name="clawkeep-tool", daemon=True)
     worker.start()
     worker.join(seconds)
     return (bool(box), box[0] if box else None)
