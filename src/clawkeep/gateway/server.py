@@ -10,7 +10,9 @@ committed, so not even SIGKILL loses an acknowledged message.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 import uvicorn
@@ -64,6 +66,10 @@ def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
                             lifespan="on", server_header=False)
     server = _Server(config)
     server.on_ready = on_ready or (lambda url: print(f"clawkeep gateway on {url}", flush=True, file=sys.stdout))
+    if threading.current_thread() is threading.main_thread():
+        # uvicorn stops gracefully on SIGTERM, then re-raises it to the previous handler: a no-op
+        # here, so a requested stop exits 0 instead of dying of the signal it already handled
+        signal.signal(signal.SIGTERM, lambda *_: None)
     server.run()
     if not server.started:
         raise InputError(f"the gateway could not listen on {settings.bind}:{settings.port} "

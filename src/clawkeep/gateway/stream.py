@@ -7,7 +7,8 @@
     event: error       data: {"error": {"code", "message"}}
 
 A request the turn refuses before anything happens (bad input, unknown session) is answered
-with its 4xx JSON error instead of a stream. If the client goes away mid-stream the turn still
+with its 4xx JSON error instead of a stream; a failure after the message was stored (the model
+provider down) is an `error` event. If the client goes away mid-stream the turn still
 finishes in its thread (the message and the reply are stored) and the gateway waits for it on
 shutdown.
 """
@@ -62,12 +63,10 @@ async def turn_response(engine: Engine, inflight: InFlight, message: dict[str, A
     except BaseException:
         inflight.leave()
         raise
-    if first.kind == "error":
+    exc = first.data if first.kind == "error" else None
+    if isinstance(exc, ClawkeepError) and exc.http_status < 500:  # refused before anything was stored
         inflight.leave()
-        exc = first.data
-        if isinstance(exc, ClawkeepError):
-            return error_response(exc.http_status, exc.code, str(exc))
-        raise exc
+        return error_response(exc.http_status, exc.code, str(exc))
     return StreamingResponse(_stream(first, events, inflight), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -65,6 +66,7 @@ class MemoryIndex:
         self._provider: Any | None = None
         self._provider_loaded = False
         self._sessions = sessions
+        self._sync_lock = threading.RLock()
 
     # --- provider -------------------------------------------------------------------
     @property
@@ -104,6 +106,10 @@ class MemoryIndex:
         return self.sync()
 
     def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+        with self._sync_lock:  # the watcher, a write and a search may all ask at once
+            return self._sync(force=force, progress=progress)
+
+    def _sync(self, *, force: bool, progress: Progress | None) -> SyncReport:
         report = SyncReport()
         report.corrupt, self.recovered = self.recovered, None
         fingerprint = self._current_fingerprint(report)

@@ -574,6 +574,8 @@ def watch(rt: Runtime):
     rt.on_close(watcher.stop)
     # extra roots are outside the watched workspace: searches keep checking them
     idx.watched = not idx.settings.extra_paths
+    # the engine's own writes are searchable at once (read-your-writes), not a debounce later
+    rt.on_close(rt.events.subscribe(MemoryWritten, lambda event: sync_index(rt)))
     if "sessions" in idx.settings.sources:
         store = rt.store()
 
