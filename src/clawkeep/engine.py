@@ -18,15 +18,16 @@ from . import api
 from . import validation as check
 from .config import Config, config_from_dict, load_config
 from .errors import CorruptDatabaseError, StorageError
+from .memory import refusals as refusal_log
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .hooks import metrics, session_memory
+from .hooks import metrics, refusals, session_memory
 from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
 from .recall import service as recall_service
 from .recall.detector import classify
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
-from .sessions import history, maintenance, search, service
+from .sessions import history, maintenance, search, service, timeline
 from .visibility import Caller
 from .storage import commit_journal
 from .timeutil import parse_iso
@@ -78,6 +79,7 @@ class Engine:
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         session_memory.install(runtime)
+        refusals.install(runtime)
         metrics.install(runtime)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
@@ -182,6 +184,12 @@ class Engine:
         return api.History.model_validate(history.sessions_history(
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
+    def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
+        """The session's intervals (reset boundaries) and the compactions inside them."""
+        check.ident(session, "session")
+        check.ident(caller, "caller", optional=True)
+        return api.Timeline.model_validate(timeline.sessions_timeline(self.runtime, session, Caller(caller)))
+
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
         check.text(query, "search query")
         check.integer(limit, "--limit", 1, search.MAX_LIMIT)
@@ -256,8 +264,14 @@ class Engine:
         check.flag(force, "force")
         check.ident(caller, "caller", optional=True)
         owner = self.runtime.caller_session(Caller(caller)).key if caller else None
-        return api.RememberResult.model_validate(
-            memory.remember(self.runtime, text, force=force, owner=owner).to_json(memory.today(self.runtime)))
+        source = "tool" if caller else "remember"
+        return api.RememberResult.model_validate(memory.remember(
+            self.runtime, text, force=force, owner=owner, source=source).to_json(memory.today(self.runtime)))
+
+    def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
+        """What the write filters refused in the last `days` days (1-30), newest first."""
+        check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
+        return [api.Refusal.model_validate(row) for row in refusal_log.recent(self.runtime, days, self.runtime.now())]
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
         check.ident(status, "status", optional=True)
@@ -331,7 +345,7 @@ class Engine:
             indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
-            metrics=self.metrics())
+            metrics=self.metrics(), chat_model=rt.config.agents.defaults.model.primary)
 
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of

@@ -6,15 +6,18 @@ schemas and the reply model's tool schemas are generated from them.
 
 from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
 from .shapes import (
+    ArchivedTranscript,
     BootstrapFile,
     Classification,
     CleanupReport,
+    CompactionMark,
     DeleteResult,
     DoctorReport,
     EngineStatus,
     History,
     HistoryMessage,
     IndexReport,
+    Interval,
     MemoryFile,
     MemoryHit,
     MemoryItem,
@@ -24,6 +27,7 @@ from .shapes import (
     Metrics,
     MessageResult,
     RecallResult,
+    Refusal,
     RememberResult,
     ResetResult,
     SearchHit,
@@ -33,11 +37,13 @@ from .shapes import (
     Shape,
     SweepResult,
     SystemEventResult,
+    Timeline,
     Usage,
 )
 
 __all__ = [
-    "AGENT_TOOLS", "OPERATIONS", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
+    "AGENT_TOOLS", "OPERATIONS", "ArchivedTranscript", "Args", "BootstrapFile", "Classification", "CleanupReport",
+    "CompactionMark", "DeleteResult", "Interval", "Refusal", "Timeline",
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
