@@ -225,6 +225,7 @@ def test_record_mode_journey_threads_reset_search_memory_incognito(browser, reco
     expect(page.locator("#status-rates svg[role=img]")).to_have_count(3)
     expect(page.locator("#status-requests svg[role=img]")).to_have_count(2)
     assert "turns" in page.locator("#status-rates").inner_text()
+    page.set_viewport_size({"width": 1280, "height": 1400})  # the whole page in one picture
     ui.shot("status")
     ui.close()
     record_gateway.stop()

@@ -55,6 +55,9 @@ def record(rt: Runtime, event: MemoryRefused) -> None:
     path = log_path(rt)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path) as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() and not _ends_with_newline(handle):
+            handle.write(b"\n")  # a line cut by a crash mid-append stays alone (and is skipped)
         handle.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
         handle.flush()
         if handle.tell() > MAX_BYTES:
@@ -91,6 +94,11 @@ def _locked(path: Path) -> Iterator[Any]:
             yield handle
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _ends_with_newline(handle: Any) -> bool:
+    handle.seek(-1, os.SEEK_END)
+    return handle.read(1) == b"\n"
 
 
 def _prune(handle: Any, now: int) -> None:
