@@ -157,6 +157,12 @@ def test_record_mode_journey_threads_reset_search_memory_incognito(browser, reco
     expect(page.locator(".interval.closed .interval-toggle")).to_have_attribute("aria-expanded", "true")
     assert target.locator("xpath=ancestor::section[contains(@class,'closed')]").count() == 1
 
+    # a fork: a new thread that continues from this one
+    page.click("#fork-session")
+    expect(page.locator("#chat-title")).to_contain_text("fork of")
+    expect(page.locator(".interval.open .msg .text")).to_have_text(["After the reset we talk about invoices"])
+    expect(page.locator(".group-threads .session")).to_have_count(2)
+
     # memory written from chat (record mode's "remember …"), one fact superseding another, one refused
     page.goto(record_gateway.url + "/#/chat")
     expect(page.locator("body")).to_have_attribute("data-ready", "true")
@@ -246,6 +252,7 @@ def test_keyboard_focus_order_and_a_narrow_window(browser, record_gateway):
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none")  # visible focus
     page.keyboard.press("Enter")  # a new thread, from the keyboard
+    expect(page.locator("#chat-badges")).to_contain_text("dashboard")
     expect(page.locator("#message-text")).to_be_focused()
     page.keyboard.type("typed and sent with Enter")
     page.keyboard.press("Shift+Enter")
@@ -282,6 +289,7 @@ def test_reply_streams_in_with_its_tool_call(browser, home):
             page = ui.open()
             expect(page.locator("#record-banner")).to_be_hidden()
             page.click("#new-thread")
+            expect(page.locator("#chat-badges")).to_contain_text("dashboard")
             page.locator("#message-text").fill("what do I drink in the morning?")
             page.locator("#message-text").press("Enter")
             streaming = page.locator(".msg.assistant.streaming")

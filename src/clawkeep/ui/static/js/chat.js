@@ -30,6 +30,7 @@ export function init() {
     }
   });
   $("reset-session").addEventListener("click", resetSession);
+  $("fork-session").addEventListener("click", forkSession);
   const toggle = $("trace-toggle");
   const apply = (on) => {
     toggle.setAttribute("aria-pressed", String(on));
@@ -65,7 +66,7 @@ function showEmpty() {
   $("chat-key").textContent = "";
   $("chat-badges").replaceChildren();
   $("incognito-note").hidden = true;
-  $("reset-session").disabled = true;
+  $("reset-session").disabled = $("fork-session").disabled = true;
   $("transcript").replaceChildren(h("p", { class: "muted empty" },
     "Send a message to start the main session, or open a new thread from the sidebar."));
 }
@@ -81,7 +82,7 @@ function renderHead(info) {
     info.compactionCount ? h("span", { class: "badge quiet" }, plural(info.compactionCount, "compaction")) : null,
   ].filter(Boolean));
   $("incognito-note").hidden = !info.incognito;
-  $("reset-session").disabled = false;
+  $("reset-session").disabled = $("fork-session").disabled = false;
 }
 
 // A message of any interval: re-open the interval it lies in (history with messageId).
@@ -262,7 +263,7 @@ async function finish(result) {
   if (result.remembered) box.append(note(`Memory: ${result.remembered.status}${result.remembered.reason ? ` — ${result.remembered.reason}` : ""}`));
   if (result.compaction?.compacted) box.append(note("The conversation was compacted."));
   scrollToEnd();
-  announce(result.reply ? "Reply received" : "Message recorded");
+  announce(result.reply ? `Assistant: ${result.reply.slice(0, 400)}` : "Message recorded");
 }
 
 function commandText(result) {
@@ -288,6 +289,14 @@ async function resetSession() {
   await sidebar.refresh();
   await open(state.key);
   announce("Session reset: a new interval begins");
+}
+
+async function forkSession() {
+  if (!state.key) return;
+  const child = await api.post(api.sessionPath(state.key, "/fork"));
+  await sidebar.refresh();
+  location.hash = `#/chat/${encodeURIComponent(child.key)}`;
+  announce("Forked into a new thread");
 }
 
 export const currentKey = () => state.key;

@@ -96,6 +96,12 @@ async function start() {
     $("menu").setAttribute("aria-expanded", String(open));
     if (open) $("new-thread").focus();
   });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) {
+      closeDrawer();
+      $("menu").focus();
+    }
+  });
   $("session-groups").addEventListener("click", (event) => { if (event.target.closest("a")) closeDrawer(); });
   window.addEventListener("hashchange", guard(route));
   window.addEventListener("unhandledrejection", (event) => toast(event.reason?.message || String(event.reason)));

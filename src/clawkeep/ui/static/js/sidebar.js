@@ -40,6 +40,7 @@ export function setCurrent(key) {
 export async function refresh() {
   sessions = await api.get("/v1/sessions");
   const box = $("session-groups");
+  const focused = box.contains(document.activeElement) ? document.activeElement.dataset.key : null;
   const sections = GROUPS.map((group) => {
     const members = sessions.filter((session) => groupOf(session) === group);
     if (!members.length && !group.always) return null;
@@ -52,6 +53,7 @@ export async function refresh() {
   });
   box.replaceChildren(...sections.filter(Boolean));
   setCurrent(current);
+  if (focused) box.querySelector(`a[data-key="${CSS.escape(focused)}"]`)?.focus(); // a refresh never steals focus
   return sessions;
 }
 
