@@ -288,8 +288,8 @@ def test_reply_streams_in_with_its_tool_call(browser, home):
             ui = UI(browser, running)
             page = ui.open()
             expect(page.locator("#record-banner")).to_be_hidden()
-            page.click("#new-thread")
-            expect(page.locator("#chat-badges")).to_contain_text("dashboard")
+            page.click(".group-home >> text=Open Home")  # Home before the main session exists
+            expect(page.locator("#chat-title")).to_have_text("Home")
             page.locator("#message-text").fill("what do I drink in the morning?")
             page.locator("#message-text").press("Enter")
             streaming = page.locator(".msg.assistant.streaming")
@@ -298,6 +298,8 @@ def test_reply_streams_in_with_its_tool_call(browser, home):
             assert "morning." not in streaming.locator(".text").inner_text()
             ui.shot("chat-streaming")
             expect(page.locator(".msg.assistant:not(.streaming) .text")).to_have_text("You drink green tea every morning.")
+            expect(page.locator(".group-home .session")).to_contain_text("Main session")  # the message started it
+            expect(page.locator("#chat-key")).to_have_text("agent:main:main")
             page.click("#trace-toggle")
             expect(page.locator(".msg.user .trace")).to_be_visible()
             assert len(model.requests) == 2 and model.requests[1].json()["stream"] is True

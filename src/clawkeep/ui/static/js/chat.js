@@ -62,13 +62,13 @@ export async function open(key, { messageId = null, focus = true } = {}) {
 }
 
 function showEmpty() {
-  $("chat-title").textContent = "No session yet";
+  $("chat-title").textContent = "Home";
   $("chat-key").textContent = "";
   $("chat-badges").replaceChildren();
   $("incognito-note").hidden = true;
   $("reset-session").disabled = $("fork-session").disabled = true;
   $("transcript").replaceChildren(h("p", { class: "muted empty" },
-    "Send a message to start the main session, or open a new thread from the sidebar."));
+    "No main session yet: your first message here starts it. Or open a new thread from the sidebar."));
 }
 
 function renderHead(info) {

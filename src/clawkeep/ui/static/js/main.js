@@ -40,7 +40,7 @@ async function route() {
   const { view, arg, params } = parseHash();
   show(view);
   if (view === "chat") {
-    const key = arg || chat.currentKey() || homeKey() || sidebar.sessions[0]?.key || null;
+    const key = arg === sidebar.HOME ? homeKey() : arg || chat.currentKey() || homeKey() || sidebar.sessions[0]?.key || null;
     await chat.open(key, { messageId: params.get("m") });
   } else if (view === "search") {
     await searchSessions(params.get("q") || "");

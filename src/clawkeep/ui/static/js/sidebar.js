@@ -6,13 +6,15 @@ import * as api from "./api.js";
 import { $, ago, h, plural } from "./dom.js";
 
 const GROUPS = [
-  { id: "home", title: "Home", kinds: ["main"], always: true, empty: "No main session yet: send a message." },
+  { id: "home", title: "Home", kinds: ["main"], always: true, empty: "No main session yet." },
   { id: "groups", title: "Groups", kinds: ["group", "channel", "thread"], always: true, empty: "No group chats." },
   { id: "threads", title: "Threads", kinds: ["dashboard"], always: true, empty: "No threads yet." },
   { id: "coding", title: "Coding", kinds: ["coding"], always: true, empty: "No coding sessions." },
   { id: "direct", title: "Direct messages", kinds: ["direct"] },
   { id: "system", title: "System", kinds: null },
 ];
+
+export const HOME = "~home"; // the main session before it exists: the first message creates it
 
 export function groupOf(session) {
   return GROUPS.find((g) => g.kinds && g.kinds.includes(session.kind)) || GROUPS[GROUPS.length - 1];
@@ -46,7 +48,8 @@ export async function refresh() {
     if (!members.length && !group.always) return null;
     const list = members.length
       ? h("ul", { class: "sessions" }, members.map(entry))
-      : h("p", { class: "muted empty" }, group.empty);
+      : h("p", { class: "muted empty" }, group.empty,
+        group.id === "home" ? [" ", h("a", { href: `#/chat/${HOME}` }, "Open Home")] : null);
     return h("section", { class: `group group-${group.id}`, "aria-labelledby": `group-${group.id}` },
       h("h2", { id: `group-${group.id}` }, group.title, members.length ? h("span", { class: "count" }, members.length) : null),
       list);
