@@ -6,6 +6,14 @@ schemas and the reply model's tool schemas are generated from them.
 
 from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
 from .shapes import (
+    BackfillReport,
+    DreamingStatus,
+    DreamingToggle,
+    ExplainReport,
+    HarnessReport,
+    PromoteReport,
+    SweepReport,
+    UndoReport,
     BootstrapFile,
     Classification,
     CleanupReport,
@@ -41,4 +49,6 @@ __all__ = [
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
+    "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "SweepReport", "UndoReport",
 ]
