@@ -331,3 +331,18 @@ def test_store_survives_reload_and_folds_each_log_once(home, month):
         eng.dream(phase="light")  # nothing new: the same counts
         entries, _ = dreams.load_store()
         assert next(e for e in entries.values() if e.key == editor.key).recall_count == 5
+
+
+def test_dreaming_operations_are_in_the_registry_and_never_agent_tools(home, month):
+    from clawkeep import api
+
+    names = {"dreaming_status", "dreaming_enable", "dream", "memory_promote", "memory_promote_apply",
+             "memory_promote_explain", "memory_promote_undo", "rem_harness", "rem_backfill"}
+    assert names <= set(api.OPERATIONS) and not names & set(api.AGENT_TOOLS)
+    with open_engine(home, CONFIG) as eng:
+        explained = api.OPERATIONS["memory_promote_explain"].run(eng, {"query": "favourite editor"})
+        assert isinstance(explained, api.ExplainReport) and explained["candidates"]
+        swept = api.OPERATIONS["memory_promote_apply"].run(eng, {"limit": 1})
+        assert isinstance(swept, api.SweepReport) and len(swept["promoted"]) == 1
+        undone = api.OPERATIONS["memory_promote_undo"].run(eng, {})
+        assert undone["restored"] == "byte-identical"

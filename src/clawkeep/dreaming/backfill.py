@@ -12,6 +12,7 @@ MEMORY.md is only ever written by Deep.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from .working import DAILY_SIGNAL_SCORE, Working
 
 MAX_FILES = 512
 MAX_FILE_BYTES = 1_000_000
+MAX_VISITED = 20_000
 SKIPPED_DIRS = {".git", "node_modules", ".dreams"}
 RECORD = "backfill.json"
 
@@ -50,16 +52,27 @@ class GroundedDay:
 
 
 def day_files(root: Path) -> list[Path]:
-    """The dated notes of a file or folder (hidden folders, .git and node_modules skipped)."""
-    root = root.expanduser()
-    if not root.exists():
+    """The dated notes of a file or folder (hidden folders, .git and node_modules skipped; links to
+    folders not followed; at most MAX_VISITED entries looked at, so `--path /` fails fast)."""
+    try:
+        root = root.expanduser()
+        exists, is_file = root.exists(), root.is_file()
+    except (OSError, RuntimeError) as exc:  # a name too long, no home directory for "~"
+        raise InputError(f"--path {str(root)[:80]!r} cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})"
+                         ) from None
+    if not exists:
         raise InputError(f"--path {root} does not exist; give a folder of YYYY-MM-DD.md notes or one such file")
-    if root.is_file():
+    if is_file:
         found = [root] if note_day(root.name) else []
     else:
-        found = [p for p in root.rglob("*.md")
-                 if note_day(p.name) and not any(part in SKIPPED_DIRS or part.startswith(".")
-                                                 for part in p.relative_to(root).parts[:-1])]
+        found, visited = [], 0
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+            visited += len(dirs) + len(files)
+            if visited > MAX_VISITED:
+                raise InputError(f"--path {root} holds more than {MAX_VISITED} files and folders; give the folder of "
+                                 "the dated notes itself")
+            found += [Path(folder) / name for name in files if note_day(name)]
     if not found:
         raise InputError(f"--path {root} holds no dated note (a file named YYYY-MM-DD.md or YYYY-MM-DD-<slug>.md)")
     found.sort(key=lambda p: (note_day(p.name) or "", str(p)))
@@ -72,12 +85,12 @@ def grounded(rt: Runtime, root: Path) -> list[GroundedDay]:
     ws = memory.workspace(rt).resolve()
     days = []
     for path in day_files(root):
-        if path.stat().st_size > MAX_FILE_BYTES:
-            continue
         try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                continue
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
-            continue
+            continue  # a broken link, an unreadable or non-UTF-8 note: the other days are still read
         real = path.resolve()
         rel = real.relative_to(ws).as_posix() if ws in real.parents else real.as_posix()
         day = GroundedDay(note_day(path.name) or "", rel)

@@ -47,12 +47,16 @@ class NearDuplicates:
         candidates: set[Hashable] = set()
         for word in rarest:
             candidates |= self._postings.get((group, word), set())
-        best, best_score = None, self.threshold
-        for key in sorted(candidates, key=str):
+        low, high = self.threshold * len(words), len(words) / self.threshold  # |B| bounds of a match
+        best, best_score = None, 0.0
+        for key in candidates:
             if key == exclude:
                 continue
             other = self._sets[key]
-            score = len(words & other) / len(words | other)
-            if score >= best_score and (best is None or score > best_score):
+            if not low <= len(other) <= high:
+                continue
+            shared = len(words & other)
+            score = shared / (len(words) + len(other) - shared)
+            if score >= self.threshold and (score > best_score or (score == best_score and str(key) < str(best))):
                 best, best_score = key, score
         return best

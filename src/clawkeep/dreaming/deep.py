@@ -111,9 +111,13 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
     others = [i for i in items.all_items(ws) if i.path != MEMORY_FILE]
     today = memory.today(rt)
     planned: dict[str, Decision] = {}  # pseudo item id -> decision
+    active_now = [i for i in memory_items + others if i.status(today) == "active"]
+    writable: dict[str | None, list[items.Item]] = {}  # per owner: the items its facts may touch
     for decision, line in sorted(fresh, key=lambda pair: (pair[1].day or "", pair[1].path, pair[1].line or 0)):
         decisions.append(decision)
-        _decide(rt, decision, line, run_id, today, memory_items + others, planned)
+        if line.owner not in writable:
+            writable[line.owner] = memory.writable_items(rt, line.owner, today, active_now)
+        _decide(rt, decision, line, run_id, today, writable[line.owner], planned)
     memory_lines = (before or f"{memory.MEMORY_HEADING}\n").splitlines()
     other_lines: dict[str, list[str]] = {}
     for decision in planned.values():
@@ -165,12 +169,15 @@ def rehydrate(candidate: Ranked, live: LiveSources, threshold: float) -> tuple[S
 
 def _decide(rt: Runtime, decision: Decision, line: SourceLine, run_id: str, today: Any,
             existing: list[items.Item], planned: dict[str, Decision]) -> None:
-    """One candidate through the write decision; `planned` holds the items this sweep adds."""
+    """One candidate through the write decision. `existing`: the active items the candidate's
+    owner may touch; `planned`: the items this sweep adds so far."""
     if line.origin in ("untrusted", "system"):
         decision.status, decision.reason = "refused", f"origin {line.origin}: never promoted"
         return
     pseudo = [d.item for d in planned.values() if d.item is not None]
-    active = memory.writable_items(rt, line.owner, today, existing + pseudo)
+    own = claim_hash(line.text)  # its own note line, and the same words written on other days, are not memory
+    active = [i for i in existing if i.path == MEMORY_FILE or claim_hash(i.text) != own] + \
+        memory.writable_items(rt, line.owner, today, pseudo)
     day = _day(line.day) or today
     while True:
         try:

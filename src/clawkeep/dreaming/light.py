@@ -49,7 +49,7 @@ def run(work: Working, live: LiveSources, config: Config, traces: list[dict[str,
         corpus_dir: Path | None) -> LightReport:
     report = LightReport(traces=len(traces))
     before = len(work.entries)
-    merged_before = work.merged
+    merged_before = len(work.merged)
     report.hits = fold(work, live, config, traces)
     light = settings(config).light
     today = datetime.fromtimestamp(now / 1000, tz=zone_for(config)).date()
@@ -60,7 +60,7 @@ def run(work: Working, live: LiveSources, config: Config, traces: list[dict[str,
                                                 corpus_dir, config)
     report.pruned = prune(work, now, settings(config).deep.max_age_days * PRUNE_AFTER_MAX_AGE)
     report.new_claims = max(0, len(work.entries) - before + report.pruned)
-    report.merged = work.merged - merged_before
+    report.merged = len(work.merged) - merged_before
     report.staged = stage(work, now, light.lookback_days, light.limit, config)
     return report
 

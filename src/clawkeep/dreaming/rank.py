@@ -46,12 +46,12 @@ def decay(age_days: float, half_life_days: float) -> float:
 
 
 def spacing(recall_days: list[str]) -> float:
-    days = sorted({d for d in recall_days if _day(d) is not None})
+    days = sorted({day for d in recall_days if (day := _day(d)) is not None})
     if not days:
         return 0.0
     if len(days) == 1:
         return 0.2
-    span = (_day(days[-1]) - _day(days[0])).days  # type: ignore[operator]
+    span = (days[-1] - days[0]).days
     return clamp(0.55 * clamp(math.log1p(len(days) - 1) / math.log1p(4)) + 0.45 * clamp(span / 7))
 
 

@@ -43,13 +43,20 @@ def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...]
         return
     if not memory.has_memory(rt):  # a search of an agent that has nothing creates nothing
         return
-    record(DreamsDir(memory.workspace(rt)), kind, query, hits, session, at, **extra)
+    # memory_search's snippets are redacted already (every snippet shown is): only the query is
+    record(DreamsDir(memory.workspace(rt)), kind, query, hits, session, at, snippets_redacted=True, **extra)
 
 
-def record(dreams: DreamsDir, kind: str, query: str, hits: Any, session: str | None, at: int, **extra: Any) -> None:
+def record(dreams: DreamsDir, kind: str, query: str, hits: Any, session: str | None, at: int, *,
+           snippets_redacted: bool = False, **extra: Any) -> None:
     """Append one trace (also the way tests and imports write past traces with their own times)."""
+
+    def shown(snippet: Any) -> str:
+        text = str(snippet or "")[:MAX_SNIPPET_CHARS]
+        return text if snippets_redacted else redact_secrets(text)[0]
+
     kept = [{"path": h.get("path"), "startLine": h.get("startLine"), "endLine": h.get("endLine"),
-             "score": h.get("score"), "snippet": redact_secrets(str(h.get("snippet") or ""))[0][:MAX_SNIPPET_CHARS]}
+             "score": h.get("score"), "snippet": shown(h.get("snippet"))}
             for h in hits or () if SHORT_TERM_PATH.match(str(h.get("path") or ""))][:MAX_TRACE_HITS]
     dreams.append_trace({"at": at, "kind": kind, "query": redacted(query)[:500], "session": session,
                          "hits": kept, **extra})

@@ -1,7 +1,8 @@
 """REM sleep: themes and reflections over the staged candidates; the `## REM Sleep` block.
 
-Without a model, themes are clusters of candidates that share concept tags (two tags, or half
-of their tags; tags carried by more than half of the pool say nothing and are ignored). With a
+Without a model, themes are clusters of candidates that share concept tags (two tags, half of
+their tags, or one rare tag — carried by at most 2% of the pool, or two candidates; tags carried
+by more than half of the pool say nothing and are ignored). With a
 model (`dreaming.model`, else the agent's primary), the model groups the numbered candidates
 and writes one reflection per theme; an answer that is not the JSON asked for, or a failing
 model, falls back to the clusters. Either way a theme's strength is computed here:
@@ -32,6 +33,7 @@ MAX_POOL = 500  # clustering looks at the strongest candidates only
 MAX_REFLECTION_CHARS = 300
 MAX_TITLE_CHARS = 80
 GENERIC_TAG_SHARE = 0.5
+RARE_TAG_SHARE = 0.02  # a tag this few candidates carry is specific enough to link two alone
 SYSTEM_PROMPT = (
     "You review short memory fragments a user's assistant collected. Group the fragments that are about the same "
     "topic into themes and write one short reflection per theme (what the user keeps coming back to). Use only "
@@ -126,11 +128,12 @@ def cluster(candidates: list[Entry]) -> list[Theme]:
     for i, own in enumerate(tags):
         for tag in own:
             by_tag.setdefault(tag, []).append(i)
-    for members in by_tag.values():
+    rare = max(2, int(RARE_TAG_SHARE * len(candidates)))
+    for tag, members in by_tag.items():
         for a_pos, a in enumerate(members):
             for b in members[a_pos + 1:]:
                 shared = len(tags[a] & tags[b])
-                if shared >= 2 or shared * 2 >= min(len(tags[a]), len(tags[b])):
+                if shared >= 2 or len(members) <= rare or shared * 2 >= min(len(tags[a]), len(tags[b])):
                     parent[root(a)] = root(b)
     groups: dict[int, list[int]] = {}
     for i in range(len(candidates)):
@@ -141,7 +144,8 @@ def cluster(candidates: list[Entry]) -> list[Theme]:
             continue
         members = [candidates[i] for i in indices]
         common = Counter(t for i in indices for t in tags[i])
-        top = [t for t, _ in sorted(common.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+        ordered = sorted(common.items(), key=lambda kv: (-kv[1], kv[0]))
+        top = [t for t, n in ordered if n >= 2][:3] or [ordered[0][0]]  # what the members share
         themes.append(Theme(", ".join(top), members, _reflection(", ".join(top), members), tags=top))
     return themes
 

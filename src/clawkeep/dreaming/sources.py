@@ -127,6 +127,7 @@ class LiveSources:
         self.store = store
         self._notes: dict[str, list[SourceLine] | None] = {}
         self._docs: dict[str, SessionDoc] = {}
+        self._by_hash: dict[str, dict[str, SourceLine]] = {}
 
     def note(self, rel: str) -> list[SourceLine] | None:
         """The claim lines of a note; None when the file is gone or unreadable."""
@@ -140,7 +141,9 @@ class LiveSources:
         return self._notes[rel]
 
     def note_by_hash(self, rel: str) -> dict[str, SourceLine]:
-        return {claim_hash(line.text): line for line in self.note(rel) or ()}
+        if rel not in self._by_hash:
+            self._by_hash[rel] = {claim_hash(line.text): line for line in self.note(rel) or ()}
+        return self._by_hash[rel]
 
     def session(self, session_id: str):
         if self.store is None:

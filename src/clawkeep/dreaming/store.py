@@ -81,12 +81,14 @@ class Entry:
         return self.recall_count + self.daily_count + self.grounded_count
 
     def to_json(self) -> dict[str, Any]:
-        return {_camel(k): v for k, v in asdict(self).items()}
+        out = {camel: getattr(self, name) for name, camel in _CAMEL.items()}
+        for name in _LISTS:
+            out[_CAMEL[name]] = list(out[_CAMEL[name]])
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
-        names = {_camel(f.name): f.name for f in fields(cls)}
-        return cls(**{names[k]: v for k, v in data.items() if k in names})
+        return cls(**{_SNAKE[k]: v for k, v in data.items() if k in _SNAKE})
 
 
 def add_distinct(values: list[str], value: str | None, limit: int) -> None:
@@ -97,6 +99,11 @@ def add_distinct(values: list[str], value: str | None, limit: int) -> None:
         values.remove(value)
     values.append(value)
     del values[:-limit]
+
+
+_CAMEL = {f.name: _camel(f.name) for f in fields(Entry)}
+_SNAKE = {camel: name for name, camel in _CAMEL.items()}
+_LISTS = [f.name for f in fields(Entry) if "list" in str(f.type)]
 
 
 @dataclass
@@ -137,8 +144,10 @@ class DreamsDir:
             raise StorageError(f"Dreaming state file {path} cannot be read ({exc}); move it aside to start "
                                "that part of the state afresh") from None
 
-    def write_json(self, name: str, data: Any) -> None:
-        write_atomic(self.root / name, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    def write_json(self, name: str, data: Any, *, compact: bool = False) -> None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact else json.dumps(
+            data, ensure_ascii=False, indent=1)
+        write_atomic(self.root / name, text + "\n")
 
     # --- the short-term store ----------------------------------------------------------------
     def load_store(self) -> tuple[dict[str, Entry], list[str]]:
@@ -150,7 +159,7 @@ class DreamsDir:
     def save_store(self, entries: dict[str, Entry], folded: list[str], now: int) -> None:
         self.write_json("short-term-recall.json", {
             "version": STORE_VERSION, "updatedAt": now, "foldedLogs": folded[-MAX_FOLDED_NAMES:],
-            "entries": {k: e.to_json() for k, e in sorted(entries.items())}})
+            "entries": {k: e.to_json() for k, e in sorted(entries.items())}}, compact=True)
 
     def load_signals(self) -> dict[str, PhaseSignal]:
         data = self.read_json("phase-signals.json", {})

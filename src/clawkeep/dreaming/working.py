@@ -41,7 +41,7 @@ class Working:
     signals: dict[str, PhaseSignal] = field(default_factory=dict)
     ingested: dict[str, list[str]] = field(default_factory=dict)  # source path -> claim hashes read
     touched: set[str] = field(default_factory=set)  # entries that got a signal in this run
-    merged: int = 0  # claims that joined a near-duplicate entry in this run
+    merged: set[str] = field(default_factory=set)  # wordings that joined a near-duplicate entry in this run
     _near: NearDuplicates | None = None
 
     @classmethod
@@ -74,7 +74,7 @@ class Working:
             near = self.near.find(words(text), line.owner)
             if near is not None:
                 entry = self.entries[near]
-                self.merged += 1
+                self.merged.add(key)
         if entry is None:
             entry = Entry(key, text[:MAX_CLAIM_CHARS], line.path, line.line, line.day, source, line.origin,
                           line.owner, line.entry_id, concept_tags=concept_tags(text))
