@@ -27,7 +27,7 @@ from .claims import claim_hash, concept_tags, redacted
 from .deep import sha
 from .schedule import settings
 from .sources import SourceLine, note_day, note_lines
-from .store import DreamsDir, Entry
+from .store import DreamsDir, Entry, held_sweep_lock
 from .working import DAILY_SIGNAL_SCORE, Working
 
 MAX_FILES = 512
@@ -58,8 +58,8 @@ def day_files(root: Path) -> list[Path]:
         root = root.expanduser()
         exists, is_file = root.exists(), root.is_file()
     except (OSError, RuntimeError) as exc:  # a name too long, no home directory for "~"
-        raise InputError(f"--path {str(root)[:80]!r} cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})"
-                         ) from None
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        raise InputError(f"--path {str(root)[:80]!r} cannot be read ({why})") from None
     if not exists:
         raise InputError(f"--path {root} does not exist; give a folder of YYYY-MM-DD.md notes or one such file")
     if is_file:
@@ -139,7 +139,8 @@ def diary_entry(day: GroundedDay) -> str:
     themes = "".join(f"\n\n_{dreams_file.safe(t.reflection)}_" for t in day.themes[:2])
     aside = ""
     if day.set_aside:
-        aside = f"\n\nSet aside: {len(day.set_aside)} ({'; '.join(sorted({why.split(' (')[0] for _, why in day.set_aside}))})."
+        kinds = "; ".join(sorted({why.split(" (")[0] for _, why in day.set_aside}))
+        aside = f"\n\nSet aside: {len(day.set_aside)} ({kinds})."
     return (f"{dreams_file.BACKFILL_START} day={day.day} -->\n### {day.day} · grounded backfill of "
             f"`{dreams_file.safe(day.path)}`\n\n{facts}{themes}{aside}\n{dreams_file.BACKFILL_END}")
 
@@ -148,10 +149,7 @@ def backfill(rt: Runtime, root: Path, *, stage_short_term: bool = False) -> dict
     days = grounded(rt, root)
     ws = ensure_workspace(memory.workspace(rt))
     dreams = DreamsDir(ws)
-    lease = dreams.sweep_lock().acquire("rem-backfill")
-    if lease is None:
-        raise InputError(f"a Dreaming sweep is running ({dreams.sweep_lock().holder()}); try again when it has finished")
-    with lease:
+    with held_sweep_lock(dreams, "rem-backfill"):
         record = dreams.read_json(RECORD, {})
         current = dreams_file.read(ws)
         base, _ = dreams_file.without_backfill(current) if current else (current, 0)

@@ -20,7 +20,7 @@ from .claims import concept_tags
 from .rank import WEIGHTS
 from .schedule import next_run, settings, zone_for
 from .sources import LiveSources
-from .store import DreamsDir
+from .store import DreamsDir, held_sweep_lock
 from .sweep import model_for, new_run_id, run_sweep
 from .working import Working, query_hash
 
@@ -41,7 +41,8 @@ def status(rt: Runtime) -> dict[str, Any]:
     promoted_today = sum(1 for e in entries.values() if e.promoted_at and e.promoted_item and e.promoted_run
                          and datetime.fromtimestamp(e.promoted_at / 1000, tz=zone_for(rt.config)).date() == today)
     return {
-        "enabled": cfg.enabled, "frequency": cfg.frequency, "timezone": cfg.timezone or rt.config.session.reset.timezone,
+        "enabled": cfg.enabled, "frequency": cfg.frequency,
+        "timezone": cfg.timezone or rt.config.session.reset.timezone,
         "model": cfg.model, "nextRun": next_run(rt.config, now).isoformat() if cfg.enabled else None,
         "lastSweepAt": state.get("lastSweepAt"), "lastRunId": state.get("lastRunId"),
         "phases": state.get("phases") or {}, "lock": dreams.sweep_lock().holder() if dreams.root.is_dir() else None,
@@ -145,11 +146,7 @@ def plan_gates(rt: Runtime) -> dict[str, Any]:
 def undo(rt: Runtime, target: str | None) -> dict[str, Any]:
     """Undo a promotion run (default: the last) or one promoted item, under the sweep lock."""
     dreams = dreams_dir(rt)
-    lock = dreams.sweep_lock()
-    lease = lock.acquire("undo")
-    if lease is None:
-        raise InputError(f"a Dreaming sweep is running ({lock.holder()}); try again when it has finished")
-    with lease:
+    with held_sweep_lock(dreams, "promote-undo"):
         result = promotions.undo(dreams, dreams.workspace, target)
         work = Working.load(dreams, settings(rt.config).light.dedupe_similarity)
         now = rt.now()

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import InputError, StorageError
 from ..memory.workspace import NOTES_DIR
 from . import lock
 
@@ -209,6 +211,17 @@ class DreamsDir:
                 except ValueError:
                     continue  # a line cut by a crash mid-append: the rest of the log is still read
         return traces
+
+
+@contextmanager
+def held_sweep_lock(dreams: DreamsDir, owner: str) -> Iterator[None]:
+    """The sweep lock for a change outside a sweep (undo, backfill); refused while a sweep runs."""
+    sweep_lock = dreams.sweep_lock()
+    lease = sweep_lock.acquire(owner)
+    if lease is None:
+        raise InputError(f"a Dreaming sweep is running ({sweep_lock.holder()}); try again when it has finished")
+    with lease:
+        yield
 
 
 def write_atomic(path: Path, text: str | None) -> None:

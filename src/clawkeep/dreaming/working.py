@@ -111,15 +111,16 @@ class Working:
         self.touched.add(entry.key)
 
     def daily(self, entry: Entry, *, day: str | None, now: int) -> None:
+        """A claim read from a daily note or a transcript (once per claim and source)."""
         entry.daily_count += 1
-        entry.total_score += DAILY_SIGNAL_SCORE
-        entry.max_score = max(entry.max_score, DAILY_SIGNAL_SCORE)
-        add_distinct(entry.recall_days, day, MAX_DAYS)
-        entry.staged_at = entry.staged_at or now
-        self.touched.add(entry.key)
+        self._staged_signal(entry, DAILY_SIGNAL_SCORE, day, now)
 
     def grounded(self, entry: Entry, *, day: str | None, now: int, score: float) -> None:
+        """A claim staged by `rem-backfill --stage-short-term` from a historical note."""
         entry.grounded_count += 1
+        self._staged_signal(entry, score, day, now)
+
+    def _staged_signal(self, entry: Entry, score: float, day: str | None, now: int) -> None:
         entry.total_score += score
         entry.max_score = max(entry.max_score, score)
         add_distinct(entry.recall_days, day, MAX_DAYS)
