@@ -82,6 +82,7 @@ OVERVIEW = [
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
+    ("memory dream|dreaming|promote …", "Dreaming: sweep now, status/on/off, promotion candidates, explain, undo"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("status", "this overview and the engine's state"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
