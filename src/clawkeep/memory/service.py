@@ -146,7 +146,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         if index.recovered:
             index.sync()
         elif sync and not checked:
-            index.refresh()  # cheap staleness check (skipped when a watcher keeps the index fresh)
+            index.refresh(vectors=mode != "keyword")  # cheap staleness check (skipped while watched)
             if checked is not None:
                 checked.append(True)
         return memory_search(index, query, limit=fetch, mode=mode, today=today(rt),
