@@ -106,7 +106,7 @@ class TurnCompleted(Event):
     agent_id: str
     session_key: str
     turn_id: str  # the user message's id
-    mode: str  # "model" | "record" | "command"
+    mode: str  # "model" | "record" | "inter-session" (a sessions_send delivery)
     elapsed_ms: int
     recall_status: str | None = None  # Active Memory's status for this turn (None: not run)
     injected: str | None = None  # the recalled line put before the message, if any
