@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
 from .app import GlobalOptions, app, engine, err, memory_app, out, sessions_app  # noqa: F401
@@ -83,6 +84,7 @@ OVERVIEW = [
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
+    ("mcp [--session KEY] [--http PORT]", "the agent tools as an MCP server (stdio, or streamable HTTP)"),
     ("status", "this overview and the engine's state"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
 ]
