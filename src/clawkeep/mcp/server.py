@@ -104,7 +104,8 @@ def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.
     if host not in LOOPBACK_HOSTS and not token:
         raise InputError(f"--host {host} is not a loopback address: give a --token (or CLAWKEEP_MCP_TOKEN), and "
                          "clients must send 'Authorization: Bearer <token>'")
-    app: Any = build_server(engine, caller).streamable_http_app(host=host)
+    # plain JSON answers (no SSE stream per call): the tools send no progress notifications
+    app: Any = build_server(engine, caller).streamable_http_app(host=host, json_response=True)
     if token:
         app = _BearerGuard(app, token)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
