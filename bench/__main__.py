@@ -4,8 +4,9 @@ and write them to `bench/results/latest.md` (+ `latest.json`).
 Benchmarks: `append`, `search`, `locomo` (`perf` = append + search), …, `fuzz` (the
 property-based fuzz suite with its long profile; `--quick` runs the CI profile) and
 `write-filters` (precision/recall of the memory write filters on the labelled set), `tool-loop`
-(the reply model's tool loop: overhead per tool step, scripted loopback model) and `gateway`
-(requests/s and latency over HTTP at 1/10/50 clients, memory_search over HTTP vs in process). Each section of
+(the reply model's tool loop: overhead per tool step, scripted loopback model), `gateway`
+(requests/s and latency over HTTP at 1/10/50 clients, memory_search over HTTP vs in process) and `mcp`
+(memory_search / sessions_search through `clawkeep mcp`, stdio and HTTP, beside the in-process call). Each section of
 latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
 NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
-         "tool-loop", "gateway")
+         "tool-loop", "gateway", "mcp")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -131,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                 from .recall_perf import section as recall_section
 
                 section = recall_section(progress, quick=args.quick)
+            elif name == "mcp":
+                from .mcp_bench import run_bench as mcp_bench
+
+                section = mcp_bench(progress, quick=args.quick)
             elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters", "tool-loop",
                           "gateway"):
                 from importlib import import_module

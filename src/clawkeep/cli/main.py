@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
@@ -85,6 +86,7 @@ OVERVIEW = [
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("gateway [--host H] [--port P]", "serve the HTTP API and the control UI (loopback; a token beyond it)"),
+    ("mcp [--session KEY] [--http PORT]", "the agent tools as an MCP server (stdio, or streamable HTTP)"),
     ("status", "this overview, the engine's state and the memory metrics"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
 ]
