@@ -22,7 +22,7 @@ from .dreaming import backfill as dream_backfill
 from .dreaming import service as dream_service
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .hooks import session_memory
+from .hooks import metrics, session_memory
 from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, send, stream_message
 from .recall import service as recall_service
 from .recall.detector import classify
@@ -80,6 +80,7 @@ class Engine:
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         session_memory.install(runtime)
+        metrics.install(runtime)
         dreaming.install(runtime)  # the recall store's input (records only while Dreaming is enabled)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
@@ -226,6 +227,10 @@ class Engine:
         check.ident(label, "label", optional=True)
         return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
 
+    def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
+        """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
+        return service.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
+
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> api.CleanupReport:
@@ -304,6 +309,10 @@ class Engine:
         return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
                 for f in files]
 
+    def memory_warm(self) -> None:
+        """Load the embedding model now instead of at the first search that needs vectors."""
+        memory.warm(self.runtime)
+
     def memory_watch(self) -> Any:
         return memory.watch(self.runtime)
 
@@ -337,7 +346,16 @@ class Engine:
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
             indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
-            maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings)
+            maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
+            metrics=self.metrics())
+
+    def metrics(self) -> api.Metrics:
+        """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
+        injected memory — over every process that used this agent's database."""
+        totals = dict(self.runtime.read_store().counters())
+        for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
+            totals[name] = totals.get(name, 0) + value
+        return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
 
     # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
     def dreaming_status(self) -> api.DreamingStatus:

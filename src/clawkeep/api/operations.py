@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..errors import InputError
 from . import shapes
 
 
@@ -173,10 +174,28 @@ class Operation:
         parsed = args if isinstance(args, self.args) else self.args.model_validate(args)
         return self.call(engine, parsed, caller)
 
+    def parse(self, arguments: Any) -> Args:
+        """Arguments from a tool call (the model's, an MCP client's): the typed model, or an
+        InputError naming each argument that does not fit the schema."""
+        if not isinstance(arguments, dict):
+            raise InputError(f"the arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
+        try:
+            return self.args.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            raise InputError(f"invalid arguments for {self.name}: {problems}") from None
+
     def tool_schema(self) -> dict[str, Any]:
         """A JSON-schema function description (OpenAI `tools` / Anthropic `input_schema`)."""
         return {"name": self.name, "description": self.summary,
                 "parameters": _compact(self.args.model_json_schema(by_alias=True))}
+
+
+def result_json(result: Any) -> Any:
+    """An operation's result as its documented JSON (a list result: the list of shapes)."""
+    if isinstance(result, list):
+        return [item.to_json() if hasattr(item, "to_json") else item for item in result]
+    return result.to_json() if hasattr(result, "to_json") else result
 
 
 def _compact(schema: Any) -> Any:

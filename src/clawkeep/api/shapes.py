@@ -307,6 +307,18 @@ class BootstrapFile(Shape):
 
 
 # --- the engine -------------------------------------------------------------------------------
+class Metrics(Shape):
+    """G5 (seed 001 §6.2): the memory system's health, from running totals (hooks.metrics)."""
+
+    turns: int
+    compactions_per100_turns: float | None = Field(None, alias="compactionsPer100Turns")
+    recall_hit_rate: float | None = None
+    supersession_rate: float | None = None
+    adoption_rate: float | None = None
+    tool_calls_per_turn: float | None = None
+    counters: dict[str, int] = Field(default_factory=dict)
+
+
 class EngineStatus(Shape):
     home: str
     agent_id: str
@@ -321,6 +333,7 @@ class EngineStatus(Shape):
     reset_mode: str
     maintenance_mode: str
     config_warnings: list[str] = Field(default_factory=list)
+    metrics: Metrics | None = None
 
 
 class DoctorReport(Shape):
