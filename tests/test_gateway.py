@@ -68,6 +68,22 @@ def test_thread_lifecycle_reset_fork_and_delivery_into_a_session(http):
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
 
+def test_sessions_send_over_http_marks_the_message_as_inter_session(http):
+    source = http.post("/v1/sessions", json={"label": "source"}).json()
+    target = http.post("/v1/sessions", json={"label": "target"}).json()
+    # under the default visibility (tree) one thread cannot see another: hidden, like a missing one
+    hidden = http.post(f"/v1/sessions/{target['key']}/send", json={"message": "psst", "timeoutSeconds": 0},
+                       headers={"X-Clawkeep-Session": source["key"]})
+    assert hidden.status_code == 404
+    sent = http.post(f"/v1/sessions/{target['key']}/send", json={"message": "the build is green", "timeoutSeconds": 0})
+    assert sent.status_code == 200, sent.text
+    assert sent.json()["status"] in ("accepted", "ok", "no_reply")
+    texts = wait_for(lambda: [m["text"] for m in http.get(f"/v1/sessions/{target['key']}/history").json()["messages"]])
+    assert any("the build is green" in t for t in texts)
+    bad = http.post(f"/v1/sessions/{target['key']}/send", json={"message": "x", "timeoutSeconds": -1})
+    assert bad.status_code == 422
+
+
 def test_memory_routes_remember_search_read_edit_delete(http):
     stored = http.post("/v1/memory/remember", json={"text": "I prefer TypeScript over JavaScript"}).json()
     assert stored["status"] == "stored"

@@ -4,9 +4,17 @@ The Engine returns these models; the CLI's `--json`, the HTTP gateway's OpenAPI,
 schemas and the reply model's tool schemas are generated from them.
 """
 
-from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
+from .operations import AGENT_TOOLS, OPERATIONS, SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S, Args, Operation
 from .shapes import (
     ArchivedTranscript,
+    BackfillReport,
+    DreamingStatus,
+    DreamingToggle,
+    ExplainReport,
+    HarnessReport,
+    PromoteReport,
+    SweepReport,
+    UndoReport,
     BootstrapFile,
     Classification,
     CleanupReport,
@@ -32,6 +40,7 @@ from .shapes import (
     ResetResult,
     SearchHit,
     SearchResult,
+    SendResult,
     SessionInfo,
     SessionStatus,
     Shape,
@@ -42,10 +51,12 @@ from .shapes import (
 )
 
 __all__ = [
-    "AGENT_TOOLS", "OPERATIONS", "ArchivedTranscript", "Args", "BootstrapFile", "Classification", "CleanupReport",
-    "CompactionMark", "DeleteResult", "Interval", "Refusal", "Timeline",
+    "AGENT_TOOLS", "OPERATIONS", "SEND_TIMEOUT_DEFAULT_S", "SEND_TIMEOUT_MAX_S", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
-    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
+    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
+    "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
+    "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "SweepReport", "UndoReport", "ArchivedTranscript", "CompactionMark", "Interval", "Refusal", "Timeline",
 ]

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
@@ -78,12 +79,15 @@ OVERVIEW = [
     ("sessions history KEY", "the current interval, sanitised (--message-id re-opens a closed one)"),
     ("sessions search QUERY", "full-text search, CJK fragments included"),
     ("sessions reset|fork|create|cleanup", "lifecycle and maintenance"),
+    ("sessions send KEY TEXT", "deliver a message into another session, wait for its reply (--timeout, --as)"),
     ("memory remember TEXT", "write a fact to MEMORY.md or today's note"),
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
+    ("memory dream|dreaming|promote …", "Dreaming: sweep now, status/on/off, promotion candidates, explain, undo"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("gateway [--host H] [--port P]", "serve the HTTP API and the control UI (loopback; a token beyond it)"),
+    ("mcp [--session KEY] [--http PORT]", "the agent tools as an MCP server (stdio, or streamable HTTP)"),
     ("status", "this overview, the engine's state and the memory metrics"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
 ]

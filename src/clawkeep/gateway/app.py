@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .. import api
 from ..api import operations as ops
@@ -41,7 +41,7 @@ class SendBody(BaseModel):
 
     model_config = ops.Args.model_config
     message: str
-    timeout_seconds: float | None = None
+    timeout_seconds: int | None = None  # bounds and default: the sessions_send arguments
 
 
 class EditBody(BaseModel):
@@ -76,8 +76,11 @@ class Gateway:
     async def op(self, name: str, caller: str | None = None, **arguments: Any) -> Any:
         """Run operation `name` with its typed arguments as `caller`; the result's JSON."""
         operation = ops.OPERATIONS[name]
-        args = arguments.pop("args", None) or operation.args.model_validate(
-            {k: v for k, v in arguments.items() if v is not None})
+        try:
+            args = arguments.pop("args", None) or operation.args.model_validate(
+                {k: v for k, v in arguments.items() if v is not None})
+        except ValidationError as exc:
+            raise _Invalid(errors.describe_validation(exc.errors())) from None
         return _json(await self.inflight.run(operation.run, self.engine, args, caller))
 
     async def call(self, work: Any, *args: Any) -> Any:
@@ -156,6 +159,11 @@ class _Unauthorised(ClawkeepError):
     def __init__(self) -> None:
         super().__init__("missing or wrong token: send `Authorization: Bearer <token>` (gateway.auth.token or "
                          "CLAWKEEP_GATEWAY_TOKEN)")
+
+
+class _Invalid(ClawkeepError):
+    code = "invalid_input"
+    http_status = 422
 
 
 class _Forbidden(ClawkeepError):

@@ -67,6 +67,7 @@ class MemoryIndex:
         self._provider_loaded = False
         self._sessions = sessions
         self._sync_lock = threading.RLock()
+        self._embedding = True  # False while a keyword search syncs: no embedding model is loaded
 
     # --- provider -------------------------------------------------------------------
     @property
@@ -98,16 +99,22 @@ class MemoryIndex:
             return self.store.get_meta("fingerprint") or self.fingerprint(None, probe=False)
 
     # --- sync -------------------------------------------------------------------------
-    def refresh(self) -> SyncReport | None:
+    def refresh(self, *, vectors: bool = True) -> SyncReport | None:
         """The staleness check before a search, skipped while a watcher keeps the index fresh
-        (it re-indexes ~1.5 s after an edit, transcripts ~5 s after they change)."""
+        (it re-indexes ~1.5 s after an edit, transcripts ~5 s after they change). A keyword
+        search passes `vectors=False`: changed files are indexed for keywords now and embedded
+        by the next sync that may load the embedding model."""
         if self.watched and self.recovered is None:
             return None
-        return self.sync()
+        return self.sync(vectors=vectors)
 
-    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+    def sync(self, *, force: bool = False, progress: Progress | None = None, vectors: bool = True) -> SyncReport:
         with self._sync_lock:  # the watcher, a write and a search may all ask at once
-            return self._sync(force=force, progress=progress)
+            self._embedding = vectors
+            try:
+                return self._sync(force=force, progress=progress)
+            finally:
+                self._embedding = True
 
     def _sync(self, *, force: bool, progress: Progress | None) -> SyncReport:
         report = SyncReport()
@@ -219,7 +226,9 @@ class MemoryIndex:
 
     def _write_chunks(self, record: FileRecord, chunks: list[ChunkRecord], report: SyncReport) -> None:
         vectors, key = None, None
-        if chunks and self.provider is not None and not getattr(self, "_vectors_ok", True):
+        if chunks and not self._embedding and self.provider is not None:
+            record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # embedded later
+        elif chunks and self.provider is not None and not getattr(self, "_vectors_ok", True):
             record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
         elif chunks and self.provider is not None:
             try:
