@@ -124,6 +124,19 @@ def test_refusal_log_drops_old_lines_when_it_grows_and_skips_incognito(eng, home
         eng.memory_refusals(days=31)
 
 
+def test_an_incognito_thread_leaves_no_trace_with_dreaming_on(home):
+    config = {**NO_VECTORS, "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True}}}}}}
+    with open_engine(home, config) as eng:
+        eng.memory_remember("I like quokkas on Rottnest")
+        eng.memory_search("quokkas", caller=eng.sessions_create().key)  # a durable thread's search is a trace
+        incognito = eng.sessions_create(incognito=True).key
+        assert eng.memory_search("quokkazanzibar quokkas", caller=incognito).results
+        eng.recall("what did I say about quokkazanzibar last time?", session=incognito)
+    traces = list((home / "workspace" / "memory" / ".dreams").rglob("*"))
+    assert any(p.is_file() and b"quokkas" in p.read_bytes() for p in traces)
+    assert not [p for p in home.rglob("*") if p.is_file() and b"quokkazanzibar" in p.read_bytes()]
+
+
 # --- small additions to existing shapes ------------------------------------------------------------
 def test_listing_marks_incognito_and_status_names_the_chat_model(home):
     with open_engine(home, NO_VECTORS) as eng:

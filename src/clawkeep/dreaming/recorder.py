@@ -16,6 +16,7 @@ from typing import Any
 from ..events import MemorySearched, RecallTraced
 from ..memory import service as memory
 from ..redact import redact_secrets
+from ..routing.keys import parse_key
 from ..runtime import Runtime
 from .claims import redacted
 from .store import DreamsDir
@@ -40,6 +41,8 @@ def install(rt: Runtime) -> None:
 def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...], session: str | None, at: int,
             **extra: Any) -> None:
     if not enabled(rt):
+        return
+    if session is not None and parse_key(session).incognito:  # an incognito thread is never stored
         return
     if not memory.has_memory(rt):  # a search of an agent that has nothing creates nothing
         return
