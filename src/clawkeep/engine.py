@@ -14,22 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from . import api
 from . import validation as check
 from .config import Config, config_from_dict, load_config
 from .errors import CorruptDatabaseError, StorageError
-from .memory import service as memory
-from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .hooks import metrics, session_memory
-from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, send, stream_message
-from .recall import service as recall_service
-from .recall.detector import classify
-from .routing.router import Inbound
+from . import hooks
 from .runtime import Runtime, default_home
-from .sessions import history, maintenance, search, service
-from .visibility import Caller
 from .storage import commit_journal
 from .timeutil import parse_iso
+from .visibility import Caller
+
+if TYPE_CHECKING:
+    from .turns import MessageRequest, TurnEvent
+
+# The services are imported inside the methods that use them: a short-lived process (one CLI
+# command) then loads only what its one call needs — a keyword search never imports the turn
+# pipeline, the recall detector, numpy or the HTTP client.
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
@@ -77,8 +79,7 @@ class Engine:
         if home_path.exists() and not home_path.is_dir():
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
-        session_memory.install(runtime)
-        metrics.install(runtime)
+        hooks.install(runtime)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
         return cls(runtime)
@@ -99,11 +100,15 @@ class Engine:
     # --- messages -------------------------------------------------------------------
     def message(self, text: str, **inbound: Any) -> api.MessageResult:
         """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
+        from .turns import handle_message
+
         return api.MessageResult.model_validate(handle_message(self.runtime, self.request(text, **inbound)).to_json())
 
     def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
         """The same turn as events: reply `token`s as the model streams them, then `result`
         (a MessageResult) or `error` (the ClawkeepError that ended the turn)."""
+        from .turns import stream_message
+
         return stream_message(self.runtime, self.request(text, **inbound))
 
     def request(
@@ -124,6 +129,9 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
+        from .routing.router import Inbound
+        from .turns import MessageRequest
+
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
             check.ident(value, name)
@@ -144,6 +152,8 @@ class Engine:
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
     ) -> api.SystemEventResult:
+        from .turns import record_system_event
+
         check.ident(session, "session")
         check.text(text, "system event text")
         check.flag(queue, "queue")
@@ -163,6 +173,8 @@ class Engine:
         recent_messages: int = 0,
         caller: str | None = None,
     ) -> list[api.SessionInfo]:
+        from .sessions import service
+
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
         check.text(search_text, "search text", optional=True)
@@ -175,6 +187,8 @@ class Engine:
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
     ) -> api.History:
+        from .sessions import history
+
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
@@ -183,12 +197,16 @@ class Engine:
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
+        from .sessions import search
+
         check.text(query, "search query")
         check.integer(limit, "--limit", 1, search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
         return api.SearchResult.model_validate(search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
+        from .sessions import service
+
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
         return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
@@ -199,6 +217,8 @@ class Engine:
         returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
         session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
         in the background; `close()` waits for that work."""
+        from .turns import send
+
         check.ident(session, "session")
         check.text(message, "message")
         check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
@@ -208,29 +228,39 @@ class Engine:
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
+        from .sessions import service
+
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return api.ResetResult.model_validate(
             service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
+        from .sessions import service
+
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
     def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
+        from .sessions import service
+
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
         return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
+        from .sessions import service
+
         return service.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> api.CleanupReport:
+        from .sessions import maintenance
+
         for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
             check.flag(value, name)
         return api.CleanupReport.model_validate(
@@ -242,8 +272,11 @@ class Engine:
                       caller: str | None = None) -> api.MemorySearchResult:
         """Hybrid search over the memory files and indexed transcripts; a calling session sees
         only the notes and transcripts visible to it."""
+        from .memory import service as memory
+        from .memory.search import MAX_LIMIT
+
         check.text(query, "memory search query")
-        check.integer(limit, "--limit", 1, MAX_MEMORY_SEARCH_LIMIT)
+        check.integer(limit, "--limit", 1, MAX_LIMIT)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
@@ -256,6 +289,8 @@ class Engine:
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                    caller: str | None = None) -> api.MemoryFile:
         """Lines of a memory file or an indexed transcript, as `caller` may see them (None: the operator)."""
+        from .memory import service as memory
+
         check.path(path, "memory path")
         check.integer(from_line, "--from", 1, check.MAX_INT)
         check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
@@ -265,6 +300,8 @@ class Engine:
 
     def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
         """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
+        from .memory import service as memory
+
         check.text(text, "memory text")
         check.flag(force, "force")
         check.ident(caller, "caller", optional=True)
@@ -273,32 +310,46 @@ class Engine:
             memory.remember(self.runtime, text, force=force, owner=owner).to_json(memory.today(self.runtime)))
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
+        from .memory import service as memory
+
         check.ident(status, "status", optional=True)
         return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
 
     def memory_edit(self, item_id: str, text: str) -> api.MemoryItem:
+        from .memory import service as memory
+
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
         return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text))
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
+        from .memory import service as memory
+
         check.ident(item_id, "memory item id")
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
     def memory_sweep(self) -> api.SweepResult:
+        from .memory import service as memory
+
         return api.SweepResult.model_validate(memory.sweep(self.runtime))
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
+        from .memory import service as memory
+
         check.flag(force, "force")
         return api.IndexReport.model_validate(memory.index(self.runtime, force=force, progress=progress).to_json())
 
     def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
+        from .memory import service as memory
+
         check.flag(deep, "deep")
         return api.MemoryStatus.model_validate(memory.status(self.runtime, deep=deep))
 
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
                          session: str | None = None) -> list[api.BootstrapFile]:
         """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
+        from .memory import service as memory
+
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
@@ -308,9 +359,13 @@ class Engine:
 
     def memory_warm(self) -> None:
         """Load the embedding model now instead of at the first search that needs vectors."""
+        from .memory import service as memory
+
         memory.warm(self.runtime)
 
     def memory_watch(self) -> Any:
+        from .memory import service as memory
+
         return memory.watch(self.runtime)
 
     def register_compaction_provider(self, summarizer: Any) -> None:
@@ -323,12 +378,16 @@ class Engine:
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> api.RecallResult:
         """Active Memory for a would-be user message in `session`, without storing it."""
+        from .recall import service as recall_service
+
         check.text(text, "recall text")
         check.ident(session, "session")
         model = self.runtime.models.chat_model()
         return api.RecallResult.model_validate(recall_service.recall(self.runtime, text, session, model=model).to_json())
 
     def classify(self, text: str) -> api.Classification:
+        from .recall.detector import classify
+
         check.text(text, "text")
         found = classify(text)
         return api.Classification(past_question=found.past_question, language=found.language)
@@ -352,6 +411,8 @@ class Engine:
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
+        from .hooks import metrics
+
         return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
 
     # --- maintenance ----------------------------------------------------------------

@@ -71,6 +71,7 @@ from .model import (  # noqa: F401
     _parse,
     _unknown_keys,
     config_from_dict,
+    default_config,
     load_config,
     overrides_path,
     write_override,

@@ -16,9 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..config import MemorySearchConfig
 from ..errors import ClawkeepError, ConflictError
@@ -29,6 +27,9 @@ from . import items
 from .chunking import chunk_lines, text_hash
 from .sessions_source import SessionDoc
 from .workspace import contained_file, walk_markdown
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded with the first embedding: a keyword search never needs it
 
 INDEX_FORMAT = "3"  # bump when chunk rendering or token analysis changes (3: memory-file lines redacted)
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -242,6 +243,8 @@ class MemoryIndex:
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embeddings through the cache keyed by provider+model (fingerprint) and text hash."""
+        import numpy as np  # noqa: PLC0415
+
         key = self.vector_key()
         assert key is not None and self.provider is not None
         hashes = [text_hash(t) for t in texts]

@@ -24,17 +24,19 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from ..errors import InputError, NotFoundError
-from . import filters
 from .owners import UNKNOWN_OWNER, visible_to
-from .timeparse import plan_day
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
 
-_MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
-_MARKER_START = re.compile(r"\s*<!--\s*ck:")
+# The write filters (filters.py) and the plan reader (timeparse.py) compile a few hundred
+# patterns: they load with the first write, not with every search that reads item states.
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+from ..patterns import lazy
+
+_MARKER = lazy(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
+_MARKER_START = lazy(r"\s*<!--\s*ck:")
 # Values are percent-encoded where they could end or split the comment or the list, so a
 # sender id such as `x-->` or `a; session=b` can never rewrite a note's attributes.
 _MARKER_UNSAFE = set("%;=<>") | {"\n", "\r", "\t"}
-_BULLET = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
+_BULLET = lazy(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
 EXPIRY_GRACE_DAYS = 30
 SUPERSEDED_WEIGHT = 0.3
 EXPIRED_WEIGHT = 0.5
@@ -120,8 +122,8 @@ class LineState:
     session: str | None  # the conversation a note came from (flush notes, session excerpts)
 
 
-_SESSION_HEADER = re.compile(r"^- Session key: (\S+)\s*$")
-_EXCERPT_TITLE = re.compile(r"^# Session: \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? UTC\s*$")
+_SESSION_HEADER = lazy(r"^- Session key: (\S+)\s*$")
+_EXCERPT_TITLE = lazy(r"^# Session: \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? UTC\s*$")
 
 
 def is_session_excerpt(lines: list[str]) -> bool:
@@ -183,11 +185,13 @@ def lines_for_reader(lines: list[str], reader_key: str, *, across: bool, today: 
 def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
     """Why `text` must not become long-term memory (None = it may): a secret, a one-off
     operational instruction or venting without a durable fact (`filters.classify`)."""
+    from . import filters  # noqa: PLC0415 - see the note on imports above
+
     return filters.classify(text, allow_secrets=allow_secrets).reason
 
 
 # --- supersession (M8): see facts.py ----------------------------------------------------------
-_REMEMBER_PREFIX = re.compile(
+_REMEMBER_PREFIX = lazy(
     r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+"
     r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)(?:ください|下さい|ね|ほしい)?[、，,:：\s]+"
@@ -204,15 +208,15 @@ def strip_request(text: str) -> str:
 
 # A chat message that asks to be remembered starts with one of these (no bare "note": "note that
 # the build is red" is an observation, not a request) and is not itself a question.
-_CHAT_REQUEST = re.compile(
+_CHAT_REQUEST = lazy(
     r"^\s*(please\s+)?(remember|don't forget|do not forget|keep in mind)(\s+that)?\b"
     r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记一下|记下|别忘了)"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)"
     r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)|잊지\s?마)",
     re.IGNORECASE,
 )
-_QUESTION_END = re.compile(r"(?:[?？]|吗|嗎|か|까|니)\s*[.。!！]?\s*$")
-_REMINISCING = re.compile(r"^\s*(please\s+)?remember\s+(when|how|what|who|where|why|if|whether|the time)\b",
+_QUESTION_END = lazy(r"(?:[?？]|吗|嗎|か|까|니)\s*[.。!！]?\s*$")
+_REMINISCING = lazy(r"^\s*(please\s+)?remember\s+(when|how|what|who|where|why|if|whether|the time)\b",
                           re.IGNORECASE)
 
 
@@ -234,6 +238,8 @@ def new_item_id() -> str:
 def is_time_bound(text: str, today: date) -> date | None:
     """The expiry of a time-bound fact: the day of a future plan. Dated past events ("I was born
     on 1990-03-12") and recurring dates are durable: None (`timeparse.plan_day`)."""
+    from .timeparse import plan_day  # noqa: PLC0415 - see the note on imports above
+
     return plan_day(text, today)
 
 

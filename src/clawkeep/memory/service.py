@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..events import MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
@@ -18,7 +18,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from . import facts, items
+from . import items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
@@ -45,6 +45,9 @@ MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-s
 MAX_CALLER_FETCH = 50  # a session's search asks for up to this many hits before the owner filter
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from . import facts  # supersession (many patterns): imported by the writes that need it
 
 
 def memory_database_path(rt: Runtime) -> Path:
@@ -75,9 +78,11 @@ def open_index(rt: Runtime) -> MemoryIndex:
     cached = rt.memory_index
     if cached is not None:
         return cached
-    settings = rt.config.agents.defaults.memory_search.model_copy()
-    if not sessions_enabled(rt):
-        settings.sources = [s for s in settings.sources if s != "sessions"] or ["memory"]
+    settings = rt.config.agents.defaults.memory_search
+    if not sessions_enabled(rt):  # a copy, not an assignment: that would build the section's validator
+        settings = settings.model_copy(update={"sources": [s for s in settings.sources if s != "sessions"] or ["memory"]})
+    else:
+        settings = settings.model_copy()
     store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
                         sessions=lambda: transcript_docs(rt.store()))
@@ -363,6 +368,8 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     day = today(rt)
     existing = items.all_items(ws)
     active = [i for i in existing if i.status(day) == "active" and _writable_by(i, owner, rt)]
+    from . import facts  # noqa: PLC0415 - writes only
+
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None)
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
@@ -405,6 +412,8 @@ def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
 
 def _conflicts(fact: str, active: list[items.Item], similar: facts.Similar | None) -> list[items.Item]:
     """The active items `fact` gives a new value (M8): same subject, another value (`facts.conflicts`)."""
+    from . import facts  # noqa: PLC0415 - writes only
+
     return [i for i in active if facts.conflicts(fact, i.text, similar=similar)]
 
 

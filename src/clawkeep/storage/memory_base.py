@@ -10,12 +10,13 @@ import abc
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .base import AppliedMigration
 from .query import TextQuery
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
