@@ -324,6 +324,44 @@ class Engine:
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings)
 
     # --- maintenance ----------------------------------------------------------------
+    # --- import and export (G4) ----------------------------------------------------------
+    def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
+                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+        """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
+        `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        check.path(path, "OpenClaw home")
+        check.ident(agent, "agent id", optional=True)
+        check.flag(dry_run, "dry run")
+        check.choice(config, "config", ("keep", "force", "skip"))
+        from .interop import service  # noqa: PLC0415 - only for this command
+
+        return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
+                                       progress=progress).to_json()
+
+    def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
+        """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
+        for value in paths:
+            check.path(value, "export file")
+        check.flag(dry_run, "dry run")
+        from .interop import service  # noqa: PLC0415
+
+        return service.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
+
+    def export_session(self, session: str, out: Any) -> dict[str, Any]:
+        """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
+        check.ident(session, "session")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_session(self.runtime, session, out)
+
+    def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
+        check.path(directory, "--out directory")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_all(self.runtime, Path(directory))
+
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
         """Check every agent database and memory index (or one agent's); `repair` salvages a
         damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import interop as _interop_commands  # noqa: F401 - registers `clawkeep import …` / `export`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
 from .app import GlobalOptions, app, engine, err, memory_app, out, sessions_app  # noqa: F401
@@ -83,6 +84,8 @@ OVERVIEW = [
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("status", "this overview and the engine's state"),
+    ("import openclaw PATH", "sessions, transcripts, memory files and config from an OpenClaw home"),
+    ("export SESSION|--all", "transcripts as clawkeep JSONL (re-import with `import jsonl`)"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
 ]
 
