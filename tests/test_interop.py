@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from conftest import run_cli
 
 from clawkeep import Engine
 from clawkeep.config import load_config
 from clawkeep.errors import InputError
-
-from conftest import run_cli
 
 DATA = Path(__file__).parent / "data" / "openclaw"
 SQLITE_HOME = DATA / "sqlite-home"
@@ -388,3 +387,43 @@ def test_cli_import_human_output(tmp_path: Path, home: Path) -> None:
     assert "agent:main:telegram:group:-100123:thread:42" in done.stdout
     both = run_cli(home, "import", "openclaw", str(tmp_path / "openclaw"), "--force-config", "--skip-config")
     assert both.code == 2 and "exclude each other" in both.stderr
+
+
+def test_every_seed_key_maps_or_says_why() -> None:
+    """SPEC G4: each OpenClaw key the seeds name is honoured, or refused naming what to use instead."""
+    from clawkeep.interop.config_map import DEFAULT_REASON, translate
+
+    seeds = {
+        "agents": {"defaults": {
+            "compaction": {"keepRecentTokens": 1000, "maxActiveTranscriptBytes": 4096, "truncateAfterCompaction": True,
+                           "model": None, "memoryFlush": {"model": None}},
+            "memorySearch": {"provider": "local", "extraPaths": ["notes"], "experimental": {"sessionMemory": True},
+                             "local": {"modelPath": "/models/x.gguf"}, "documentInputType": "document",
+                             "queryInputType": "query", "sync": {"embeddingBatchTimeoutSeconds": 30}}}},
+        "memory": {"citations": "on", "dreamDiary": True,
+                   "qmd": {"paths": ["a"], "scope": "x", "searchMode": "query", "limits": {"timeoutMs": 1},
+                           "update": {"startup": True}}},
+        "plugins": {"slots": {"memory": "memory-core"}, "entries": {
+            "active-memory": {"enabled": True, "config": {"agents": ["main"], "enabled": True}},
+            "memory-core": {"config": {"dreaming": {"enabled": False}},
+                            "subagent": {"allowModelOverride": True, "allowedModels": ["a/b"]}}}},
+        "session": {"dmScope": "per-peer", "identityLinks": {}, "reset": {"mode": "idle", "idleMinutes": 30},
+                    "maintenance": {"mode": "enforce"}, "agentToAgent": {"maxPingPongTurns": 3}},
+        "tools": {"profile": "coding", "sessions": {"visibility": "self"}},
+    }
+    data, _, unmapped, _ = translate(seeds)
+    generic = [item["key"] for item in unmapped if item["reason"] == DEFAULT_REASON]
+    assert generic == [], f"give these a reason (or map them): {generic}"
+    kept = load_config_from(data)
+    assert kept.session.agent_to_agent.max_ping_pong_turns == 3 and kept.memory.citations == "on"
+    assert kept.agents.defaults.compaction.truncate_after_compaction is True
+    assert {item["key"] for item in unmapped} >= {"memory.qmd", "plugins.slots", "tools.profile",
+                                                   "plugins.entries.memory-core.subagent"}
+
+
+def load_config_from(data: dict):
+    from clawkeep.config import config_from_dict
+
+    config = config_from_dict(data)
+    assert config.warnings == []
+    return config

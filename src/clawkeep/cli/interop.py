@@ -103,7 +103,7 @@ def export(
     session: str | None = typer.Argument(None, help="Session key or id (or use --all)."),
     all_sessions: bool = typer.Option(False, "--all", help="Every session of every agent, one file each in --out."),
     output_format: str = typer.Option("jsonl", "--format", help="jsonl (the only format)."),
-    out_path: Path | None = typer.Option(None, "--out", help="File (one session; default stdout) or directory (--all)."),
+    out_path: Path | None = typer.Option(None, "--out", help="File (one session; default stdout) or dir (--all)."),
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON (needs --out)."),
 ) -> None:
     """Write transcripts in clawkeep's JSONL format (see the README), re-importable losslessly."""

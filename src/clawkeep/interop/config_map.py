@@ -12,7 +12,7 @@ the reason and left out of the written file. Nothing is silently ignored.
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,23 @@ REASONS = (
     ("agents.defaults.contextPruning.tools", "clawkeep prunes every tool result the same way"),
     ("agents.defaults.contextPruning.hardClear", "use agents.defaults.contextPruning.hardClearRatio and "
                                                  "minPrunableToolChars"),
+    ("agents.defaults.memorySearch.sync.embeddingBatchTimeoutSeconds",
+     "use agents.defaults.memorySearch.timeoutMs (per embedding request)"),
+    ("agents.defaults.memorySearch.documentInputType", "clawkeep's embedding providers choose their input types"),
+    ("agents.defaults.memorySearch.queryInputType", "clawkeep's embedding providers choose their input types"),
+    ("agents.defaults.memorySearch.inputType", "clawkeep's embedding providers choose their input types"),
+    ("agents.defaults.memorySearch.fallback", "clawkeep falls back to keyword search by itself when embedding "
+                                              "fails; provider auto picks among remote providers"),
+    ("memory.qmd", "the QMD memory backend is OpenClaw's; clawkeep's index is built in: use "
+                   "agents.defaults.memorySearch (provider, sources, extraPaths, query.*)"),
+    ("memory.dreamDiary", "Dreaming is not available in this version of clawkeep"),
+    ("memory.backend", "clawkeep's memory index is built in (SQLite); storage.url selects the database"),
+    ("plugins.entries.memory-core.subagent", "clawkeep has no sub-agent model permissions; Active Memory's model is "
+                                             "plugins.entries.active-memory.config.model"),
+    ("plugins.entries.active-memory.subagent", "clawkeep has no sub-agent model permissions; Active Memory's model "
+                                               "is plugins.entries.active-memory.config.model"),
+    ("plugins.slots", "clawkeep's memory is built in: there is one memory implementation, no slot to choose"),
+    ("tools.profile", "clawkeep's model tools are chosen with agents.defaults.tools.allow / deny"),
     ("models.mode", "clawkeep always merges its built-in providers with models.providers"),
     ("models.providers", "provider or model metadata clawkeep does not use (it needs api, baseUrl, apiKey, models "
                          "with contextWindow / maxTokens)"),
@@ -216,7 +233,7 @@ def write_config(text: str, target: Path, *, mode: str, dry_run: bool) -> dict[s
                                                   f"{target.name}, which keeps a backup)"}
     backup = None
     if target.exists():
-        backup = target.with_name(f"{target.name}.bak-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}")
+        backup = target.with_name(f"{target.name}.bak-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
         target.replace(backup)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")

@@ -88,7 +88,8 @@ def scan(transcript_src: Transcript, progress: Progress) -> Scan:
     result = Scan()
     parents: dict[str, str | None] = {}
     last_id = None
-    for _, event in transcript_src.read():
+    for _, event, size in transcript_src.read():
+        progress(size)
         result.events += 1
         if event.get("type") == "session" and result.header is None and not parents:
             result.header = event
@@ -98,7 +99,6 @@ def scan(transcript_src: Transcript, progress: Progress) -> Scan:
             parent = event.get("parentId")
             parents[event_id] = parent if isinstance(parent, str) else None
             last_id = event_id
-    progress(transcript_src.size)
     leaf = transcript_src.leaf_event_id if transcript_src.leaf_event_id in parents else last_id
     on_branch: set[str] = set()
     while leaf is not None and leaf not in on_branch:
@@ -197,6 +197,10 @@ def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: I
     if why:
         report.renamed_keys.setdefault(why, Tally()).add(f"{src.key} → {key}", src.transcripts[0].where
                                                              if src.transcripts else None)
+    if parse_key(key).incognito:  # never on disk in clawkeep (nor in OpenClaw): not imported
+        report.unmapped_item("incognito session (kept in memory only, never imported)", src.key, None)
+        report.sessions["unchanged"] += 1
+        return
     if not src.transcripts:
         report.unmapped_item("session without a transcript (nothing to import)", src.key, None)
         report.sessions["unchanged"] += 1
@@ -209,8 +213,7 @@ def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: I
         if new and not dry_run:
             store.insert_session(session)
         for index, (source, scanned) in enumerate(zip(src.transcripts, scans, strict=True)):
-            _write_transcript(job, src, source, scanned, first=index == 0)
-            progress(source.size)
+            _write_transcript(job, source, scanned, first=index == 0, progress=progress)
         if job.written and not dry_run:
             _finish_session(job, src)
     report.sessions["imported" if new and job.written else "updated" if job.written else "unchanged"] += 1
@@ -260,8 +263,8 @@ def _entry_meta(src: SourceSession, report: ImportReport) -> dict[str, Any]:
     return kept
 
 
-def _write_transcript(job: SessionImport, src: SourceSession, source: Transcript, scanned: Scan, *,
-                      first: bool) -> None:
+def _write_transcript(job: SessionImport, source: Transcript, scanned: Scan, *,
+                      first: bool, progress: Progress) -> None:
     scope = f"openclaw:{source.session_id}"
     header = scanned.header or {"id": source.session_id, "timestamp": source.started_at}
     at = ev.parse_time(header.get("timestamp"), source.started_at or 0)
@@ -273,7 +276,8 @@ def _write_transcript(job: SessionImport, src: SourceSession, source: Transcript
             "openclaw": {"sessionId": source.session_id, **{k: v for k, v in header.items() if k != "type"}}})
         job.append(boundary, scope, f"boundary:{source.part or source.session_id}")
     last_at = at
-    for ordinal, (where, event) in enumerate(source.read()):
+    for ordinal, (where, event, size) in enumerate(source.read()):
+        progress(size)
         if ordinal == 0 and scanned.header is not None:
             continue
         client_id = _client_id(event, ordinal)

@@ -53,7 +53,7 @@ class Transcript:
     session_id: str
     where: str  # the file, or "<db> session <id>"
     size: int  # bytes (progress)
-    read: Callable[[], Iterator[tuple[str, dict[str, Any]]]]  # (where, event), streamed
+    read: Callable[[], Iterator[tuple[str, dict[str, Any], int]]]  # (where, event, bytes), streamed
     starts_with_reset: str | None = None  # reason when an earlier transcript of the key precedes it
     started_at: int | None = None
     leaf_event_id: str | None = None
@@ -147,12 +147,12 @@ def raw_lines(path: Path) -> Iterator[tuple[str, bytes]]:
             yield where, raw
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(file:line, object) for each non-blank line; a line that is not a JSON object — a
+def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """(file:line, object, bytes) for each non-blank line; a line that is not a JSON object — a
     truncated write, a binary blob — is an InputError naming the line."""
     for where, raw in raw_lines(path):
         if raw.strip():
-            yield where, parse_line(raw, where, last=not raw.endswith(b"\n"))
+            yield where, parse_line(raw, where, last=not raw.endswith(b"\n")), len(raw)
 
 
 def parse_line(raw: bytes, where: str, *, last: bool = False) -> dict[str, Any]:
@@ -170,7 +170,7 @@ def parse_line(raw: bytes, where: str, *, last: bool = False) -> dict[str, Any]:
 
 def _header_of(path: Path) -> dict[str, Any] | None:
     try:
-        for _, event in read_jsonl(path):
+        for _, event, _ in read_jsonl(path):
             return event if event.get("type") == "session" else None
     except (InputError, OSError):
         return None
@@ -290,8 +290,8 @@ def sqlite_sessions(agent: SourceAgent, path: Path) -> None:
         agent.sessions.append(SourceSession(key, entry if isinstance(entry, dict) else {}, transcripts, "sqlite"))
 
 
-def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, dict[str, Any]]]]:
-    def read() -> Iterator[tuple[str, dict[str, Any]]]:
+def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, dict[str, Any], int]]]:
+    def read() -> Iterator[tuple[str, dict[str, Any], int]]:
         with open_database(path) as db:
             try:
                 for seq, text, packed, size, created in db.events(session_id):
@@ -299,7 +299,7 @@ def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, 
                     raw = text.encode("utf-8") if text is not None else _unpack(packed, size, where)
                     event = parse_line(raw, where)
                     event.setdefault("timestamp", created)
-                    yield where, event
+                    yield where, event, len(raw)
             except sqlite3.DatabaseError as exc:
                 raise InputError(f"{path}: cannot be read ({exc})") from None
 
