@@ -427,3 +427,29 @@ def load_config_from(data: dict):
     config = config_from_dict(data)
     assert config.warnings == []
     return config
+
+
+def test_event_mapping_details() -> None:
+    """Pieces the fixtures do not show: inter-session provenance, images in a tool result,
+    unknown content blocks (kept, reported), a tool result's duplicated `details`."""
+    from clawkeep.interop.events import map_event
+
+    provenance = {"kind": "inter_session", "sourceSessionKey": "agent:main:main", "sourceTool": "sessions_send"}
+    sent = map_event({"type": "message", "id": "a", "message": {"role": "user", "content": "hi",
+                                                                  "provenance": provenance}}, 5)
+    assert sent.entry.meta["provenance"] == provenance and sent.entry.timestamp == 5
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    result = map_event({"type": "message", "id": "b", "message": {
+        "role": "toolResult", "toolCallId": "c1", "toolName": "shot", "isError": False,
+        "content": [{"type": "text", "text": "done"}, image], "details": {"content": "x", "ms": 3}}}, 6)
+    block = result.entry.content[0]
+    assert result.entry.role == "tool" and block["content"][1] == image  # not text only: the blocks stay
+    assert result.entry.meta["openclaw"]["message"]["details"] == {"content": "x", "ms": 3}
+    text = map_event({"type": "message", "id": "c", "message": {
+        "role": "toolResult", "toolCallId": "c2", "toolName": "read", "content": [{"type": "text", "text": "abc"}],
+        "details": {"content": "abc", "kind": "text"}}}, 7)
+    assert text.entry.content[0]["content"] == "abc"
+    assert text.entry.meta["openclaw"]["message"]["details"] == {"kind": "text"}  # the copy of the result dropped
+    odd = map_event({"type": "message", "id": "d", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": "x"}, {"type": "audio", "data": "…"}]}}, 8)
+    assert odd.entry.content[1]["type"] == "audio" and odd.notes[0][0].startswith("content block audio")

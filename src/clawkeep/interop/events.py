@@ -24,9 +24,9 @@ from ..storage import EntryRecord
 ROLE_MAP = {"user": "user", "assistant": "assistant", "toolResult": "tool"}
 KNOWN_BLOCKS = ("text", "thinking", "toolCall", "image")
 # event / message fields that the mapping consumes; anything else goes to meta.openclaw
-_EVENT_FIELDS = {"type", "id", "parentId", "timestamp", "message"}
+_EVENT_FIELDS = {"type", "id", "parentId", "timestamp", "message", "provenance"}
 _MESSAGE_FIELDS = {"role", "content", "timestamp", "provider", "model", "usage", "stopReason",
-                   "toolCallId", "toolName", "isError"}
+                   "toolCallId", "toolName", "isError", "provenance"}
 
 
 class Unmapped(Exception):
@@ -142,7 +142,14 @@ def _message(event: dict[str, Any], at: int, notes: list[tuple[str, Any]]) -> En
         meta["usage"] = usage
     if message.get("stopReason"):
         meta["stopReason"] = message["stopReason"]
-    extra = {"event": _leftovers(event, _EVENT_FIELDS), "message": _leftovers(message, _MESSAGE_FIELDS)}
+    provenance = message.get("provenance") or event.get("provenance")
+    if isinstance(provenance, dict):  # inter-session input (sessions_send): the same shape as ours
+        meta["provenance"] = provenance
+    rest = _leftovers(message, _MESSAGE_FIELDS)
+    details = rest.get("details")
+    if role == "toolResult" and isinstance(details, dict) and details.get("content") == content[0]["content"]:
+        rest["details"] = {k: v for k, v in details.items() if k != "content"}  # the result itself, a second time
+    extra = {"event": _leftovers(event, _EVENT_FIELDS), "message": rest}
     return EntryRecord("", "", "message", at, role=ROLE_MAP[role], content=content,
                        meta=_with_openclaw(meta, {k: v for k, v in extra.items() if v}))
 
