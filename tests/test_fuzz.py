@@ -210,6 +210,9 @@ API: dict[str, Any] = {
         d.draw(TEXT), limit=d.draw(NUMBERS), caller=d.draw(maybe(key_strategy(w)))),
     "session_status": lambda d, w: w.engine.session_status(
         d.draw(maybe(key_strategy(w))), caller=d.draw(maybe(key_strategy(w)))),
+    "sessions_send": lambda d, w: w.engine.sessions_send(
+        d.draw(key_strategy(w)), d.draw(TEXT), timeout_seconds=d.draw(st.one_of(NUMBERS, st.just(0), st.just(5))),
+        caller=d.draw(maybe(key_strategy(w)))),
     "sessions_reset": lambda d, w: w.engine.sessions_reset(
         d.draw(key_strategy(w)), at=d.draw(DATES), caller=d.draw(maybe(key_strategy(w)))),
     "sessions_fork": lambda d, w: w.engine.sessions_fork(

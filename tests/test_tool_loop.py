@@ -67,7 +67,7 @@ def test_model_searches_memory_and_answers_from_the_result(home, server):
     first, second = server.requests[0].json(), server.requests[1].json()
     offered = {t["function"]["name"] for t in first["tools"]}
     assert offered == {"sessions_list", "sessions_history", "sessions_search", "session_status",
-                       "memory_search", "memory_get", "memory_remember"}
+                       "memory_search", "memory_get", "memory_remember", "sessions_send"}
     assert first["messages"][0]["role"] == "system" and "TypeScript" in first["messages"][0]["content"]
     call, answer = second["messages"][-2], second["messages"][-1]
     assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "memory_search"

@@ -21,7 +21,7 @@ from .errors import CorruptDatabaseError, StorageError
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
 from .hooks import session_memory
-from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
+from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, send, stream_message
 from .recall import service as recall_service
 from .recall.detector import classify
 from .routing.router import Inbound
@@ -191,6 +191,19 @@ class Engine:
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
         return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
+
+    def sessions_send(self, session: str, message: str, *, timeout_seconds: int = api.SEND_TIMEOUT_DEFAULT_S,
+                      caller: str | None = None) -> api.SendResult:
+        """Deliver `message` into another session as inter-session data (S7). `timeout_seconds=0`
+        returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
+        session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
+        in the background; `close()` waits for that work."""
+        check.ident(session, "session")
+        check.text(message, "message")
+        check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
+        check.ident(caller, "caller", optional=True)
+        return api.SendResult.model_validate(
+            send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller))
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:

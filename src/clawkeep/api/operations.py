@@ -63,6 +63,20 @@ class SessionStatusArgs(Args):
     session_key: str | None = Field(None, description="Default: the calling session.")
 
 
+SEND_TIMEOUT_DEFAULT_S = 30  # sessions_send waits this long for the reply unless told (OpenClaw's default)
+SEND_TIMEOUT_MAX_S = 3600
+
+
+class SessionsSendArgs(Args):
+    session_key: str = Field(description="The target session's key or id: another session you can see, not a "
+                             "key ending in :thread:<id>.")
+    message: str = Field(description="What to tell the other session; it receives this as inter-session data, "
+                         "not as its user's words.")
+    timeout_seconds: int = Field(SEND_TIMEOUT_DEFAULT_S, ge=0, le=SEND_TIMEOUT_MAX_S,
+                                 description="0: send and return at once; otherwise wait up to this many seconds "
+                                 "for the target's reply.")
+
+
 class SessionRefArgs(Args):
     session_key: str
 
@@ -166,6 +180,11 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True),
         Operation("session_status", "Times, counters, next reset and usage of a session.", SessionStatusArgs,
                   shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True),
+        Operation("sessions_send", "Send a message into another session and (unless timeoutSeconds is 0) wait for "
+                  "its reply; the two sessions may then go back and forth until one answers REPLY_SKIP.",
+                  SessionsSendArgs, shapes.SendResult,
+                  lambda e, a, c: e.sessions_send(a.session_key, a.message, timeout_seconds=a.timeout_seconds,
+                                                  caller=c), tool=True, writes=True),
         Operation("sessions_reset", "Close the session's current interval.", SessionRefArgs, shapes.ResetResult,
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,

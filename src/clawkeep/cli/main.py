@@ -78,6 +78,7 @@ OVERVIEW = [
     ("sessions history KEY", "the current interval, sanitised (--message-id re-opens a closed one)"),
     ("sessions search QUERY", "full-text search, CJK fragments included"),
     ("sessions reset|fork|create|cleanup", "lifecycle and maintenance"),
+    ("sessions send KEY TEXT", "deliver a message into another session, wait for its reply (--timeout, --as)"),
     ("memory remember TEXT", "write a fact to MEMORY.md or today's note"),
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),

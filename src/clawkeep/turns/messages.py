@@ -15,6 +15,10 @@ class MessageRequest:
     role: str = "user"
     message_id: str | None = None
     at: int | None = None
+    # Set for a message another session sent (sessions_send): OpenClaw's provenance shape,
+    # {"kind": "inter_session", "sourceSessionKey", "sourceTool"}; such a message is data for
+    # the receiver's model, never a user's words or a slash command.
+    provenance: dict[str, Any] | None = None
 
 
 @dataclass

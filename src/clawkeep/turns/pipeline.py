@@ -11,6 +11,7 @@ same turn as events (reply tokens as they arrive, then the result) for streaming
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import re
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..errors import ClawkeepError, InputError
 from ..routing.keys import parse_key
-from ..routing.router import Inbound, route
+from ..routing.router import Inbound, Route, route
 from ..runtime import Runtime
 from ..sessions import service
 from ..storage import SessionRecord
@@ -28,6 +29,7 @@ from .messages import MessageRequest, MessageResult, TurnEvent
 
 EventSink = Callable[[TurnEvent], None]
 _MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
+_TURNS_HELD: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("clawkeep_turns_held", default=())
 
 
 def is_operator(inbound: Inbound) -> bool:
@@ -62,26 +64,43 @@ def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink 
     if request.inbound.session:
         service.find_session(rt, routed.key)  # delivering into a session requires it to exist
     with rt.store_for_key(routed.key).session_lock(routed.key):  # turns of one session never interleave
-        existing = record.already_recorded(rt, routed, request.message_id)
-        if existing is not None:
-            return existing
-        found = commands.parse_command(request.text) if request.role == "user" else None
-        interactive = routed.origin == "chat" and request.role == "user"
-        session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
-        if found is not None:
-            return _run_command(rt, session, found, request, at, routed.conversation,
-                                interactive, on_event)
-        model = reply.session_model(rt, session)
-        recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
-        entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
-                                      client_scope=routed.conversation)
-        if entry is None:  # the same message arrived twice at once: the other delivery recorded it
-            return record.already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
-        result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
-                               client_message_id=request.message_id)
-        if interactive:
-            _reply(rt, session, request.text, recalled, at, result, on_event)
-        return result
+        held = _TURNS_HELD.set((*_TURNS_HELD.get(), routed.key))
+        try:
+            return _locked_turn(rt, request, routed, at, on_event)
+        finally:
+            _TURNS_HELD.reset(held)
+
+
+def turns_held() -> tuple[str, ...]:
+    """Keys of the sessions whose turns are running up this call chain, holding their locks
+    (a tool call inside a turn, a delivery that turn waits for): a sessions_send into one of
+    them would wait for itself."""
+    return _TURNS_HELD.get()
+
+
+def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
+                 on_event: EventSink | None) -> MessageResult:
+    existing = record.already_recorded(rt, routed, request.message_id)
+    if existing is not None:
+        return existing
+    inter_session = request.provenance is not None  # another session's message: answered, but not the user's
+    found = commands.parse_command(request.text) if request.role == "user" and not inter_session else None
+    interactive = routed.origin == "chat" and request.role == "user" and not inter_session
+    session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
+    if found is not None:
+        return _run_command(rt, session, found, request, at, routed.conversation,
+                            interactive, on_event)
+    model = reply.session_model(rt, session)
+    recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
+    entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
+                                  client_scope=routed.conversation, provenance=request.provenance)
+    if entry is None:  # the same message arrived twice at once: the other delivery recorded it
+        return record.already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
+    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
+                           client_message_id=request.message_id)
+    if interactive or inter_session:
+        _reply(rt, session, request.text, recalled, at, result, on_event, inter_session=inter_session)
+    return result
 
 
 def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
@@ -107,8 +126,9 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
 
 
 def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: int, result: MessageResult,
-           on_event: EventSink | None) -> None:
-    outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event)
+           on_event: EventSink | None, *, inter_session: bool = False) -> None:
+    outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event,
+                                       inter_session=inter_session)
     result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
     result.reply = outcome.reply
     result.compaction, result.flush = outcome.compaction, outcome.flush

@@ -16,7 +16,7 @@ from typing import Any
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
-from ..context.assembly import TurnContext, assemble, clear_notices
+from ..context.assembly import TurnContext, assemble, clear_notices, inter_session_text
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
 from ..events import Compacted, MemoryWritten, MessageRecorded
@@ -314,6 +314,9 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
     for index in range(len(history) - 1, -1, -1):
         if history[index].role == "user":
             before, after = history[:index], history[index + 1:]
+            source = transcript.inter_session_source(history[index])
+            if source is not None:  # another session's message: marked as such, never the user's
+                text = inter_session_text(text, source)
             break
     # Bootstrap files are in the system context of every model call, not only the first (SPEC §P).
     bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
@@ -337,8 +340,11 @@ def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: i
 
 
 def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
-                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None) -> TurnOutcome:
-    """Everything after the user message is stored: context, memory steps, the reply."""
+                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None,
+                       inter_session: bool = False) -> TurnOutcome:
+    """Everything after the user message is stored: context, memory steps, the reply.
+    `inter_session`: the message came from another session (sessions_send), so nothing in it is
+    remembered as the user's."""
     store = rt.store_for_key(session.key)
     model = session_model(rt, session)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
@@ -349,7 +355,7 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
         outcome.notices, tokens = context.notices, context.estimated_tokens
     else:  # record mode: nothing to send, so the running counters decide flush and compaction
         tokens = session.meta.get("activeTokens", 0)
-        outcome.remembered = remember_from_chat(rt, session, text)
+        outcome.remembered = None if inter_session else remember_from_chat(rt, session, text)
     try:
         outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, tokens)
     except ClawkeepError as exc:

@@ -12,6 +12,7 @@ below the engine in the layering, so it receives it instead of importing it.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from dataclasses import dataclass
@@ -79,9 +80,11 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
         return ToolOutcome(f"invalid arguments for {call.name}: {problems}", True)
     settings = rt.config.agents.defaults.tools
-    done, outcome = _within(settings.timeout_seconds, lambda: operation.run(rt.tool_host, parsed, session.key))
+    # a tool that waits by its own timeoutSeconds (sessions_send) gets that wait on top of the budget
+    budget = settings.timeout_seconds + getattr(parsed, "timeout_seconds", 0)
+    done, outcome = _within(budget, lambda: operation.run(rt.tool_host, parsed, session.key))
     if not done:
-        return ToolOutcome(f"{call.name} did not finish within {settings.timeout_seconds:g} s "
+        return ToolOutcome(f"{call.name} did not finish within {budget:g} s "
                            "(agents.defaults.tools.timeoutSeconds); try a narrower request", True)
     if isinstance(outcome, ClawkeepError):
         return ToolOutcome(f"{call.name} failed: {outcome}", True)
@@ -105,7 +108,8 @@ def _within(seconds: float, work: Any) -> tuple[bool, Any]:
         except BaseException as exc:  # noqa: BLE001 - handed back as the tool's outcome
             box.append(exc)
 
-    worker = threading.Thread(target=target, name="clawkeep-tool", daemon=True)
+    context = contextvars.copy_context()  # the turn's own state (which session locks it holds) goes along
+    worker = threading.Thread(target=context.run, args=(target,), name="clawkeep-tool", daemon=True)
     worker.start()
     worker.join(seconds)
     return (bool(box), box[0] if box else None)
