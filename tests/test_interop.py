@@ -27,6 +27,7 @@ from clawkeep.errors import InputError
 DATA = Path(__file__).parent / "data" / "openclaw"
 SQLITE_HOME = DATA / "sqlite-home"
 LEGACY_HOME = DATA / "legacy-home"
+LEGACY_REAL = DATA / "legacy-2026.7.1"  # written by OpenClaw 2026.7.1, the last release before SQLite
 MAIN_ID = "68fbf2df-eb9b-485e-af6d-a0574c7ceded"
 PROJECT_ID = "764e5532-1a22-4cde-ac9d-c040e4616e36"
 
@@ -184,6 +185,26 @@ def test_import_legacy_layout(tmp_path: Path, home: Path) -> None:
     assert "channels" in unmapped and "gateway" in unmapped and "agents.defaults.workspace" in unmapped
     assert "Dreaming is not available" in unmapped["plugins.entries.memory-core.config.dreaming.enabled"]
     assert not config.plugins.entries.memory_core.config.dreaming.enabled
+
+
+def test_import_real_legacy_files(tmp_path: Path, home: Path) -> None:
+    """sessions.json + <sessionId>.jsonl exactly as OpenClaw 2026.7.1 wrote them (absolute
+    sessionFile paths of another machine, trajectory traces beside the transcripts)."""
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(_copy(LEGACY_REAL, tmp_path), config="skip")
+        assert report["errors"] == [] and report["sessions"]["imported"] == 2
+        assert {s.key for s in engine.sessions_list()} == {"agent:main:main", "agent:main:explicit:legacy-x"}
+        trajectories = [k for k in report["unmapped"] if k.startswith("trajectory file")]
+        assert len(trajectories) == 1 and report["unmapped"][trajectories[0]]["count"] == 2
+        store = engine.runtime.store("main")
+        main = store.get_session_by_key("agent:main:main")
+        entries = list(store.iter_entries(main.session_id))
+        call = next(b for e in entries if e.role == "assistant" for b in e.content if b["type"] == "toolCall")
+        result = next(e for e in entries if e.role == "tool")
+        assert call["name"] == "read" and result.content[0]["toolCallId"] == call["id"]
+        assert "INV-4471" in result.content[0]["content"]
+        assert main.message_count == 6 and main.meta["openclaw"]["source"] == "legacy"  # 2 turns, one with a tool
+        assert engine.sessions_search("上海")["hits"][0]["sessionKey"] == "agent:main:explicit:legacy-x"
 
 
 def test_memory_files_merge_without_overwriting(tmp_path: Path, home: Path) -> None:

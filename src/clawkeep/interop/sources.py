@@ -40,6 +40,9 @@ _ARCHIVE = re.compile(r"^(?P<base>.+?\.jsonl)\.(?P<reason>reset|deleted|bak)\."
                       r"(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z)(?:\.[0-9a-f]{32})?(?:\.zst)?$")
 
 
+_CHECKPOINT = re.compile(r"^.+\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$", re.I)
+
+
 def archive_time(stamp: str) -> int:
     """`2026-01-02T03-04-05.678Z` (a file-name-safe ISO time) → ms."""
     date, _, clock = stamp.partition("T")
@@ -196,6 +199,12 @@ def legacy_sessions(agent: SourceAgent, known_keys: set[str]) -> None:
         elif match:
             agent.skipped_files.append((f"{match['reason']} archive (a transcript OpenClaw deleted or backed up; "
                                         "not imported)", str(directory / name)))
+        elif name.endswith(".trajectory.jsonl"):
+            agent.skipped_files.append(("trajectory file (OpenClaw's trace of its runs, not a transcript; not "
+                                        "imported)", str(directory / name)))
+        elif _CHECKPOINT.match(name):
+            agent.skipped_files.append(("compaction checkpoint (a copy of a transcript before a compaction; not "
+                                        "imported)", str(directory / name)))
         elif name.endswith(".jsonl"):
             plain.append(name)
         elif name != STORE_FILE:
