@@ -122,6 +122,23 @@ def test_dry_run_writes_nothing(tmp_path: Path, home: Path) -> None:
     assert sorted(p.name for p in home.rglob("*")) == []
 
 
+def test_archived_transcripts_in_the_database_are_reported(tmp_path: Path, home: Path) -> None:
+    source = _copy(SQLITE_HOME, tmp_path)
+    conn = sqlite3.connect(source / "agents/main/agent/openclaw-agent.sqlite")
+    # the fixture dropped this (empty) table; its columns as OpenClaw 2026.9.6 declares them, in short
+    conn.execute("CREATE TABLE session_transcript_cold_archives (session_id TEXT NOT NULL PRIMARY KEY, "
+                 "generation TEXT NOT NULL, archive_name TEXT NOT NULL UNIQUE, archive_sha256 TEXT NOT NULL, "
+                 "event_count INTEGER NOT NULL, storage TEXT NOT NULL, archive_blob BLOB)")
+    conn.execute("INSERT INTO session_transcript_cold_archives VALUES (?, 'g', 'cold-1.jsonl.zst', ?, 3, 'file', "
+                 "NULL)", (PROJECT_ID, "0" * 64))
+    conn.commit()
+    conn.close()
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(source, config="skip")
+    archived = [v for k, v in report["unmapped"].items() if k.startswith("transcript archived inside the database")]
+    assert archived and archived[0]["count"] == 1 and "cold-1.jsonl.zst" in archived[0]["example"]
+
+
 def test_compressed_event_in_the_database_is_read(tmp_path: Path, home: Path) -> None:
     """Schema 23 keeps events over 1 KiB as zstd frames (`event_zstd`): this copy has one."""
     source = _copy(SQLITE_HOME, tmp_path)

@@ -39,7 +39,7 @@ def render_report(data: dict[str, Any]) -> None:
               + (", ".join(f"{k} {v}" for k, v in data["entries"].items()) or "none")
               + f"; {data['alreadyImportedEntries']} already imported", highlight=False)
     if data["unmapped"]:
-        rows = [{"kind": k, "count": v["count"], "example": v["example"], "where": v["where"]}
+        rows = [{"kind": k, "count": v["count"], "example": (v["example"] or "")[:100], "where": v["where"]}
                 for k, v in data["unmapped"].items()]
         out.print(table(rows, ["kind", "count", "example", "where"], "not mapped (reported, not imported)"))
     if data.get("renamedKeys"):

@@ -280,6 +280,9 @@ def sqlite_sessions(agent: SourceAgent, path: Path) -> None:
     with open_database(path) as db:
         try:
             nodes, leaves, sizes = db.nodes(), db.leaves(), db.sizes()
+            for table, sid, name in db.archived_transcripts():
+                agent.skipped_files.append((f"transcript archived inside the database ({table}; not imported: "
+                                            "restore it in OpenClaw first)", f"{path} session {sid} ({name})"))
             windows: dict[str, list[tuple[str, str | None, int]]] = {}
             for sid, key, reason, created in db.windows():
                 windows.setdefault(key, []).append((sid, reason, created))

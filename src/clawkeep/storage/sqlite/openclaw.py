@@ -65,3 +65,14 @@ class OpenClawDatabase:
         """(seq, event JSON, zstd body, body size, created at), in order, streamed."""
         yield from self._conn.execute("SELECT seq, event_json, event_zstd, event_utf8_bytes, created_at FROM "
                                       "transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
+
+    def archived_transcripts(self) -> list[tuple[str, str, str]]:
+        """(table, session id, archive name) of transcripts OpenClaw keeps as archive blobs or cold
+        files instead of event rows (reset/delete archives, cold storage)."""
+        tables = self.tables()
+        found: list[tuple[str, str, str]] = []
+        for table in ("session_transcript_archives", "session_transcript_cold_archives"):
+            if {"session_id", "archive_name"} <= tables.get(table, set()):
+                found += [(table, sid, name) for sid, name in self._conn.execute(
+                    f'SELECT session_id, archive_name FROM "{table}" ORDER BY session_id')]
+        return found
