@@ -200,8 +200,9 @@ def test_import_legacy_layout(tmp_path: Path, home: Path) -> None:
     assert config.tools.sessions.visibility == "agent"
     unmapped = {item["key"]: item["reason"] for item in report["config"]["unmapped"]}
     assert "channels" in unmapped and "gateway" in unmapped and "agents.defaults.workspace" in unmapped
-    assert "Dreaming is not available" in unmapped["plugins.entries.memory-core.config.dreaming.enabled"]
-    assert not config.plugins.entries.memory_core.config.dreaming.enabled
+    assert config.gateway.port != 18789  # OpenClaw's gateway port is not carried over
+    assert "clawkeep refuses the value" in unmapped["session.maintenance.maxEntries"]  # 0: at least 1 is allowed
+    assert config.plugins.entries.memory_core.config.dreaming.enabled  # Dreaming maps as it is
 
 
 def test_import_real_legacy_files(tmp_path: Path, home: Path) -> None:

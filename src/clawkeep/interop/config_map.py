@@ -37,7 +37,6 @@ RENAMES = (
 REASONS = (
     ("channels", "clawkeep has no channel connectors; deliver messages with `clawkeep message --channel …` "
                  "or the Python API"),
-    ("gateway", "OpenClaw's gateway settings; clawkeep's server is configured by its own command-line flags"),
     ("auth", "OpenClaw's credential store; give chat providers apiKey / apiKeyEnv under models.providers"),
     ("session.store", "clawkeep keeps sessions in agents/<id>/agent.sqlite under its home (storage.url selects "
                       "another backend)"),
@@ -70,7 +69,8 @@ REASONS = (
                                               "fails; provider auto picks among remote providers"),
     ("memory.qmd", "the QMD memory backend is OpenClaw's; clawkeep's index is built in: use "
                    "agents.defaults.memorySearch (provider, sources, extraPaths, query.*)"),
-    ("memory.dreamDiary", "Dreaming is not available in this version of clawkeep"),
+    ("memory.dreamDiary", "clawkeep's Dreaming always writes its diary to DREAMS.md; configure it under "
+                          "plugins.entries.memory-core.config.dreaming"),
     ("memory.backend", "clawkeep's memory index is built in (SQLite); storage.url selects the database"),
     ("plugins.entries.memory-core.subagent", "clawkeep has no sub-agent model permissions; Active Memory's model is "
                                              "plugins.entries.active-memory.config.model"),
@@ -90,7 +90,15 @@ REASONS = (
     ("wizard", "OpenClaw's own bookkeeping of the file"),
     ("skills", "clawkeep has no skills"),
 )
-OWN_PATHS = ("agents.defaults.workspace",)
+# Keys clawkeep has too, but whose OpenClaw value means something else here: never carried over.
+NOT_CARRIED = {
+    "agents.defaults.workspace": "clawkeep keeps its own workspace (<home>/workspace); OpenClaw's memory files were "
+                                 "merged into it, and pointing clawkeep at OpenClaw's would let both write the "
+                                 "same files",
+    "gateway": "OpenClaw's gateway (its WebSocket protocol, channels, auth) is not clawkeep's HTTP gateway; "
+               "clawkeep's listens on 18790 so both can run side by side: set gateway.port / gateway.auth.token "
+               "yourself if you want others",
+}
 DEFAULT_REASON = "no clawkeep equivalent (an OpenClaw runtime setting outside sessions and memory)"
 TARGET_SUFFIX = ".openclaw-import.json5"
 
@@ -158,12 +166,9 @@ def translate(openclaw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, 
                      "OpenClaw's behaviour (delete it for clawkeep's daily reset)")
     _models_by_id(data)
     unmapped: list[dict[str, str]] = []
-    for key in OWN_PATHS:
+    for key, why in NOT_CARRIED.items():
         if _get(data, key.split(".")) is not None:
-            unmapped.append({"key": key, "value": repr(_pop(data, key.split(".")))[:200],
-                             "reason": "clawkeep keeps its own workspace (<home>/workspace); OpenClaw's memory "
-                                       "files were merged into it, and pointing clawkeep at OpenClaw's would let "
-                                       "both write the same files"})
+            unmapped.append({"key": key, "value": repr(_pop(data, key.split(".")))[:200], "reason": why})
     for index, entry in enumerate(_get(data, ["agents", "list"]) or []):
         if isinstance(entry, dict) and "workspace" in entry:
             unmapped.append({"key": f"agents.list.{index}.workspace", "value": repr(entry.pop("workspace"))[:200],

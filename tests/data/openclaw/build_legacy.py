@@ -129,7 +129,7 @@ def main() -> None:
             "compaction": {"reserveTokensFloor": 16000, "memoryFlush": {"enabled": False},
                            "mode": "safeguard"},
             "contextPruning": {"mode": "cache-ttl", "ttl": "1h"}}},
-        "session": {"dmScope": "per-channel-peer", "idleMinutes": 120,
+        "session": {"dmScope": "per-channel-peer", "idleMinutes": 120, "maintenance": {"maxEntries": 0},
                     "resetByType": {"dm": {"mode": "idle", "idleMinutes": 60}},
                     "identityLinks": {"alice": ["telegram:alice", "slack:alice_w"]}, "groupScope": "per-group"},
         "tools": {"sessions": {"visibility": "agent"}, "exec": {"security": "allowlist"}},
