@@ -1,4 +1,4 @@
-# Fresh machine: `make run` (set up + start the engine), `make test` (set up + pass the tests).
+# Fresh machine: `make run` (set up + start the gateway), `make test` (set up + pass the tests).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,6 +16,7 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/clawkeep status
+	$(BIN)/clawkeep gateway
 
 test: $(STAMP)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle

@@ -59,7 +59,7 @@ class MemorySearched(Event):
 
     agent_id: str
     query: str
-    hits: tuple[dict[str, Any], ...]  # path, startLine, endLine, score
+    hits: tuple[dict[str, Any], ...]  # path, startLine, endLine, score, snippet
     session_key: str | None = None
 
 
@@ -97,6 +97,34 @@ class MemoryWritten(Event):
     item_id: str | None = None
     session_key: str | None = None
     superseded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TurnCompleted(Event):
+    """A user turn finished (its reply, if any, is recorded): what metrics and logs need."""
+
+    agent_id: str
+    session_key: str
+    turn_id: str  # the user message's id
+    mode: str  # "model" | "record" | "inter-session" (a sessions_send delivery)
+    elapsed_ms: int
+    recall_status: str | None = None  # Active Memory's status for this turn (None: not run)
+    injected: str | None = None  # the recalled line put before the message, if any
+    reply: str | None = None
+    tool_calls: int = 0
+    compacted: bool = False
+
+
+@dataclass(frozen=True)
+class DreamingProgress(Event):
+    """A Dreaming sweep reached a step: `started`, `<phase>:done` for light / rem, `deep:planned`
+    (MEMORY.md read and the promotions decided, nothing written yet), `deep:written` (MEMORY.md
+    replaced, the machine state not yet updated), `finished`. For progress displays and tests."""
+
+    agent_id: str
+    run_id: str
+    step: str
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 E = TypeVar("E", bound=Event)

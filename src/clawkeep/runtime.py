@@ -91,6 +91,7 @@ class Runtime:
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
+        self.metrics: Any | None = None  # hooks.metrics.MetricsRecorder: G5 counters, flushed to the store
         self.background = Background()  # sessions_send deliveries and exchanges still running
 
     def now(self) -> int:

@@ -6,6 +6,14 @@ schemas and the reply model's tool schemas are generated from them.
 
 from .operations import AGENT_TOOLS, OPERATIONS, SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S, Args, Operation
 from .shapes import (
+    BackfillReport,
+    DreamingStatus,
+    DreamingToggle,
+    ExplainReport,
+    HarnessReport,
+    PromoteReport,
+    SweepReport,
+    UndoReport,
     BootstrapFile,
     Classification,
     CleanupReport,
@@ -21,6 +29,7 @@ from .shapes import (
     MemorySearchResult,
     MemoryStatus,
     MessagePreview,
+    Metrics,
     MessageResult,
     RecallResult,
     RememberResult,
@@ -39,7 +48,10 @@ from .shapes import (
 __all__ = [
     "AGENT_TOOLS", "OPERATIONS", "SEND_TIMEOUT_DEFAULT_S", "SEND_TIMEOUT_MAX_S", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
-    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Operation",
-    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo", "SessionStatus",
+    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
+    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
+    "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
+    "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "SweepReport", "UndoReport",
 ]

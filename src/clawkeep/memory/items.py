@@ -265,23 +265,31 @@ def write_lines(path: Path, lines: list[str]) -> None:
                          "writable, or set agents.defaults.workspaceAccess to \"ro\" to stop writes") from None
 
 
+def item_line(text: str, attrs: dict[str, str]) -> str:
+    """The bullet line of a new item: its text (one line, no forged comment) and its state marker."""
+    return f"- {neutralise(text)}{render_marker(attrs)}"
+
+
 def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
     path = workspace / relpath
     lines = read_lines(path)
     if not lines and heading:
         lines = [heading, ""]
-    text = neutralise(text)
-    lines.append(f"- {text}{render_marker(attrs)}")
+    lines.append(item_line(text, attrs))
     write_lines(path, lines)
-    return Item(attrs["id"], relpath, len(lines), text, attrs)
+    return Item(attrs["id"], relpath, len(lines), neutralise(text), attrs)
+
+
+def line_with_attrs(line: str, item_id: str, **updates: str) -> str:
+    """`line` (an item's bullet) with its marker's attributes updated (the id kept first)."""
+    content, attrs = parse_marker(line)
+    return content.rstrip() + render_marker({"id": item_id, **attrs, **updates})
 
 
 def set_attr(workspace: Path, item: Item, **updates: str) -> None:
     path = workspace / item.path
     lines = read_lines(path)
-    content, attrs = parse_marker(lines[item.line - 1])
-    attrs = {"id": item.id, **attrs, **updates}
-    lines[item.line - 1] = content.rstrip() + render_marker(attrs)
+    lines[item.line - 1] = line_with_attrs(lines[item.line - 1], item.id, **updates)
     write_lines(path, lines)
 
 

@@ -290,6 +290,49 @@ def strip_reasoning(text: str) -> str:
     return cleaned.strip()
 
 
+_TAG_NAMES = ("think", "thinking", "reasoning")
+
+
+def _partial_tag_at_end(text: str) -> int:
+    """Where a reasoning tag that is still arriving ("<thi", "</reas") starts, or -1."""
+    start = text.rfind("<", max(0, len(text) - 13))
+    if start < 0 or ">" in text[start:]:
+        return -1
+    name = text[start + 1:].lstrip("/").lower()
+    return start if any(tag.startswith(name) for tag in _TAG_NAMES) else -1
+
+
+def visible_so_far(raw: str) -> str:
+    """What of a reply still being streamed may be shown: `strip_reasoning` applied to the text
+    so far, with an open block hidden until it closes and a tag still arriving held back."""
+    text = _UNCLOSED.sub("", _REASONING.sub("", raw))
+    if _CLOSE_ONLY.match(text):
+        text = _CLOSE_ONLY.sub("", text, count=1)
+    cut = _partial_tag_at_end(text)
+    return (text if cut < 0 else text[:cut]).lstrip()
+
+
+class ReasoningFilter:
+    """Streams a reply's deltas without its reasoning: `token` events carry only visible text.
+    A lone closing tag turns everything shown so far into reasoning: a `discard` event tells the
+    listener to drop what it showed of this model call, and the visible rest follows."""
+
+    def __init__(self, emit: Callable[[TurnEvent], None]):
+        self._emit, self._raw, self._shown = emit, "", ""
+
+    def feed(self, delta: str) -> None:
+        self._raw += delta
+        visible = visible_so_far(self._raw)
+        if visible.startswith(self._shown):
+            fresh = visible[len(self._shown):]
+        else:
+            self._emit(TurnEvent("discard"))
+            fresh = visible
+        if fresh:
+            self._emit(TurnEvent("token", fresh))
+        self._shown = visible
+
+
 def _call_model(model: Any, system: str, messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None,
                 on_event: Callable[[TurnEvent], None] | None) -> Any:
     options: dict[str, Any] = {"system": system or None}
@@ -297,9 +340,10 @@ def _call_model(model: Any, system: str, messages: list[dict[str, Any]], offered
         options["tools"] = offered
     if on_event is None:
         return model.complete(messages, **options)
+    shown = ReasoningFilter(on_event)
     with model.stream(messages, **options) as deltas:
         for delta in deltas:
-            on_event(TurnEvent("token", delta))
+            shown.feed(delta)
         return deltas.result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ...text.analyzer import analyze_document
@@ -150,6 +151,13 @@ def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
     return any(n in plain or n in squeezed for n in needles)
 
 
+@lru_cache(maxsize=32_768)
+def _analysed_line(line: str) -> str:
+    """A line's analysed tokens, space-padded; cached because the same hit lines come back
+    search after search (a tool loop asks several times in one turn) and analysis is the cost."""
+    return f" {analyze_document(line)} "
+
+
 def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
@@ -169,7 +177,7 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
         if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
             continue
-        padded = f" {analyze_document(line)} "
+        padded = _analysed_line(line)
         terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
     sims = sims or {}
     vecs = [sims.get(i, 0.0) for i in range(len(lines))]
