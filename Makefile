@@ -18,6 +18,7 @@ run: $(STAMP)
 	$(BIN)/clawkeep status
 
 test: $(STAMP)
+	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	$(BIN)/python -m pytest -q
 

@@ -15,10 +15,22 @@ from clawkeep import Engine
 BACKENDS = ("sqlite", "postgres")
 
 
+pytest_plugins = ["pg_servers"]
+
+
+def _backends(value: str) -> list[str]:
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in BACKENDS]
+    if unknown or not chosen:
+        raise pytest.UsageError(f"--backend {value!r}: allowed {', '.join(BACKENDS)} (comma-separated)")
+    return chosen
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--backend", choices=BACKENDS, default="sqlite",
-                     help="storage backend the conformance suite (tests/storage/conformance) runs against; "
-                          "postgres reads CLAWKEEP_TEST_POSTGRES_URL")
+    parser.addoption("--backend", type=_backends, default="sqlite,postgres",
+                     help="storage backends the conformance suite (tests/storage/conformance) runs against, "
+                          "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
+                          "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
 
 
 @pytest.fixture

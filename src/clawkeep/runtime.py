@@ -17,7 +17,7 @@ from .events import EventBus
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
 from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for
-from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_in_memory_store
+from .storage import AgentStore, SessionRecord, agent_store_exists, known_agent_ids, open_agent_store, open_in_memory_store
 from .timeutil import now_ms
 
 AGENT_LIST_TTL_S = 5.0
@@ -58,7 +58,7 @@ class Runtime:
 
     def has_database(self, agent_id: str | None = None) -> bool:
         agent = agent_id or self.agent_id
-        return agent in self._stores or agent_database_path(self.home, agent).is_file()
+        return agent in self._stores or agent_store_exists(self.home, agent, self.config.storage)
 
     def read_store(self, agent_id: str | None = None) -> AgentStore:
         """For reads: the agent's database, or an empty in-memory stand-in when the agent has none —
@@ -97,10 +97,7 @@ class Runtime:
         cached = self._agents
         if cached and now - cached[0] < AGENT_LIST_TTL_S:
             return cached[1]
-        found = {self.agent_id}
-        agents_dir = self.home / "agents"
-        if agents_dir.is_dir():
-            found.update(p.parent.name for p in agents_dir.glob("*/agent.sqlite"))
+        found = {self.agent_id} | known_agent_ids(self.home, self.config.storage)
         self._agents = (now, sorted(found))
         return self._agents[1]
 

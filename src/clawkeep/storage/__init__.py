@@ -10,6 +10,8 @@ from __future__ import annotations
 from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord
 from .factory import (
     agent_database_path,
+    agent_store_exists,
+    known_agent_ids,
     move_aside,
     open_agent_store,
     open_agent_store_file,
@@ -34,6 +36,8 @@ __all__ = [
     "TextTerm",
     "VectorFilter",
     "agent_database_path",
+    "agent_store_exists",
+    "known_agent_ids",
     "commit_journal",
     "move_aside",
     "open_agent_store",

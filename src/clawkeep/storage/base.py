@@ -107,6 +107,15 @@ def has_block(content: Any, block_types: Sequence[str]) -> bool:
     return False
 
 
+def describe_entry(entry: EntryRecord) -> str:
+    """An entry as the commit journal names it."""
+    if entry.type == "message":
+        return f"{entry.role or 'a'} message {entry.entry_id} in session {entry.session_id}"
+    if entry.type == "reset":
+        return f"reset boundary {entry.entry_id} ({entry.meta.get('reason', 'reset')}) in session {entry.session_id}"
+    return f"{entry.type} entry {entry.entry_id} in session {entry.session_id}"
+
+
 class AgentStore(abc.ABC):
     """One agent's sessions, transcripts and transcript search index."""
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError
 from ...locks import SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord
+from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry
 from ..query import TextQuery
 from .connection import SqliteConnection
 from .fts import match_expression, vocab_sql
@@ -256,7 +256,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             entry.seq = cursor.lastrowid
             if index_text:
                 self._write("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (entry.seq, index_text))
-            self._note(_describe(entry), minor=entry.type == "session")
+            self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
 
     def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
@@ -394,11 +394,3 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # so this over-counts by the non-message entries, which only flattens idf slightly.
         return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
 
-
-def _describe(entry: EntryRecord) -> str:
-    """An entry as the commit journal names it."""
-    if entry.type == "message":
-        return f"{entry.role or 'a'} message {entry.entry_id} in session {entry.session_id}"
-    if entry.type == "reset":
-        return f"reset boundary {entry.entry_id} ({entry.meta.get('reason', 'reset')}) in session {entry.session_id}"
-    return f"{entry.type} entry {entry.entry_id} in session {entry.session_id}"
