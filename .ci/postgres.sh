@@ -4,6 +4,7 @@
 #   .ci/postgres.sh install           apt-get install postgresql when no initdb is found (root only)
 #   .ci/postgres.sh start DIR PORT    initdb a scratch cluster in DIR, start it on 127.0.0.1:PORT,
 #                                     print its URL (run as the postgres user when we are root)
+#   .ci/postgres.sh restart DIR       restart it (fast shutdown: connections are dropped)
 #   .ci/postgres.sh stop DIR          stop the cluster in DIR (fast shutdown)
 #
 # The pgvector server the memory tests need comes from PyPI (`pgserver`, see tests/pg_servers.py):
@@ -41,12 +42,17 @@ start)
         || { cat "$dir/server.log" >&2; exit 1; }
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
     ;;
+restart)
+    dir=${2:?data directory}
+    bin=$(bindir) || exit 1
+    as_owner "'$bin/pg_ctl' -D '$dir/data' -m fast -w -t 60 restart >/dev/null"
+    ;;
 stop)
     dir=${2:?data directory}
     bin=$(bindir) || exit 0
     if [ -f "$dir/data/postmaster.pid" ]; then as_owner "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop >/dev/null"; fi
     ;;
 *)
-    echo "usage: $0 install | start DIR PORT | stop DIR" >&2; exit 2
+    echo "usage: $0 install | start DIR PORT | restart DIR | stop DIR" >&2; exit 2
     ;;
 esac

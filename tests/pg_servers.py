@@ -31,6 +31,8 @@ def _free_port() -> int:
 
 
 class DebianServer:
+    script = SCRIPT
+
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="ck-pg15-", dir="/tmp")  # the postgres user must reach it
         os.chmod(self.dir, 0o755)

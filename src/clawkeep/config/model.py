@@ -459,6 +459,26 @@ def load_config(path: str | os.PathLike[str] | None, *, missing_ok: bool = False
     return config_from_dict(_merged(data, extra), source=f"{file} (with {overlay.name})")
 
 
+STORAGE_ENVIRONMENT = {"CLAWKEEP_STORAGE_URL": "url", "CLAWKEEP_STORAGE_SCHEMA": "schema"}
+
+
+def with_storage_environment(config: Config, environ: dict[str, str] | None = None) -> Config:
+    """`config` with CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA (when set) over `storage.url` /
+    `storage.schema`: the database password can stay out of the config file."""
+    environ = os.environ if environ is None else environ
+    found = {key: environ[name] for name, key in STORAGE_ENVIRONMENT.items() if environ.get(name)}
+    if not found:
+        return config
+    data = {**config.storage.model_dump(by_alias=True), **found}
+    try:
+        storage = StorageConfig.model_validate(data)
+    except ValidationError as exc:
+        names = ", ".join(n for n, k in STORAGE_ENVIRONMENT.items() if k in found)
+        problems = "; ".join(_describe_error(err) for err in exc.errors())
+        raise InputError(f"environment {names}: invalid storage setting: {problems}") from None
+    return config.model_copy(update={"storage": storage})
+
+
 def write_override(config_file: str | os.PathLike[str], keys: tuple[str, ...], value: Any) -> Path:
     """Set one key in the overrides file beside `config_file` (created if need be); the config file
     itself is never written. Returns the overrides file's path."""

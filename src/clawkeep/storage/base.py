@@ -138,6 +138,16 @@ class AgentStore(abc.ABC):
     def applied_migrations(self) -> list[AppliedMigration]:
         """The schema history of this store, oldest first."""
 
+    @abc.abstractmethod
+    def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
+        """Take or renew the lease `name` for `holder` for `ttl_ms`: True when `holder` now holds it
+        (it was free, expired, or already `holder`'s), False while another holder's is current. One
+        instance at a time runs what the lease guards (the reset/maintenance clock, SPEC D2)."""
+
+    @abc.abstractmethod
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up early (only `holder`'s own)."""
+
     # --- sessions -------------------------------------------------------------------
     @abc.abstractmethod
     def get_session(self, session_id: str) -> SessionRecord | None: ...

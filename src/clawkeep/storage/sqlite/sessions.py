@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -65,6 +66,10 @@ MIGRATIONS = (
         "WHERE client_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL",
     )),
+    Migration(4, "leases: one holder at a time for periodic jobs", (
+        "CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL, "
+        "version INTEGER NOT NULL DEFAULT 0)",
+    )),
 )
 
 _SESSION_COLUMNS = (
@@ -125,6 +130,20 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
         # across processes.
         return self._session_locks.hold(key)
+
+    def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
+        now = int(time.time() * 1000)
+        with self.transaction():
+            rows = self._write(
+                "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "holder = excluded.holder, expires_at = excluded.expires_at, version = leases.version + 1 "
+                "WHERE leases.holder = excluded.holder OR leases.expires_at < ? RETURNING holder",
+                (name, holder, now + int(ttl_ms), now)).fetchall()
+        return bool(rows)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        with self.transaction():
+            self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     def _probe_write_path(self) -> None:
         for sql in _WRITE_PATH_PROBES:
