@@ -7,6 +7,7 @@ package per backend (sqlite/) holding all of its SQL.
 
 from __future__ import annotations
 
+from .documents_base import Document, DocumentConflict, DocumentStore
 from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord
 from .factory import (
     agent_database_path,
@@ -26,6 +27,9 @@ __all__ = [
     "AgentStore",
     "AppliedMigration",
     "ChunkRecord",
+    "Document",
+    "DocumentConflict",
+    "DocumentStore",
     "EntryRecord",
     "FileRecord",
     "MemoryStore",

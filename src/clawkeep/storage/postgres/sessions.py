@@ -19,8 +19,9 @@ from typing import Any
 from ...errors import ConflictError, DuplicateError, StorageError
 from ...locks import SessionLocks
 from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry, has_block
+from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
-from .connection import Migration, PgConnection, lock_id, pg_errors, translate
+from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, translate
 from .fts import df_query, ranked_matches, tsvector_literal
 
 # Released migrations are never edited: a schema change is a new entry at the end.
@@ -76,7 +77,16 @@ MIGRATIONS = (
         "CREATE TABLE {s}.leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, "
         "version BIGINT NOT NULL DEFAULT 0)",
     )),
+    Migration(2, "memory documents (SPEC D4) and their conflicts", (
+        "CREATE SEQUENCE {s}.document_seq",
+        "CREATE TABLE {s}.documents (path TEXT PRIMARY KEY, text TEXT NOT NULL, version BIGINT NOT NULL, "
+        "seq BIGINT NOT NULL, deleted BOOLEAN NOT NULL DEFAULT FALSE, updated_at BIGINT NOT NULL, updated_by TEXT)",
+        "CREATE INDEX documents_seq ON {s}.documents(seq)",
+        "CREATE TABLE {s}.document_conflicts (id BIGSERIAL PRIMARY KEY, path TEXT NOT NULL, kept_as TEXT NOT NULL, "
+        "base_version BIGINT, current_version BIGINT, holder TEXT NOT NULL, at BIGINT NOT NULL)",
+    )),
 )
+_DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 
 _SESSION_COLUMNS = ("session_id", "key", "agent_id", "kind", "chat_type", "channel", "account", "peer", "label",
                     "origin", "parent_session_id", "session_started_at", "last_interaction_at", "updated_at",
@@ -91,7 +101,7 @@ _NUL_ESCAPE = "\\u0000"  # JSON text PostgreSQL's jsonb refuses
 LOCK_POLL_S = (0.002, 0.05)  # first and longest wait between tries of a busy session lock
 
 
-class PgAgentStore(PgConnection, AgentStore):
+class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     migrations = MIGRATIONS
     kind = "agent"
 
@@ -187,6 +197,60 @@ class PgAgentStore(PgConnection, AgentStore):
     def release_lease(self, name: str, holder: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.leases WHERE name = %s AND holder = %s", (name, holder))
+
+    # --- memory documents (D4) ------------------------------------------------------
+    def doc_get(self, path: str) -> Document | None:
+        rows = self._query(f"SELECT {_DOC_COLUMNS} FROM {{s}}.documents WHERE path = %s", (path,))
+        return Document(*rows[0]) if rows else None
+
+    def doc_put(self, path: str, text: str, expected_version: int | None, holder: str) -> Document:
+        now = int(time.time() * 1000)
+        with self.transaction():
+            if expected_version is None:  # create, or bring a tombstone back
+                rows = self._write(
+                    "INSERT INTO {s}.documents AS d (path, text, version, seq, updated_at, updated_by) "
+                    "VALUES (%s, %s, 1, nextval('{s}.document_seq'), %s, %s) ON CONFLICT (path) DO UPDATE SET "
+                    "text = excluded.text, version = d.version + 1, seq = excluded.seq, deleted = FALSE, "
+                    f"updated_at = excluded.updated_at, updated_by = excluded.updated_by WHERE d.deleted "
+                    f"RETURNING {_DOC_COLUMNS}", (path, clean_text(text), now, holder)).fetchall()
+            else:
+                rows = self._write(
+                    "UPDATE {s}.documents SET text = %s, version = version + 1, seq = nextval('{s}.document_seq'), "
+                    f"deleted = FALSE, updated_at = %s, updated_by = %s WHERE path = %s AND version = %s "
+                    f"RETURNING {_DOC_COLUMNS}", (clean_text(text), now, holder, path, expected_version)).fetchall()
+            if not rows:
+                raise ConflictError(f"memory document {path} was changed by another writer (expected version "
+                                    f"{expected_version}); re-read it and try again")
+            self._note(f"wrote memory document {path}")
+        return Document(*rows[0])
+
+    def doc_delete(self, path: str, expected_version: int, holder: str) -> Document:
+        with self.transaction():
+            rows = self._write(
+                "UPDATE {s}.documents SET text = '', version = version + 1, seq = nextval('{s}.document_seq'), "
+                f"deleted = TRUE, updated_at = %s, updated_by = %s WHERE path = %s AND version = %s AND NOT deleted "
+                f"RETURNING {_DOC_COLUMNS}", (int(time.time() * 1000), holder, path, expected_version)).fetchall()
+            if not rows:
+                raise ConflictError(f"memory document {path} was changed by another writer; not deleted")
+        return Document(*rows[0])
+
+    def doc_head(self) -> int:
+        return int(self._query("SELECT coalesce(max(seq), 0) FROM {s}.documents")[0][0])
+
+    def doc_changes(self, after_seq: int) -> list[Document]:
+        rows = self._query(f"SELECT {_DOC_COLUMNS} FROM {{s}}.documents WHERE seq > %s ORDER BY seq", (after_seq,))
+        return [Document(*r) for r in rows]
+
+    def doc_record_conflict(self, conflict: DocumentConflict) -> None:
+        with self.transaction():
+            self._write("INSERT INTO {s}.document_conflicts (path, kept_as, base_version, current_version, holder, at) "
+                        "VALUES (%s, %s, %s, %s, %s, %s)", (conflict.path, conflict.kept_as, conflict.base_version,
+                                                            conflict.current_version, conflict.holder, conflict.at))
+
+    def doc_conflicts(self, limit: int = 50) -> list[DocumentConflict]:
+        rows = self._query("SELECT path, kept_as, base_version, current_version, holder, at "
+                           "FROM {s}.document_conflicts ORDER BY id DESC LIMIT %s", (int(limit),))
+        return [DocumentConflict(*r) for r in rows]
 
     # --- sessions -------------------------------------------------------------------
     @staticmethod
