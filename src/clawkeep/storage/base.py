@@ -207,6 +207,10 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...
 
+    @abc.abstractmethod
+    def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
+        """Entries of every session in `seq` order (copying a whole store: `clawkeep migrate`)."""
+
     def count_entries(
         self,
         session_id: str,

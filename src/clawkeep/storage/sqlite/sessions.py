@@ -337,6 +337,12 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         )
         return (self._entry(r) for r in rows)
 
+    def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE seq > ? ORDER BY seq {order} LIMIT ?",
+                           (int(after_seq), int(limit)))
+        return [self._entry(r) for r in rows]
+
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
         return next(self.iter_entries(session_id, types=types, newest_first=True, limit=1), None)
 
