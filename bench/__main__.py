@@ -4,7 +4,8 @@ and write them to `bench/results/latest.md` (+ `latest.json`).
 Benchmarks: `append`, `search`, `locomo` (`perf` = append + search), …, `fuzz` (the
 property-based fuzz suite with its long profile; `--quick` runs the CI profile) and
 `write-filters` (precision/recall of the memory write filters on the labelled set) and `tool-loop`
-(the reply model's tool loop: overhead per tool step, scripted loopback model). Each section of
+(the reply model's tool loop: overhead per tool step, scripted loopback model) and `postgres`
+(PostgreSQL beside SQLite: append, sessions_search, memory_search, 1-3 instances). Each section of
 latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
 NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
-         "tool-loop")
+         "tool-loop", "postgres")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -130,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
                 from .recall_perf import section as recall_section
 
                 section = recall_section(progress, quick=args.quick)
+            elif name == "postgres":
+                from .postgres_bench import run_bench as postgres_bench
+
+                section = postgres_bench(progress, quick=args.quick)
             elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters", "tool-loop"):
                 from importlib import import_module
 

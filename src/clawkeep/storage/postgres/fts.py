@@ -9,8 +9,8 @@ A `TextQuery` renders as a tsquery: a phrase is `a <-> b <-> c`, a prefix phrase
 terms are OR-ed. Lexemes are always quoted, so user text never becomes tsquery syntax.
 
 Ranking (lower is better, like FTS5's bm25): minus the sum over the query's terms of
-idf(term) × ts_rank(document, term, normalised by length), with idf from the matching rows
-themselves (each match of a term is a match of the query, so the count is the term's df).
+idf(term) × ts_rank(document, term, normalised by length), with each term's document frequency
+counted by the GIN index in the same statement.
 """
 
 from __future__ import annotations
@@ -55,19 +55,20 @@ def query_literal(query: TextQuery) -> str:
 
 def ranked_matches(table: str, query: TextQuery, where: str) -> tuple[str, list[str]]:
     """SQL for (id, score, tokens) of the rows of `table` (columns id, tsv, tokens) matching
-    `query` and `where` (a condition on alias `m`), best first — a `LIMIT %s` follows."""
+    `query` and `where` (a condition on alias `m`, its parameters bound right after the query
+    literal: `params[n_terms]`), best first — a `LIMIT %s` follows."""
     terms = [term_query(t) for t in query.terms]
-    counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ %s::tsquery) AS d{i}" for i in range(len(terms)))
+    # each df is a bare GIN count (no row's tsvector is read, so nothing is detoasted)
+    counts = ", ".join(f"(SELECT count(*) FROM {table} WHERE tsv @@ %s::tsquery) AS d{i}" for i in range(len(terms)))
     idf = " + ".join(f"ln(1 + (n.total - n.d{i} + 0.5) / (n.d{i} + 0.5)) * ts_rank(m.tsv, %s::tsquery, 1)"
                      for i in range(len(terms)))
-    sql = (f"WITH m AS MATERIALIZED (SELECT id, tsv, tokens FROM {table} m WHERE m.tsv @@ %s::tsquery{where}), "
-           f"n AS (SELECT {counts}, (SELECT coalesce(max(id), 0) FROM {table}) AS total FROM m) "
+    sql = (f"WITH n AS MATERIALIZED (SELECT {counts}, (SELECT coalesce(max(id), 0) FROM {table}) AS total), "
+           f"m AS (SELECT id, tsv, tokens FROM {table} m WHERE m.tsv @@ %s::tsquery{where}) "
            f"SELECT m.id, -({idf}) AS score, m.tokens FROM m, n ORDER BY score, m.id")
-    return sql, [query_literal(query), *terms, *terms]
+    return sql, [*terms, query_literal(query), *terms]
 
 
 def df_query(table: str, tokens: Sequence[str]) -> tuple[str, list[str]]:
-    """SQL for the number of rows holding each token (one GIN scan for all of them)."""
-    counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ %s::tsquery)" for _ in tokens)
-    any_of = " | ".join(lexeme(t) for t in tokens)
-    return f"SELECT {counts} FROM {table} WHERE tsv @@ %s::tsquery", [*(lexeme(t) for t in tokens), any_of]
+    """SQL for the number of rows holding each token (one GIN count each, in one statement)."""
+    counts = ", ".join(f"(SELECT count(*) FROM {table} WHERE tsv @@ %s::tsquery)" for _ in tokens)
+    return f"SELECT {counts}", [lexeme(t) for t in tokens]

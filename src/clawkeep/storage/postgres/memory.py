@@ -41,6 +41,8 @@ MIGRATIONS = (
         "CREATE INDEX chunks_tsv ON {s}.chunks USING gin (tsv)",
         "CREATE TABLE {s}.vectors (chunk_id BIGINT PRIMARY KEY REFERENCES {s}.chunks(id) ON DELETE CASCADE, "
         "vector_key TEXT NOT NULL, source TEXT NOT NULL, dims INTEGER NOT NULL, vec vector NOT NULL)",
+        # kept inline and uncompressed (floats do not compress): a scan never detoasts a vector
+        "ALTER TABLE {s}.vectors ALTER COLUMN vec SET STORAGE MAIN",
         "CREATE INDEX vectors_key ON {s}.vectors(vector_key, source)",
         "CREATE TABLE {s}.vector_indexes (vector_key TEXT NOT NULL, dims INTEGER NOT NULL, index_name TEXT NOT NULL, "
         "PRIMARY KEY (vector_key, dims))",
@@ -185,7 +187,8 @@ class PgMemoryStore(PgConnection, MemoryStore):
     # --- search -----------------------------------------------------------------
     def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
         ranked, params = ranked_matches("{s}.chunks", query, " AND m.source = ANY(%s)")
-        rows = self._query(f"{ranked} LIMIT %s", [params[0], list(sources), *params[1:], int(limit)])
+        n = len(query.terms)
+        rows = self._query(f"{ranked} LIMIT %s", [*params[:n + 1], list(sources), *params[n + 1:], int(limit)])
         return [(int(r[0]), float(r[1]), r[2]) for r in rows]
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:

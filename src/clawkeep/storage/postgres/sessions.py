@@ -462,8 +462,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 return []
             where, scope = " AND m.session_id = ANY(%s)", [ids]  # before the ranking and the limit
         ranked, params = ranked_matches("{s}.entry_index", query, where)
-        # bind order: the match query, the scope, then the per-term queries
-        params = [params[0], *scope, *params[1:]]
+        n = len(query.terms)  # bind order: the df counts, the match query, the scope, the per-term ranks
+        params = [*params[:n + 1], *scope, *params[n + 1:]]
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
         rows = self._query(f"SELECT {cols}, s.key, top.score, top.tokens FROM ({ranked} LIMIT %s) top "
                            "JOIN {s}.entries e ON e.seq = top.id JOIN {s}.sessions s ON s.session_id = e.session_id "
