@@ -87,3 +87,22 @@ def test_fix_dm_scope_retires_per_peer_rows_after_switching_back_to_main(home):
     assert report["applied"] and len(report["archives"]) == 1
     keys = {r["key"] for r in main.sessions_list()}
     assert keys == {"agent:main:main", "agent:main:telegram:group:g"}
+
+
+def test_one_instance_at_a_time_runs_maintenance(home):
+    """D2: cleanup holds the store's maintenance lease; while another instance holds it, an
+    enforced cleanup changes nothing and says why, and the lease is free again afterwards."""
+    import pytest
+
+    from clawkeep.errors import ConflictError
+    from clawkeep.sessions.maintenance import MAINTENANCE_LEASE
+
+    eng, other = open_engine(home), open_engine(home)
+    make_sessions(eng, eng.runtime.now())
+    assert other.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)
+    with pytest.raises(ConflictError, match="another instance is running session maintenance"):
+        eng.sessions_cleanup(enforce=True)
+    assert eng.sessions_cleanup()["sessions"] == 4  # nothing was removed
+    other.runtime.store().release_lease(MAINTENANCE_LEASE, "another-instance")
+    assert eng.sessions_cleanup(enforce=True)["applied"] is True
+    assert eng.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)  # released after use

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,8 @@ class Runtime:
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
+        # who this process is when it holds a lease on a shared database (SPEC D2)
+        self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
     def now(self) -> int:
         return now_ms()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClawkeepError, InputError
+from ..errors import ClawkeepError, ConflictError, InputError
 from ..events import SessionReset
 from ..memory import documents
 from ..memory import service as memory_service
@@ -121,7 +121,7 @@ def on_reset(rt: Runtime, event: SessionReset) -> None:
         written = write_session_memory(workspace, session, store, after_seq=event.after_seq,
                                        before_seq=event.before_seq, at=event.at, reason=event.reason,
                                        limit=hook.messages, slugger=slugger)
-    except (OSError, ClawkeepError) as exc:  # a read-only workspace (or a lost database) must not break the reset
+    except (OSError, InputError, ConflictError) as exc:  # a read-only workspace must not break the reset itself
         rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
         return
     if written is not None:
