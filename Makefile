@@ -1,4 +1,4 @@
-# Fresh machine: `make run` (set up + start the engine), `make test` (set up + pass the tests).
+# Fresh machine: `make run` (set up + start the gateway), `make test` (set up + pass the tests).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,6 +19,7 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/clawkeep status
+	$(BIN)/clawkeep gateway
 
 test: $(STAMP)
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)

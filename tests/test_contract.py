@@ -86,9 +86,12 @@ def test_http_app_from_the_registry_serves_the_same_shapes(engine):
 def test_tool_schemas_come_from_the_argument_models():
     tools = {name: api.OPERATIONS[name].tool_schema() for name in api.AGENT_TOOLS}
     assert set(tools) == {"sessions_list", "sessions_history", "sessions_search", "session_status",
-                          "memory_search", "memory_get", "memory_remember"}
+                          "memory_search", "memory_get", "memory_remember", "sessions_send"}
     history = tools["sessions_history"]["parameters"]
     assert history["required"] == ["sessionKey"] and "includeTools" in history["properties"]
     assert tools["memory_get"]["parameters"]["properties"]["from"] == {"minimum": 1, "type": "integer"}
+    send = tools["sessions_send"]["parameters"]
+    assert send["required"] == ["sessionKey", "message"]
+    assert send["properties"]["timeoutSeconds"]["default"] == 30 and send["properties"]["timeoutSeconds"]["minimum"] == 0
     assert '"title"' not in json.dumps(tools)  # titles and null-unions cost tokens and say nothing
     json.dumps(tools)  # plain JSON, ready for OpenAI `tools` / Anthropic `input_schema`

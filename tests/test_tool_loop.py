@@ -67,7 +67,7 @@ def test_model_searches_memory_and_answers_from_the_result(home, server):
     first, second = server.requests[0].json(), server.requests[1].json()
     offered = {t["function"]["name"] for t in first["tools"]}
     assert offered == {"sessions_list", "sessions_history", "sessions_search", "session_status",
-                       "memory_search", "memory_get", "memory_remember"}
+                       "memory_search", "memory_get", "memory_remember", "sessions_send"}
     assert first["messages"][0]["role"] == "system" and "TypeScript" in first["messages"][0]["content"]
     call, answer = second["messages"][-2], second["messages"][-1]
     assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "memory_search"
@@ -421,3 +421,41 @@ def test_overflow_compacts_and_retries_and_a_refused_turn_leaves_the_session_usa
     assert eng.message("sorry, short question now").reply.startswith("answer")  # usable again
     texts = [m["text"] for m in eng.sessions_history("agent:main:main")["messages"]]
     assert any(t.startswith("a pasted log") for t in texts)  # nothing stored was lost
+
+
+def test_a_note_edited_between_turns_is_found_by_the_next_turns_search(home, server):
+    """The workspace is checked for edits once per turn (not per tool call): an edit made
+    between two turns is always seen by the second turn's searches, its second search included."""
+    found = []
+
+    def answer(req):
+        found.append(json.loads(last_message(req)["content"])["results"])
+        return completion("ok")
+
+    server.add(completion("", [("memory_search", {"query": "kayak"})]), answer,
+               completion("", [("memory_search", {"query": "kayak"})]),
+               completion("", [("memory_search", {"query": "kayak"})]), answer)
+    eng = open_engine(home, config_for(server))
+    eng.memory_remember("I keep my bike in the garage")
+    eng.message("where is my kayak?")
+    (home / "workspace" / "memory" / "2026-01-02.md").write_text("- The red kayak is in the boathouse\n")
+    eng.message("and now, where is my kayak?")
+    assert found[0] == [] and "boathouse" in found[1][0]["snippet"]
+
+
+@pytest.mark.parametrize("pieces, shown", [
+    (["<thi", "nk>plan: say 7781", "</think>", "Final ", "answer"], ["Final ", "answer"]),
+    (["Final ", "answer<", "think>7781 trailing"], ["Final ", "answer"]),
+    (["plan: 7781", "</think>", "Final answer"], ["plan: 7781", None, "Final answer"]),  # a lone closing tag
+])
+def test_streamed_reasoning_never_reaches_a_token_event(home, server, pieces, shown):
+    deltas = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    deltas[-1]["choices"][0]["finish_reason"] = "stop"
+    server.add(Reply(sse=sse_data(*deltas, "[DONE]")))
+    eng = open_engine(home, config_for(server))
+    events = list(eng.message_stream("hello"))
+    streamed = [e.data if e.kind == "token" else None for e in events if e.kind in ("token", "discard")]
+    assert streamed == shown
+    assert events[-1].data.reply == "Final answer"
+    if None not in shown:
+        assert all("7781" not in e.data for e in events if e.kind == "token")

@@ -237,3 +237,16 @@ def test_memory_md_is_in_the_system_context_of_every_call(home, server):
     systems = [next((m["content"] for m in r.json()["messages"] if m["role"] == "system"), "")
                for r in server.requests]
     assert len(systems) == 3 and all("Miso" in s for s in systems)
+
+
+def test_provider_reasoning_fields_are_never_the_reply(home, server):
+    """reasoning_content (DeepSeek, vLLM, Ollama) and reasoning content parts are dropped."""
+    server.add(Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "reasoning_content": "secret plan 7781",
+            "content": [{"type": "reasoning", "text": "more plan 7781"}, {"type": "text", "text": "Final answer"}]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5}}))
+    eng = open_engine(home, model_config(server))
+    sent = eng.message("hello there")
+    assert sent.reply == "Final answer"
+    assert eng.sessions_search("7781")["hits"] == []

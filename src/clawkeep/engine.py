@@ -20,8 +20,8 @@ from .config import Config, config_from_dict, load_config, with_storage_environm
 from .errors import CorruptDatabaseError, StorageError
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .hooks import session_memory
-from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, stream_message
+from .hooks import metrics, session_memory
+from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, send, stream_message
 from .recall import service as recall_service
 from .recall.detector import classify
 from .routing.router import Inbound
@@ -80,6 +80,7 @@ class Engine:
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         session_memory.install(runtime)
+        metrics.install(runtime)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
         return cls(runtime)
@@ -194,6 +195,19 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
 
+    def sessions_send(self, session: str, message: str, *, timeout_seconds: int = api.SEND_TIMEOUT_DEFAULT_S,
+                      caller: str | None = None) -> api.SendResult:
+        """Deliver `message` into another session as inter-session data (S7). `timeout_seconds=0`
+        returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
+        session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
+        in the background; `close()` waits for that work."""
+        check.ident(session, "session")
+        check.text(message, "message")
+        check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
+        check.ident(caller, "caller", optional=True)
+        return api.SendResult.model_validate(
+            send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller))
+
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
         check.ident(session, "session")
@@ -211,6 +225,10 @@ class Engine:
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
         return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
+
+    def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
+        """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
+        return service.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
@@ -290,6 +308,10 @@ class Engine:
         return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
                 for f in files]
 
+    def memory_warm(self) -> None:
+        """Load the embedding model now instead of at the first search that needs vectors."""
+        memory.warm(self.runtime)
+
     def memory_watch(self) -> Any:
         return memory.watch(self.runtime)
 
@@ -323,7 +345,16 @@ class Engine:
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
             indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
-            maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings)
+            maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
+            metrics=self.metrics())
+
+    def metrics(self) -> api.Metrics:
+        """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
+        injected memory — over every process that used this agent's database."""
+        totals = dict(self.runtime.read_store().counters())
+        for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
+            totals[name] = totals.get(name, 0) + value
+        return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
 
     # --- maintenance ----------------------------------------------------------------
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:

@@ -99,6 +99,22 @@ class MemoryWritten(Event):
     superseded: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class TurnCompleted(Event):
+    """A user turn finished (its reply, if any, is recorded): what metrics and logs need."""
+
+    agent_id: str
+    session_key: str
+    turn_id: str  # the user message's id
+    mode: str  # "model" | "record" | "inter-session" (a sessions_send delivery)
+    elapsed_ms: int
+    recall_status: str | None = None  # Active Memory's status for this turn (None: not run)
+    injected: str | None = None  # the recalled line put before the message, if any
+    reply: str | None = None
+    tool_calls: int = 0
+    compacted: bool = False
+
+
 E = TypeVar("E", bound=Event)
 Handler = Callable[[Any], None]
 

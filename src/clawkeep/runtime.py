@@ -5,11 +5,14 @@ event bus, Active Memory's circuit breaker). Per-session turn locks belong to th
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,48 @@ AGENT_LIST_TTL_S = 5.0
 
 def default_home() -> Path:
     return Path(os.environ.get("CLAWKEEP_HOME") or Path.home() / ".clawkeep").expanduser()
+
+
+class Background:
+    """Work a call started and did not wait for (a fire-and-forget sessions_send, a ping-pong
+    exchange): the runtime waits for it when it closes, so a short-lived process (the CLI)
+    never drops work it acknowledged."""
+
+    def __init__(self) -> None:
+        self._threads: set[threading.Thread] = set()
+        self._guard = threading.Lock()
+
+    def start(self, name: str, work: Callable[[], None], *, context: contextvars.Context | None = None) -> None:
+        """Run `work` in a thread, in `context` (default: a fresh one, so nothing of the caller's
+        turn leaks into it)."""
+        ctx = context if context is not None else contextvars.Context()
+
+        def run() -> None:
+            try:
+                ctx.run(work)
+            finally:
+                with self._guard:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=run, name=f"clawkeep-{name}", daemon=True)
+        with self._guard:
+            self._threads.add(thread)
+        thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no background work is left (work started meanwhile included); False if
+        `timeout` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._guard:
+                pending = [t for t in self._threads if t is not threading.current_thread()]
+            if not pending:
+                return True
+            for thread in pending:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                thread.join(left)
 
 
 class Runtime:
@@ -48,6 +93,8 @@ class Runtime:
         self.recall_breaker: Any | None = None  # recall.service: the circuit breaker across turns
         self.compaction_providers: list[Any] = []  # Engine.register_compaction_provider
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
+        self.metrics: Any | None = None  # hooks.metrics.MetricsRecorder: G5 counters, flushed to the store
+        self.background = Background()  # sessions_send deliveries and exchanges still running
         # who this process is when it holds a lease on a shared database (SPEC D2)
         self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -135,6 +182,7 @@ class Runtime:
         self._closers.append(closer)
 
     def close(self) -> None:
+        self.background.wait()  # bounded by the model calls' own timeouts
         for closer in reversed(self._closers):
             closer()
         self._closers.clear()

@@ -4,7 +4,7 @@ The Engine returns these models; the CLI's `--json`, the HTTP gateway's OpenAPI,
 schemas and the reply model's tool schemas are generated from them.
 """
 
-from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
+from .operations import AGENT_TOOLS, OPERATIONS, SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S, Args, Operation
 from .shapes import (
     BootstrapFile,
     Classification,
@@ -21,12 +21,14 @@ from .shapes import (
     MemorySearchResult,
     MemoryStatus,
     MessagePreview,
+    Metrics,
     MessageResult,
     RecallResult,
     RememberResult,
     ResetResult,
     SearchHit,
     SearchResult,
+    SendResult,
     SessionInfo,
     SessionStatus,
     Shape,
@@ -36,9 +38,10 @@ from .shapes import (
 )
 
 __all__ = [
-    "AGENT_TOOLS", "OPERATIONS", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
+    "AGENT_TOOLS", "OPERATIONS", "SEND_TIMEOUT_DEFAULT_S", "SEND_TIMEOUT_MAX_S", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
-    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Operation",
-    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SessionInfo", "SessionStatus",
+    "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
+    "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
+    "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
 ]

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..errors import InputError
 from . import shapes
 
 
@@ -61,6 +62,20 @@ class SessionsSearchArgs(Args):
 
 class SessionStatusArgs(Args):
     session_key: str | None = Field(None, description="Default: the calling session.")
+
+
+SEND_TIMEOUT_DEFAULT_S = 30  # sessions_send waits this long for the reply unless told (OpenClaw's default)
+SEND_TIMEOUT_MAX_S = 3600
+
+
+class SessionsSendArgs(Args):
+    session_key: str = Field(description="The target session's key or id: another session you can see, not a "
+                             "key ending in :thread:<id>.")
+    message: str = Field(description="What to tell the other session; it receives this as inter-session data, "
+                         "not as its user's words.")
+    timeout_seconds: int = Field(SEND_TIMEOUT_DEFAULT_S, ge=0, le=SEND_TIMEOUT_MAX_S,
+                                 description="0: send and return at once; otherwise wait up to this many seconds "
+                                 "for the target's reply.")
 
 
 class SessionRefArgs(Args):
@@ -124,10 +139,28 @@ class Operation:
         parsed = args if isinstance(args, self.args) else self.args.model_validate(args)
         return self.call(engine, parsed, caller)
 
+    def parse(self, arguments: Any) -> Args:
+        """Arguments from a tool call (the model's, an MCP client's): the typed model, or an
+        InputError naming each argument that does not fit the schema."""
+        if not isinstance(arguments, dict):
+            raise InputError(f"the arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
+        try:
+            return self.args.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            raise InputError(f"invalid arguments for {self.name}: {problems}") from None
+
     def tool_schema(self) -> dict[str, Any]:
         """A JSON-schema function description (OpenAI `tools` / Anthropic `input_schema`)."""
         return {"name": self.name, "description": self.summary,
                 "parameters": _compact(self.args.model_json_schema(by_alias=True))}
+
+
+def result_json(result: Any) -> Any:
+    """An operation's result as its documented JSON (a list result: the list of shapes)."""
+    if isinstance(result, list):
+        return [item.to_json() if hasattr(item, "to_json") else item for item in result]
+    return result.to_json() if hasattr(result, "to_json") else result
 
 
 def _compact(schema: Any) -> Any:
@@ -166,6 +199,11 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True),
         Operation("session_status", "Times, counters, next reset and usage of a session.", SessionStatusArgs,
                   shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True),
+        Operation("sessions_send", "Send a message into another session and (unless timeoutSeconds is 0) wait for "
+                  "its reply; the two sessions may then go back and forth until one answers REPLY_SKIP.",
+                  SessionsSendArgs, shapes.SendResult,
+                  lambda e, a, c: e.sessions_send(a.session_key, a.message, timeout_seconds=a.timeout_seconds,
+                                                  caller=c), tool=True, writes=True),
         Operation("sessions_reset", "Close the session's current interval.", SessionRefArgs, shapes.ResetResult,
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,

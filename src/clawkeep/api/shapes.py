@@ -165,6 +165,8 @@ class HistoryMessage(Shape):
     text: str
     timestamp: str | None = None
     client_message_id: str | None = None
+    # a message another session sent (sessions_send): {"kind": "inter_session", "sourceSessionKey", "sourceTool"}
+    provenance: dict[str, Any] | None = None
 
 
 class History(Shape):
@@ -176,6 +178,22 @@ class History(Shape):
     content_truncated: bool
     content_redacted: bool
     bytes: int
+
+
+class SendResult(Shape):
+    """sessions_send: what became of a message delivered into another session. `accepted`: sent
+    without waiting; `ok`: the target replied (`reply`); `timeout`: no reply in time (the target
+    still answers, into its own history); `no_reply`: its turn ended without visible text (or
+    record mode: `mode`, `note`); `error`: its turn failed (`error`)."""
+
+    session_key: str
+    status: Literal["accepted", "ok", "timeout", "no_reply", "error"]
+    message_id: str | None = None  # the message's id in the target's transcript
+    reply: str | None = None
+    error: str | None = None
+    mode: Literal["record"] | None = None
+    note: str | None = None
+    ping_pong_turns: int | None = None  # at most this many alternating turns follow in the background
 
 
 class SearchHit(Shape):
@@ -289,6 +307,18 @@ class BootstrapFile(Shape):
 
 
 # --- the engine -------------------------------------------------------------------------------
+class Metrics(Shape):
+    """G5 (seed 001 §6.2): the memory system's health, from running totals (hooks.metrics)."""
+
+    turns: int
+    compactions_per100_turns: float | None = Field(None, alias="compactionsPer100Turns")
+    recall_hit_rate: float | None = None
+    supersession_rate: float | None = None
+    adoption_rate: float | None = None
+    tool_calls_per_turn: float | None = None
+    counters: dict[str, int] = Field(default_factory=dict)
+
+
 class EngineStatus(Shape):
     home: str
     agent_id: str
@@ -303,6 +333,7 @@ class EngineStatus(Shape):
     reset_mode: str
     maintenance_mode: str
     config_warnings: list[str] = Field(default_factory=list)
+    metrics: Metrics | None = None
 
 
 class DoctorReport(Shape):

@@ -14,7 +14,9 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
+from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
 from .app import GlobalOptions, app, engine, err, memory_app, out, sessions_app  # noqa: F401
 from .render import as_json_data, emit, table  # noqa: F401
@@ -77,12 +79,15 @@ OVERVIEW = [
     ("sessions history KEY", "the current interval, sanitised (--message-id re-opens a closed one)"),
     ("sessions search QUERY", "full-text search, CJK fragments included"),
     ("sessions reset|fork|create|cleanup", "lifecycle and maintenance"),
+    ("sessions send KEY TEXT", "deliver a message into another session, wait for its reply (--timeout, --as)"),
     ("memory remember TEXT", "write a fact to MEMORY.md or today's note"),
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
-    ("status", "this overview and the engine's state"),
+    ("gateway [--host H] [--port P]", "serve the HTTP API and the control UI (loopback; a token beyond it)"),
+    ("mcp [--session KEY] [--http PORT]", "the agent tools as an MCP server (stdio, or streamable HTTP)"),
+    ("status", "this overview, the engine's state and the memory metrics"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
     ("migrate --from A --to B", "copy a home into PostgreSQL or back (verified, resumable)"),
 ]
@@ -109,6 +114,9 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
             "maintenanceMode",
         ):
             grid.add_row(key, str(info[key]))
+        for key, value in (info.get("metrics") or {}).items():
+            if key != "counters":
+                grid.add_row(f"metrics.{key}", "–" if value is None else str(value))
         out.print(grid)
         out.print(table([{"command": c, "does": d} for c, d in OVERVIEW], ["command", "does"], "commands"))
 

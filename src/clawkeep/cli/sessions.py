@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from ..api import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 from .app import engine, out, sessions_app
 from .render import emit, table
 
@@ -174,6 +175,26 @@ def sessions_notify(
             f"event {d['eventId']} → {d['sessionKey']} ({d['pendingNotices']} queued)", highlight=False
         ),
     )
+
+
+@sessions_app.command("send")
+def sessions_send(
+    ctx: typer.Context,
+    ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
+    text: str = typer.Argument(..., help="The message; the target receives it as inter-session data."),
+    timeout: int = typer.Option(SEND_TIMEOUT_DEFAULT_S, "--timeout", help=f"Seconds to wait for the reply "
+                                f"(0-{SEND_TIMEOUT_MAX_S}); 0 sends and returns at once."),
+    caller: str | None = typer.Option(None, "--as", help="Calling session (visibility; the ping-pong partner)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Deliver a message into another session (sessions_send) and wait for its reply."""
+    data = engine(ctx).sessions_send(ref, text, timeout_seconds=timeout, caller=caller)
+
+    def render(d: dict[str, Any]) -> None:
+        detail = d.get("reply") or d.get("error") or d.get("note") or ""
+        out.print(f"{d['sessionKey']} → {d['status']}" + (f": {detail}" if detail else ""), highlight=False)
+
+    emit(data, as_json, render)
 
 
 # --- recall -------------------------------------------------------------------------------

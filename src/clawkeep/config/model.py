@@ -35,6 +35,7 @@ from .base import (
     _path_value,
     parse_duration,
 )
+from .gateway import GatewayConfig
 from .plugins import PluginsConfig
 from .providers import ModelsConfig
 from .tools import AgentToolsConfig
@@ -345,6 +346,7 @@ class Config(_Model):
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     models: ModelsConfig = Field(default_factory=ModelsConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
 
     # Filled by `load_config`; not part of the file.
     warnings: list[str] = Field(default_factory=list, exclude=True)

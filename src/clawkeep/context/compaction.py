@@ -92,7 +92,7 @@ class Summarizer(Protocol):
 
 
 def _line(entry: EntryRecord) -> str:
-    return f"{entry.role}: {' '.join(transcript.plain_text(entry.content).split())}"
+    return f"{transcript.speaker(entry)}: {' '.join(transcript.plain_text(entry.content).split())}"
 
 
 @dataclass
@@ -114,7 +114,8 @@ class ExtractiveSummarizer:
         tasks = _sentences(texts, _TASK, MAX_TASKS)
         decisions = _sentences(texts, _DECISION, MAX_DECISIONS)
         key_lines = [_line(e) for e, t in texts if extract_identifiers(t) or re.search(r"\d", t)]
-        last_user = next((t for e, t in reversed(texts) if e.role == "user"), "")
+        last_user = next((t for e, t in reversed(texts)
+                          if e.role == "user" and transcript.inter_session_source(e) is None), "")
         span = f"{to_iso(messages[0].timestamp)} – {to_iso(messages[-1].timestamp)}" if messages else ""
         header = f"Summary of {len(messages)} earlier messages ({span}), extracted without a model."
         sections = {

@@ -126,8 +126,8 @@ def extract_notes(messages: Sequence[EntryRecord], today: date) -> list[str]:
     """Rule-based: sentences of the user that carry a durable signal."""
     notes: list[str] = []
     for entry in messages:
-        if entry.role != "user":
-            continue
+        if entry.role != "user" or transcript.inter_session_source(entry) is not None:
+            continue  # another session's message is not the user's words
         for sentence in _SENTENCES.split(transcript.plain_text(entry.content)):
             sentence = " ".join(sentence.split())
             if len(sentence) < 6 or sentence.startswith("/"):
@@ -157,7 +157,7 @@ def model_notes(model: Any, messages: Sequence[EntryRecord], day: str,
     )
     window = getattr(model, "context_window", None)
     limit = max_input_tokens or (window // 2 if isinstance(window, int) and window > 0 else None)
-    lines = [f"{e.role}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")]
+    lines = [f"{transcript.speaker(e)}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")]
     body = "\n".join(clip_lines(lines, limit) if limit else lines)
     text = model.complete([{"role": "user", "content": body}], system=prompt).text.strip()
     if not text or text.upper().startswith(NO_REPLY):

@@ -23,7 +23,7 @@ from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..runtime import Runtime
 from ..sessions.history_view import sanitize_text
-from ..sessions.transcript import plain_text
+from ..sessions.transcript import inter_session_source, plain_text
 from ..storage import AgentStore, EntryRecord, SessionRecord
 
 NO_REPLY = "NO_REPLY"
@@ -35,7 +35,7 @@ def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
     for entry in entries:
         if entry.type != "message" or entry.role not in ("user", "assistant"):
             continue
-        if entry.meta.get("provenance") == "inter-session":
+        if inter_session_source(entry) is not None:
             continue
         text = plain_text(entry.content)
         if not text or text.lstrip().startswith("/"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -53,6 +54,7 @@ class SyncReport:
 
 class MemoryIndex:
     recovered: dict[str, Any] | None = None  # set when the store replaced a corrupt file; the next sync reports it
+    watched = False  # a watcher re-indexes the workspace after edits (memory.service.watch)
 
     def __init__(self, workspace: Path, store: MemoryStore, settings: MemorySearchConfig,
                  provider_factory: Callable[[], Any | None],
@@ -64,6 +66,8 @@ class MemoryIndex:
         self._provider: Any | None = None
         self._provider_loaded = False
         self._sessions = sessions
+        self._sync_lock = threading.RLock()
+        self._embedding = True  # False while a keyword search syncs: no embedding model is loaded
 
     # --- provider -------------------------------------------------------------------
     @property
@@ -95,7 +99,24 @@ class MemoryIndex:
             return self.store.get_meta("fingerprint") or self.fingerprint(None, probe=False)
 
     # --- sync -------------------------------------------------------------------------
-    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+    def refresh(self, *, vectors: bool = True) -> SyncReport | None:
+        """The staleness check before a search, skipped while a watcher keeps the index fresh
+        (it re-indexes ~1.5 s after an edit, transcripts ~5 s after they change). A keyword
+        search passes `vectors=False`: changed files are indexed for keywords now and embedded
+        by the next sync that may load the embedding model."""
+        if self.watched and self.recovered is None:
+            return None
+        return self.sync(vectors=vectors)
+
+    def sync(self, *, force: bool = False, progress: Progress | None = None, vectors: bool = True) -> SyncReport:
+        with self._sync_lock:  # the watcher, a write and a search may all ask at once
+            self._embedding = vectors
+            try:
+                return self._sync(force=force, progress=progress)
+            finally:
+                self._embedding = True
+
+    def _sync(self, *, force: bool, progress: Progress | None) -> SyncReport:
         report = SyncReport()
         report.corrupt, self.recovered = self.recovered, None
         fingerprint = self._current_fingerprint(report)
@@ -119,10 +140,12 @@ class MemoryIndex:
             self.store.set_meta("lastEmbeddingError", "")
         return report
 
-    def _memory_paths(self) -> dict[str, Path]:
+    def _memory_paths(self) -> dict[str, str]:
         """The workspace's memory files and the configured extra roots (M4): only regular files
-        whose real path stays inside the workspace or inside the extra root they were found in."""
-        paths = {rel: self.workspace / rel for rel in items.memory_files(self.workspace)}
+        whose real path stays inside the workspace or inside the extra root they were found in.
+        Plain strings: this runs before every search, and a Path per file cost more than its stat."""
+        base = str(self.workspace)
+        paths = {rel: os.path.join(base, rel) for rel in items.memory_files(self.workspace)}
         for extra in self.settings.extra_paths:
             root = Path(extra).expanduser()
             root = root if root.is_absolute() else self.workspace / root
@@ -131,7 +154,7 @@ class MemoryIndex:
             else:
                 found = [root / rel for rel in sorted(walk_markdown(root, root))]
             for path in found:
-                paths[f"extra:{Path(os.path.realpath(path)).as_posix()}"] = path
+                paths[f"extra:{Path(os.path.realpath(path)).as_posix()}"] = str(path)
         return paths
 
     def _sync_memory_files(self, report: SyncReport, progress: Progress | None) -> None:
@@ -143,7 +166,7 @@ class MemoryIndex:
         todo = []
         for rel, path in paths.items():
             try:
-                stat = path.stat()
+                stat = os.stat(path)
             except OSError as exc:
                 report.skipped[rel] = f"unreadable: {exc}"
                 continue
@@ -156,12 +179,13 @@ class MemoryIndex:
             if progress:
                 progress("memory", done, len(todo))
 
-    def _index_file(self, rel: str, path: Path, stat: Any, previous: FileRecord | None, report: SyncReport) -> None:
+    def _index_file(self, rel: str, path: str, stat: Any, previous: FileRecord | None, report: SyncReport) -> None:
         if stat.st_size > self.settings.max_file_bytes:
             report.skipped[rel] = f"too large ({stat.st_size} bytes > maxFileBytes {self.settings.max_file_bytes})"
             return self._forget(rel, previous)
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as handle:
+                raw = handle.read()
             if b"\x00" in raw:
                 raise UnicodeDecodeError("utf-8", raw, 0, 1, "binary file")
             text = raw.decode("utf-8")
@@ -202,7 +226,9 @@ class MemoryIndex:
 
     def _write_chunks(self, record: FileRecord, chunks: list[ChunkRecord], report: SyncReport) -> None:
         vectors, key = None, None
-        if chunks and self.provider is not None and not getattr(self, "_vectors_ok", True):
+        if chunks and not self._embedding and self.provider is not None:
+            record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # embedded later
+        elif chunks and self.provider is not None and not getattr(self, "_vectors_ok", True):
             record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
         elif chunks and self.provider is not None:
             try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
-from ..sessions.transcript import SEARCHABLE_ROLES, plain_text
+from ..sessions.transcript import SEARCHABLE_ROLES, inter_session_source, plain_text
 from ..storage import AgentStore, SessionRecord
 from ..timeutil import to_iso
 
@@ -64,7 +64,7 @@ class SessionDoc:
                 if entry.type == "reset":
                     boundary = True
                     continue
-                if entry.role not in SEARCHABLE_ROLES or entry.meta.get("provenance") == "inter-session":
+                if entry.role not in SEARCHABLE_ROLES or inter_session_source(entry) is not None:
                     continue
                 text = _SPACES.sub(" ", plain_text(entry.content)).strip()
                 if text and not text.startswith("/"):

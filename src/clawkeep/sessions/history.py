@@ -146,4 +146,7 @@ def _as_message(entry: EntryRecord) -> dict[str, Any]:
            "content": entry.content}
     if entry.client_id:
         out["clientMessageId"] = entry.client_id
+    source = transcript.inter_session_source(entry)
+    if source is not None:
+        out["provenance"] = source
     return out

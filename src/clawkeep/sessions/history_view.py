@@ -277,6 +277,8 @@ def _row(msg: dict[str, Any], text: str) -> dict[str, Any]:
     }
     if msg.get("clientMessageId"):
         row["clientMessageId"] = msg["clientMessageId"]
+    if msg.get("provenance"):
+        row["provenance"] = msg["provenance"]
     return row
 
 

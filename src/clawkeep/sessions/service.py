@@ -155,6 +155,28 @@ def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int
     return entry
 
 
+def roll_over_due(rt: Runtime, now: int) -> list[str]:
+    """The reset clock of a long-running process: close every interval whose daily or idle reset
+    is due (and that holds user interaction), so the session-memory excerpt is written on time
+    instead of at the next message. The next message finds the session already fresh, exactly
+    as if it had rolled it over itself. Returns the keys that were reset."""
+    if not rt.has_database():
+        return []
+    store = rt.store()
+    done = []
+    for session in store.list_sessions():
+        talked = session.last_interaction_at is not None and session.last_interaction_at >= session.session_started_at
+        if not talked or session.meta.get("incognito") or not lifecycle.stale_reason(rt.config.session, session, now):
+            continue
+        with store.session_lock(session.key):  # never between a turn's message and its reply
+            fresh = store.get_session(session.session_id)
+            reason = fresh and fresh.archived_at is None and lifecycle.stale_reason(rt.config.session, fresh, now)
+            if fresh is not None and reason:
+                append_reset(rt, store, fresh, now, reason=reason)
+                done.append(fresh.key)
+    return done
+
+
 def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> dict[str, Any]:
     store, session = find_session(rt, ref, caller)
     entry = append_reset(rt, store, session, at or rt.now(), reason="manual")

@@ -20,6 +20,28 @@ from ..text.estimate import estimate_tokens
 
 ROLES = ("user", "assistant", "system", "tool")
 SEARCHABLE_ROLES = ("user", "assistant")
+INTER_SESSION = "inter_session"  # provenance kind of a message another session sent (sessions_send)
+
+
+def inter_session_source(entry: EntryRecord) -> dict[str, Any] | None:
+    """The provenance of a user entry another session sent, in OpenClaw's shape
+    (`{"kind": "inter_session", "sourceSessionKey", "sourceTool"}`), else None. Such an entry is
+    data routed by a tool, never the user's own words."""
+    value = entry.meta.get("provenance") if entry.meta else None
+    if isinstance(value, dict) and value.get("kind") == INTER_SESSION:
+        return value
+    if value == "inter-session":  # the bare marker of earlier records
+        return {"kind": INTER_SESSION}
+    return None
+
+
+def speaker(entry: EntryRecord) -> str:
+    """Who said a message, for text a model reads (flush, compaction): the role, or for another
+    session's message a label that says it is not the user."""
+    source = inter_session_source(entry)
+    if source is None:
+        return entry.role or "system"
+    return f"another session ({source.get('sourceSessionKey') or 'the operator'}, not the user)"
 
 
 def text_blocks(text: str) -> list[dict[str, Any]]:

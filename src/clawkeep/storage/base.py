@@ -241,3 +241,13 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def indexed_documents(self) -> int:
         """About how many messages are indexed (an upper bound is fine: it scales idf)."""
+
+    # --- counters -------------------------------------------------------------------
+    @abc.abstractmethod
+    def add_counters(self, deltas: dict[str, int]) -> None:
+        """Add to named running totals (metrics: turns, compactions, recall hits, …), atomically;
+        several processes on one database add up."""
+
+    @abc.abstractmethod
+    def counters(self) -> dict[str, int]:
+        """Every running total by name (missing names are 0)."""

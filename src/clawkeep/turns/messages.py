@@ -15,6 +15,10 @@ class MessageRequest:
     role: str = "user"
     message_id: str | None = None
     at: int | None = None
+    # Set for a message another session sent (sessions_send): OpenClaw's provenance shape,
+    # {"kind": "inter_session", "sourceSessionKey", "sourceTool"}; such a message is data for
+    # the receiver's model, never a user's words or a slash command.
+    provenance: dict[str, Any] | None = None
 
 
 @dataclass
@@ -61,9 +65,10 @@ class MessageResult:
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """One step of a turn as it happens: `token` (a reply delta), `tool_call` (a tool the model
-    ran: {"id", "name", "isError"}), `result` (the final MessageResult) or `error` (a
-    ClawkeepError that ended the turn)."""
+    """One step of a turn as it happens: `token` (a visible reply delta; reasoning is never
+    streamed), `discard` (drop what was shown of the current model call: it turned out to be
+    reasoning), `tool_call` (a tool the model ran: {"id", "name", "isError"}), `result` (the
+    final MessageResult) or `error` (a ClawkeepError that ended the turn)."""
 
     kind: str
     data: Any = None

@@ -11,16 +11,20 @@ same turn as events (reply tokens as they arrive, then the result) for streaming
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import ClawkeepError, InputError
+from ..events import TurnCompleted
 from ..routing.keys import parse_key
-from ..routing.router import Inbound, route
+from ..routing.router import Inbound, Route, route
 from ..runtime import Runtime
+from ..memory import service as memory
 from ..sessions import service
 from ..storage import SessionRecord
 from . import commands, record, reply
@@ -28,6 +32,7 @@ from .messages import MessageRequest, MessageResult, TurnEvent
 
 EventSink = Callable[[TurnEvent], None]
 _MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
+_TURNS_HELD: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("clawkeep_turns_held", default=())
 
 
 def is_operator(inbound: Inbound) -> bool:
@@ -57,31 +62,50 @@ def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink 
     """Run one inbound message through the turn and return what happened. `on_event` (optional)
     sees the reply's tokens as the model streams them."""
     validate_request(rt, request)
+    started = time.monotonic()
     at = request.at if request.at is not None else rt.now()
     routed = route(request.inbound, rt.agent_id, rt.config.session)
     if request.inbound.session:
         service.find_session(rt, routed.key)  # delivering into a session requires it to exist
-    with rt.store_for_key(routed.key).session_lock(routed.key):  # turns of one session never interleave
-        existing = record.already_recorded(rt, routed, request.message_id)
-        if existing is not None:
-            return existing
-        found = commands.parse_command(request.text) if request.role == "user" else None
-        interactive = routed.origin == "chat" and request.role == "user"
-        session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
-        if found is not None:
-            return _run_command(rt, session, found, request, at, routed.conversation,
-                                interactive, on_event)
-        model = reply.session_model(rt, session)
-        recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
-        entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
-                                      client_scope=routed.conversation)
-        if entry is None:  # the same message arrived twice at once: the other delivery recorded it
-            return record.already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
-        result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
-                               client_message_id=request.message_id)
-        if interactive:
-            _reply(rt, session, request.text, recalled, at, result, on_event)
-        return result
+    # turns of one session never interleave; the memory index is checked for edits once a turn
+    with rt.store_for_key(routed.key).session_lock(routed.key), memory.one_check_per_turn():
+        held = _TURNS_HELD.set((*_TURNS_HELD.get(), routed.key))
+        try:
+            return _locked_turn(rt, request, routed, at, on_event, started)
+        finally:
+            _TURNS_HELD.reset(held)
+
+
+def turns_held() -> tuple[str, ...]:
+    """Keys of the sessions whose turns are running up this call chain, holding their locks
+    (a tool call inside a turn, a delivery that turn waits for): a sessions_send into one of
+    them would wait for itself."""
+    return _TURNS_HELD.get()
+
+
+def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
+                 on_event: EventSink | None, started: float) -> MessageResult:
+    existing = record.already_recorded(rt, routed, request.message_id)
+    if existing is not None:
+        return existing
+    inter_session = request.provenance is not None  # another session's message: answered, but not the user's
+    found = commands.parse_command(request.text) if request.role == "user" and not inter_session else None
+    interactive = routed.origin == "chat" and request.role == "user" and not inter_session
+    session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
+    if found is not None:
+        return _run_command(rt, session, found, request, at, routed.conversation,
+                            interactive, on_event, started)
+    model = reply.session_model(rt, session)
+    recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
+    entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
+                                  client_scope=routed.conversation, provenance=request.provenance)
+    if entry is None:  # the same message arrived twice at once: the other delivery recorded it
+        return record.already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
+    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
+                           client_message_id=request.message_id)
+    if interactive or inter_session:
+        _reply(rt, session, request.text, recalled, at, result, on_event, started, inter_session=inter_session)
+    return result
 
 
 def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
@@ -107,8 +131,9 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
 
 
 def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: int, result: MessageResult,
-           on_event: EventSink | None) -> None:
-    outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event)
+           on_event: EventSink | None, started: float, *, inter_session: bool = False) -> None:
+    outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event,
+                                       inter_session=inter_session)
     result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
     result.reply = outcome.reply
     result.compaction, result.flush = outcome.compaction, outcome.flush
@@ -123,11 +148,18 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
                               f"{recalled.query_mode}, summary {len(recalled.summary or '')} chars")
         if session.meta.get("trace") == "on" and recalled.summary:
             result.trace = f"Active Memory recalled: {recalled.summary}"
+    mode = "inter-session" if inter_session else "record" if outcome.record_mode else "model"
+    rt.events.publish(TurnCompleted(
+        rt.now(), session.agent_id, session.key, result.message_id or "", mode,
+        int((time.monotonic() - started) * 1000), recall_status=recalled.status if recalled is not None else None,
+        injected=recalled.summary if recalled is not None and recalled.status == "ok" else None,
+        reply=outcome.reply, tool_calls=len(outcome.tool_calls or ()),
+        compacted=bool(outcome.compaction and outcome.compaction.get("compacted"))))
 
 
 def _run_command(rt: Runtime, session: SessionRecord, found: tuple[commands.SlashCommand, str],
                  request: MessageRequest, at: int, conversation: str, interactive: bool,
-                 on_event: EventSink | None) -> MessageResult:
+                 on_event: EventSink | None, started: float) -> MessageResult:
     command, rest = found
     assert command.run is not None
     outcome = command.run(commands.CommandCall(rt, session, rest, at, is_operator(request.inbound)))
@@ -141,5 +173,5 @@ def _run_command(rt: Runtime, session: SessionRecord, found: tuple[commands.Slas
         result.message_id = entry.entry_id if entry else None
         result.client_message_id = request.message_id
         if entry is not None and interactive:
-            _reply(rt, session, first, recalled, at, result, on_event)
+            _reply(rt, session, first, recalled, at, result, on_event, started)
     return result

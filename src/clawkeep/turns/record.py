@@ -33,13 +33,16 @@ def already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> Mess
 
 
 def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at: int,
-                   message_id: str | None, interactive: bool, *, client_scope: str | None = None) -> EntryRecord | None:
+                   message_id: str | None, interactive: bool, *, client_scope: str | None = None,
+                   provenance: dict[str, Any] | None = None) -> EntryRecord | None:
     """Append a message and update the session row in one transaction; None if the conversation
-    (`client_scope`) already delivered this client message id."""
+    (`client_scope`) already delivered this client message id. `provenance` marks a message
+    another session sent (sessions_send)."""
     store = rt.store_for_key(session.key)
     scope = (client_scope or session.key) if message_id else None
     entry = EntryRecord(_entry_id(store, message_id, scope), session.session_id, "message", at,
-                        role=role, content=transcript.text_blocks(text), client_id=message_id, client_scope=scope)
+                        role=role, content=transcript.text_blocks(text), client_id=message_id, client_scope=scope,
+                        meta={"provenance": provenance} if provenance else {})
     try:
         with store.transaction():
             transcript.append(store, entry)
@@ -77,7 +80,7 @@ def _apply_message(fresh: SessionRecord, entry: EntryRecord, role: str, text: st
     transcript.add_active_size(fresh, entry)
     if interactive:
         fresh.last_interaction_at = max(fresh.last_interaction_at or 0, at)
-    if "title" not in fresh.meta and role == "user":
+    if "title" not in fresh.meta and role == "user" and transcript.inter_session_source(entry) is None:
         fresh.meta["title"] = redact_secrets(text.strip().splitlines()[0][:80])[0]
     return fresh
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
-from ..context.assembly import TurnContext, assemble, clear_notices
+from ..context.assembly import TurnContext, assemble, clear_notices, inter_session_text
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
 from ..events import Compacted, MemoryWritten, MessageRecorded
@@ -290,6 +290,49 @@ def strip_reasoning(text: str) -> str:
     return cleaned.strip()
 
 
+_TAG_NAMES = ("think", "thinking", "reasoning")
+
+
+def _partial_tag_at_end(text: str) -> int:
+    """Where a reasoning tag that is still arriving ("<thi", "</reas") starts, or -1."""
+    start = text.rfind("<", max(0, len(text) - 13))
+    if start < 0 or ">" in text[start:]:
+        return -1
+    name = text[start + 1:].lstrip("/").lower()
+    return start if any(tag.startswith(name) for tag in _TAG_NAMES) else -1
+
+
+def visible_so_far(raw: str) -> str:
+    """What of a reply still being streamed may be shown: `strip_reasoning` applied to the text
+    so far, with an open block hidden until it closes and a tag still arriving held back."""
+    text = _UNCLOSED.sub("", _REASONING.sub("", raw))
+    if _CLOSE_ONLY.match(text):
+        text = _CLOSE_ONLY.sub("", text, count=1)
+    cut = _partial_tag_at_end(text)
+    return (text if cut < 0 else text[:cut]).lstrip()
+
+
+class ReasoningFilter:
+    """Streams a reply's deltas without its reasoning: `token` events carry only visible text.
+    A lone closing tag turns everything shown so far into reasoning: a `discard` event tells the
+    listener to drop what it showed of this model call, and the visible rest follows."""
+
+    def __init__(self, emit: Callable[[TurnEvent], None]):
+        self._emit, self._raw, self._shown = emit, "", ""
+
+    def feed(self, delta: str) -> None:
+        self._raw += delta
+        visible = visible_so_far(self._raw)
+        if visible.startswith(self._shown):
+            fresh = visible[len(self._shown):]
+        else:
+            self._emit(TurnEvent("discard"))
+            fresh = visible
+        if fresh:
+            self._emit(TurnEvent("token", fresh))
+        self._shown = visible
+
+
 def _call_model(model: Any, system: str, messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None,
                 on_event: Callable[[TurnEvent], None] | None) -> Any:
     options: dict[str, Any] = {"system": system or None}
@@ -297,9 +340,10 @@ def _call_model(model: Any, system: str, messages: list[dict[str, Any]], offered
         options["tools"] = offered
     if on_event is None:
         return model.complete(messages, **options)
+    shown = ReasoningFilter(on_event)
     with model.stream(messages, **options) as deltas:
         for delta in deltas:
-            on_event(TurnEvent("token", delta))
+            shown.feed(delta)
         return deltas.result
 
 
@@ -314,6 +358,9 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
     for index in range(len(history) - 1, -1, -1):
         if history[index].role == "user":
             before, after = history[:index], history[index + 1:]
+            source = transcript.inter_session_source(history[index])
+            if source is not None:  # another session's message: marked as such, never the user's
+                text = inter_session_text(text, source)
             break
     # Bootstrap files are in the system context of every model call, not only the first (SPEC §P).
     bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
@@ -337,8 +384,11 @@ def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: i
 
 
 def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
-                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None) -> TurnOutcome:
-    """Everything after the user message is stored: context, memory steps, the reply."""
+                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None,
+                       inter_session: bool = False) -> TurnOutcome:
+    """Everything after the user message is stored: context, memory steps, the reply.
+    `inter_session`: the message came from another session (sessions_send), so nothing in it is
+    remembered as the user's."""
     store = rt.store_for_key(session.key)
     model = session_model(rt, session)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
@@ -349,7 +399,7 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
         outcome.notices, tokens = context.notices, context.estimated_tokens
     else:  # record mode: nothing to send, so the running counters decide flush and compaction
         tokens = session.meta.get("activeTokens", 0)
-        outcome.remembered = remember_from_chat(rt, session, text)
+        outcome.remembered = None if inter_session else remember_from_chat(rt, session, text)
     try:
         outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, tokens)
     except ClawkeepError as exc:

@@ -12,6 +12,7 @@ below the engine in the layering, so it receives it instead of importing it.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from dataclasses import dataclass
@@ -19,10 +20,8 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-from pydantic import ValidationError
-
-from ..api.operations import AGENT_TOOLS, OPERATIONS
-from ..errors import ClawkeepError
+from ..api.operations import AGENT_TOOLS, OPERATIONS, result_json
+from ..errors import ClawkeepError, InputError
 from ..models.chat import ToolCall
 from ..runtime import Runtime
 from ..storage import SessionRecord
@@ -70,18 +69,17 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     except ValueError as exc:
         return ToolOutcome(f"the arguments of {call.name} are not valid JSON ({exc.msg} at character {exc.pos}); "
                            f"send one JSON object matching the tool's parameters", True)
-    if not isinstance(arguments, dict):
-        return ToolOutcome(f"the arguments of {call.name} must be a JSON object, got {type(arguments).__name__}", True)
     operation = OPERATIONS[call.name]
     try:
-        parsed = operation.args.model_validate(arguments)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-        return ToolOutcome(f"invalid arguments for {call.name}: {problems}", True)
+        parsed = operation.parse(arguments)
+    except InputError as exc:
+        return ToolOutcome(str(exc), True)
     settings = rt.config.agents.defaults.tools
-    done, outcome = _within(settings.timeout_seconds, lambda: operation.run(rt.tool_host, parsed, session.key))
+    # a tool that waits by its own timeoutSeconds (sessions_send) gets that wait on top of the budget
+    budget = settings.timeout_seconds + getattr(parsed, "timeout_seconds", 0)
+    done, outcome = _within(budget, lambda: operation.run(rt.tool_host, parsed, session.key))
     if not done:
-        return ToolOutcome(f"{call.name} did not finish within {settings.timeout_seconds:g} s "
+        return ToolOutcome(f"{call.name} did not finish within {budget:g} s "
                            "(agents.defaults.tools.timeoutSeconds); try a narrower request", True)
     if isinstance(outcome, ClawkeepError):
         return ToolOutcome(f"{call.name} failed: {outcome}", True)
@@ -105,18 +103,15 @@ def _within(seconds: float, work: Any) -> tuple[bool, Any]:
         except BaseException as exc:  # noqa: BLE001 - handed back as the tool's outcome
             box.append(exc)
 
-    worker = threading.Thread(target=target, name="clawkeep-tool", daemon=True)
+    context = contextvars.copy_context()  # the turn's state (session locks held, one index check per turn) goes along
+    worker = threading.Thread(target=context.run, args=(target,), name="clawkeep-tool", daemon=True)
     worker.start()
     worker.join(seconds)
     return (bool(box), box[0] if box else None)
 
 
 def _as_json(result: Any) -> str:
-    if isinstance(result, list):
-        data: Any = [item.to_json() if hasattr(item, "to_json") else item for item in result]
-    else:
-        data = result.to_json() if hasattr(result, "to_json") else result
-    return json.dumps(data, ensure_ascii=False, default=str)
+    return json.dumps(result_json(result), ensure_ascii=False, default=str)
 
 
 def cap(text: str, limit: int) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ...text.analyzer import analyze_document
@@ -137,6 +138,13 @@ def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
     return any(n in plain or n in squeezed for n in needles)
 
 
+@lru_cache(maxsize=32_768)
+def _analysed_line(line: str) -> str:
+    """A line's analysed tokens, space-padded; cached because the same hit lines come back
+    search after search (a tool loop asks several times in one turn) and analysis is the cost."""
+    return f" {analyze_document(line)} "
+
+
 def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
@@ -156,7 +164,7 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
         if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
             continue
-        padded = f" {analyze_document(line)} "
+        padded = _analysed_line(line)
         terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
     weights = list(query.weights or (1.0,) * len(query.terms)) if query is not None else []
     total = sum(weights) or 1.0

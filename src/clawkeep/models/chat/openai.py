@@ -139,14 +139,19 @@ class OpenAIChatModel(HttpChatModel):
 
 
 def _text(content: Any) -> str | None:
-    """Message content as text: a string, null (""), or a list of {"type": "text", "text"} parts."""
+    """Message content as text: a string, null (""), or a list of {"type": "text", "text"} parts.
+    Provider reasoning (`reasoning_content`, `reasoning` fields, reasoning parts) is not read."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if isinstance(content, list):  # reasoning parts (type reasoning/thinking) are never the reply
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+                       and p.get("type", "text") in _TEXT_PARTS)
     return None
+
+
+_TEXT_PARTS = ("text", "output_text")
 
 
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -85,6 +85,9 @@ MIGRATIONS = (
         "CREATE TABLE {s}.document_conflicts (id BIGSERIAL PRIMARY KEY, path TEXT NOT NULL, kept_as TEXT NOT NULL, "
         "base_version BIGINT, current_version BIGINT, holder TEXT NOT NULL, at BIGINT NOT NULL)",
     )),
+    Migration(3, "running totals for the metrics (counters)", (
+        "CREATE TABLE {s}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL DEFAULT 0)",
+    )),
 )
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 
@@ -197,6 +200,20 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def release_lease(self, name: str, holder: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.leases WHERE name = %s AND holder = %s", (name, holder))
+
+    # --- counters -------------------------------------------------------------------
+    def add_counters(self, deltas: dict[str, int]) -> None:
+        rows = sorted((name, int(value)) for name, value in deltas.items() if value)  # one lock order: no deadlock
+        if not rows:
+            return
+        with self.transaction():
+            for name, value in rows:
+                self._write("INSERT INTO {s}.counters AS c (name, value) VALUES (%s, %s) "
+                            "ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value", (name, value))
+            self._note("metrics counters", minor=True)
+
+    def counters(self) -> dict[str, int]:
+        return {name: int(value) for name, value in self._query("SELECT name, value FROM {s}.counters")}
 
     # --- memory documents (D4) ------------------------------------------------------
     def doc_get(self, path: str) -> Document | None:

@@ -66,7 +66,10 @@ MIGRATIONS = (
         "WHERE client_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS entries_client_id ON entries(client_id) WHERE client_id IS NOT NULL",
     )),
-    Migration(4, "leases: one holder at a time for periodic jobs", (
+    Migration(4, "running totals for the metrics (counters)", (
+        "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0)",
+    )),
+    Migration(5, "leases: one holder at a time for periodic jobs", (
         "CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL, "
         "version INTEGER NOT NULL DEFAULT 0)",
     )),
@@ -418,4 +421,18 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # max(rowid) is O(log n) where count(*) walks the whole index; rowids are entry seqs,
         # so this over-counts by the non-message entries, which only flattens idf slightly.
         return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
+
+    # --- counters -------------------------------------------------------------------
+    def add_counters(self, deltas: dict[str, int]) -> None:
+        rows = [(name, int(value)) for name, value in deltas.items() if value]
+        if not rows:
+            return
+        with self.transaction():
+            for name, value in rows:
+                self._write("INSERT INTO counters(name, value) VALUES (?, ?) "
+                            "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value", (name, value))
+            self._note("metrics counters", minor=True)
+
+    def counters(self) -> dict[str, int]:
+        return dict(self._query("SELECT name, value FROM counters"))
 

@@ -1,0 +1,40 @@
+"""`clawkeep mcp`: serve the agent tools over MCP (stdio, or streamable HTTP with --http)."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import validation as check
+from ..errors import InputError
+from ..routing.keys import parse_key
+from .app import app, engine, err
+
+
+@app.command("mcp")
+def mcp_command(
+    ctx: typer.Context,
+    session: str | None = typer.Option(None, "--session", help="The calling session of every tool call "
+                                       "(its visibility, like --as); default: the operator."),
+    http: int | None = typer.Option(None, "--http", metavar="PORT", min=1, max=65535,
+                                    help="Serve streamable HTTP on PORT (path /mcp) instead of stdio."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Bind address for --http (off loopback needs --token)."),
+    token: str | None = typer.Option(None, "--token", envvar="CLAWKEEP_MCP_TOKEN",
+                                     help="Bearer token HTTP clients must send (required off loopback)."),
+) -> None:
+    """MCP server: sessions_list, sessions_history, sessions_search, session_status, memory_search,
+    memory_get, memory_remember and sessions_send, as the --session caller."""
+    from ..mcp import serve_http, serve_stdio  # noqa: PLC0415 - the SDK loads only for this command
+
+    if session is not None:
+        try:
+            parse_key(check.ident(session, "--session"))
+        except InputError as exc:
+            raise InputError(f"--session: {exc}") from None
+    if http is None:
+        serve_stdio(engine(ctx), session)
+        return
+    check.ident(host, "--host")
+    opened = engine(ctx)
+    err.print(f"clawkeep mcp: streamable HTTP at http://{host}:{http}/mcp"
+              + (f" as {session}" if session else " as the operator"), highlight=False)
+    serve_http(opened, session, host=host, port=http, token=token)

@@ -1,0 +1,316 @@
+"""The HTTP API (SPEC §P, G1): every route is a thin skin over one operation of
+`clawkeep.api.OPERATIONS`, run as the caller the request names, in a worker thread.
+
+    app = Gateway(engine, config.gateway).app()     # served by `clawkeep gateway` (server.py)
+
+Arguments are the operations' typed models (so OpenAPI at /openapi.json is generated from the
+same models as the CLI's JSON and the MCP tool schemas); results are their `to_json()`; errors
+are `{"error": {"code", "message"}}` (errors.py). `X-Clawkeep-Session` names the calling session
+for visibility (like `--as`); without it the caller is the operator. A hidden session answers
+exactly like a missing one (404).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+import uuid
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.responses import PlainTextResponse, Response
+from pydantic import BaseModel, ValidationError
+
+from .. import api
+from ..api import operations as ops
+from ..config.gateway import GatewayConfig
+from ..engine import Engine
+from ..errors import ClawkeepError
+from . import errors, metrics, stream
+from .background import Background
+from .calls import InFlight
+
+log = logging.getLogger("clawkeep.gateway")
+Caller = Annotated[str | None, Header(alias="X-Clawkeep-Session", description="The calling session (visibility).")]
+
+
+class SendBody(BaseModel):
+    """POST /v1/sessions/{key}/send: the sessions_send arguments without the key (it is in the path)."""
+
+    model_config = ops.Args.model_config
+    message: str
+    timeout_seconds: int | None = None  # bounds and default: the sessions_send arguments
+
+
+class EditBody(BaseModel):
+    model_config = ops.Args.model_config
+    text: str
+
+
+def _json(result: Any) -> Any:
+    if isinstance(result, list):
+        return [item.to_json() if hasattr(item, "to_json") else item for item in result]
+    return result.to_json() if hasattr(result, "to_json") else result
+
+
+def _doc(shape: type[BaseModel], many: bool = False) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI: the result model and the error shape (routes return JSON built by the model)."""
+    content = {"application/json": {"schema": {"type": "array", "items": shape.model_json_schema(by_alias=True)}
+                                    if many else shape.model_json_schema(by_alias=True)}}
+    return {200: {"description": "OK", "content": content}, 404: {"description": "Not found or hidden"},
+            422: {"description": "Invalid input"}}
+
+
+class Gateway:
+    def __init__(self, engine: Engine, settings: GatewayConfig | None = None, *, background: bool = True):
+        self.engine = engine
+        self.settings = settings or engine.config.gateway
+        self.inflight = InFlight(self.settings.threads)
+        self.metrics = metrics.GatewayMetrics(engine)
+        self.background = Background(engine, self.settings, self.inflight) if background else None
+        self.started = time.time()
+
+    # --- running operations ---------------------------------------------------------
+    async def op(self, name: str, caller: str | None = None, **arguments: Any) -> Any:
+        """Run operation `name` with its typed arguments as `caller`; the result's JSON."""
+        operation = ops.OPERATIONS[name]
+        try:
+            args = arguments.pop("args", None) or operation.args.model_validate(
+                {k: v for k, v in arguments.items() if v is not None})
+        except ValidationError as exc:
+            raise _Invalid(errors.describe_validation(exc.errors())) from None
+        return _json(await self.inflight.run(operation.run, self.engine, args, caller))
+
+    async def call(self, work: Any, *args: Any) -> Any:
+        return _json(await self.inflight.run(work, *args))
+
+    def operator_only(self, caller: str | None, what: str) -> None:
+        if caller is not None:
+            raise _Forbidden(f"{what} is for the operator: send the request without X-Clawkeep-Session")
+
+    # --- the app --------------------------------------------------------------------
+    def app(self) -> FastAPI:
+        @asynccontextmanager
+        async def lifespan(_: FastAPI):
+            if self.background is not None:
+                self.background.start()
+            log.info("gateway ready", extra={"event": "ready"})
+            try:
+                yield
+            finally:
+                await self.shutdown()
+
+        app = FastAPI(title="clawkeep gateway", version=_version(), lifespan=lifespan,
+                      description="Sessions and memory for AI agents (SPEC §P). Errors: "
+                                  '{"error": {"code", "message"}}; X-Clawkeep-Session names the caller.')
+        errors.install(app)
+        app.add_middleware(errors.BodyLimit, max_bytes=self.settings.max_body_bytes)
+        app.middleware("http")(self._observe)
+        guarded = [Depends(self._authorised)]
+        _routes(app, self, guarded)
+        return app
+
+    async def shutdown(self) -> None:
+        """Refuse new work, give in-flight turns `shutdownGraceSeconds`, stop the background
+        work, flush the metrics, close the engine."""
+        from anyio import to_thread  # noqa: PLC0415
+
+        left = await to_thread.run_sync(self.inflight.close, self.settings.shutdown_grace_seconds)
+        if self.background is not None:
+            await to_thread.run_sync(self.background.stop)
+        if left:
+            log.warning("shutdown with %d calls still running; each commits whole or not at all", left)
+            return  # their threads still use the engine: the process exit closes it
+        await to_thread.run_sync(self.engine.close)
+        log.info("gateway stopped", extra={"event": "stopped"})
+
+    async def _authorised(self, request: Request) -> None:
+        token = self.settings.auth.token
+        if token is None:
+            return
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            raise _Unauthorised()
+
+    async def _observe(self, request: Request, call_next: Any) -> Response:
+        """Request id, timing, a structured log line and the request metrics."""
+        started = time.perf_counter()
+        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:12]
+        response = await call_next(request)
+        elapsed = time.perf_counter() - started
+        route = request.scope.get("route")
+        template = getattr(route, "path", "unmatched")
+        self.metrics.observe_request(request.method, template, response.status_code, elapsed)
+        response.headers["X-Request-Id"] = request_id
+        log.info("request", extra={"event": "request", "method": request.method, "route": template,
+                                   "status": response.status_code, "elapsedMs": round(elapsed * 1000, 2),
+                                   "requestId": request_id,
+                                   "sessionKey": request.headers.get("x-clawkeep-session")})
+        return response
+
+
+class _Unauthorised(ClawkeepError):
+    code = "unauthorized"
+    http_status = 401
+
+    def __init__(self) -> None:
+        super().__init__("missing or wrong token: send `Authorization: Bearer <token>` (gateway.auth.token or "
+                         "CLAWKEEP_GATEWAY_TOKEN)")
+
+
+class _Invalid(ClawkeepError):
+    code = "invalid_input"
+    http_status = 422
+
+
+class _Forbidden(ClawkeepError):
+    code = "forbidden"
+    http_status = 403
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("clawkeep")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C901 - one route table
+    """Every §P route. Each body is one operation call; the signatures are the documentation."""
+
+    # --- messages ---------------------------------------------------------------------
+    @app.post("/v1/messages", dependencies=guarded, tags=["messages"], responses=_doc(api.MessageResult))
+    async def post_message(body: ops.MessageArgs, caller: Caller = None,
+                           stream_reply: Annotated[bool, Query(alias="stream")] = False) -> Any:
+        """One inbound message through the whole turn; `?stream=true` answers with server-sent
+        events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
+        if caller is not None and body.session:
+            await gw.op("session_status", caller, session_key=body.session)  # hidden = missing
+        if not stream_reply:
+            return await gw.op("message", caller, args=body)
+        return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
+
+    # --- sessions ---------------------------------------------------------------------
+    @app.get("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo, many=True))
+    async def list_sessions(caller: Caller = None, kind: str | None = None, label: str | None = None,
+                            agent_id: Annotated[str | None, Query(alias="agentId")] = None,
+                            active: Annotated[int | None, Query(ge=1, description="Active in the last N minutes")] = None,
+                            search: str | None = None, preview: bool = False,
+                            recent: Annotated[int, Query(alias="recentMessages", ge=0, le=20)] = 0) -> Any:
+        return await gw.op("sessions_list", caller, kind=kind, label=label, agent_id=agent_id, active_minutes=active,
+                           search=search, preview=preview, recent_messages=recent)
+
+    @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
+    async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
+        """A new dashboard thread (`incognito`: kept in memory only, never written to disk)."""
+        return await gw.op("sessions_create", caller, args=body)
+
+    @app.get("/v1/sessions/{key:path}/history", dependencies=guarded, tags=["sessions"],
+             responses=_doc(api.History))
+    async def session_history(key: str, caller: Caller = None,
+                              message_id: Annotated[str | None, Query(alias="messageId")] = None,
+                              include_tools: Annotated[bool, Query(alias="includeTools")] = False) -> Any:
+        return await gw.op("sessions_history", caller, session_key=key, message_id=message_id,
+                           include_tools=include_tools)
+
+    @app.post("/v1/sessions/{key:path}/reset", dependencies=guarded, tags=["sessions"], responses=_doc(api.ResetResult))
+    async def reset_session(key: str, caller: Caller = None) -> Any:
+        return await gw.op("sessions_reset", caller, session_key=key)
+
+    @app.post("/v1/sessions/{key:path}/fork", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
+    async def fork_session(key: str, caller: Caller = None) -> Any:
+        return await gw.op("sessions_fork", caller, session_key=key)
+
+    if "sessions_send" in ops.OPERATIONS:
+        @app.post("/v1/sessions/{key:path}/send", dependencies=guarded, tags=["sessions"])
+        async def send_to_session(key: str, body: SendBody, caller: Caller = None) -> Any:
+            """sessions_send (S7): deliver into another session, marked as inter-session data;
+            `timeoutSeconds: 0` returns at once, otherwise waits for the reply."""
+            return await gw.op("sessions_send", caller, session_key=key, **body.model_dump(exclude_none=True))
+
+    @app.get("/v1/sessions/{key:path}", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionStatus))
+    async def session_status(key: str, caller: Caller = None) -> Any:
+        return await gw.op("session_status", caller, session_key=key)
+
+    @app.get("/v1/search", dependencies=guarded, tags=["sessions"], responses=_doc(api.SearchResult))
+    async def search_sessions(q: Annotated[str, Query(max_length=4096, description="What to look for")],
+                              caller: Caller = None, limit: Annotated[int | None, Query(ge=1, le=25)] = None) -> Any:
+        return await gw.op("sessions_search", caller, query=q, limit=limit)
+
+    # --- memory -----------------------------------------------------------------------
+    @app.get("/v1/memory/search", dependencies=guarded, tags=["memory"], responses=_doc(api.MemorySearchResult))
+    async def search_memory(q: Annotated[str, Query(max_length=4096)], caller: Caller = None,
+                            limit: Annotated[int | None, Query(ge=1, le=50)] = None,
+                            mode: Annotated[str, Query(pattern="^(hybrid|keyword|vector)$")] = "hybrid",
+                            min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1)] = None,
+                            corpus: Annotated[str, Query(pattern="^(all|memory|sessions)$")] = "all") -> Any:
+        return await gw.op("memory_search", caller, query=q, max_results=limit, mode=mode, min_score=min_score,
+                           corpus=corpus)
+
+    @app.get("/v1/memory/file", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryFile))
+    async def memory_file(path: Annotated[str, Query(max_length=1024)], caller: Caller = None,
+                          from_line: Annotated[int | None, Query(alias="from", ge=1)] = None,
+                          lines: Annotated[int | None, Query(ge=1)] = None) -> Any:
+        return await gw.op("memory_get", caller, path=path, **{"from": from_line}, lines=lines)
+
+    @app.post("/v1/memory/remember", dependencies=guarded, tags=["memory"], responses=_doc(api.RememberResult))
+    async def remember(body: ops.MemoryRememberArgs, caller: Caller = None) -> Any:
+        return await gw.op("memory_remember", caller, args=body)
+
+    @app.get("/v1/memory/items", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem, many=True))
+    async def memory_items(caller: Caller = None,
+                           status: Annotated[str | None, Query(pattern="^(active|superseded|expired)$")] = None) -> Any:
+        gw.operator_only(caller, "listing every memory item")
+        return await gw.call(lambda: gw.engine.memory_items(status=status))
+
+    @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
+    async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:
+        gw.operator_only(caller, "editing memory")
+        return await gw.op("memory_edit", None, item_id=item_id, text=body.text)
+
+    @app.delete("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.DeleteResult))
+    async def delete_item(item_id: str, caller: Caller = None) -> Any:
+        gw.operator_only(caller, "deleting memory")
+        return await gw.op("memory_delete", None, item_id=item_id)
+
+    @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
+    async def memory_status(deep: bool = False) -> Any:
+        return await gw.call(lambda: gw.engine.memory_status(deep=deep))
+
+    # --- recall, status, metrics ------------------------------------------------------
+    @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))
+    async def recall(body: ops.RecallArgs, caller: Caller = None) -> Any:
+        if caller is not None:
+            await gw.op("session_status", caller, session_key=body.session)  # hidden = missing
+        return await gw.op("recall", caller, args=body)
+
+    @app.get("/v1/status", dependencies=guarded, tags=["status"], responses=_doc(api.EngineStatus))
+    async def status() -> Any:
+        data = await gw.op("status")
+        data["gateway"] = {"uptimeSeconds": round(time.time() - gw.started, 1), "inFlight": gw.inflight.count,
+                           "background": gw.background.report() if gw.background is not None else None}
+        return data
+
+    @app.get("/v1/metrics", dependencies=guarded, tags=["status"], response_class=PlainTextResponse)
+    async def prometheus() -> Response:
+        """Prometheus text: request counts and latencies, turn latency, and the G5 memory metrics."""
+        body, content_type = await gw.inflight.run(gw.metrics.exposition)
+        return Response(body, media_type=content_type)
+
+    @app.get("/v1/health", tags=["status"])
+    async def health() -> Any:
+        return {"ok": True, "inFlight": gw.inflight.count}
+
+    @app.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"], include_in_schema=False,
+                   dependencies=guarded)
+    async def unknown(rest: str, request: Request) -> Any:
+        raise _NoRoute(f"no route {request.method} /v1/{rest}; see /openapi.json for the routes")
+
+
+class _NoRoute(ClawkeepError):
+    code = "not_found"
+    http_status = 404

@@ -1,0 +1,115 @@
+"""The gateway's background work, on one clock thread: warm-up (index sync, embedding model,
+detector), the memory file watcher and transcript indexing, the daily/idle reset clock,
+session maintenance in batches, and the metrics flush. Each job runs as in-flight work, so a
+shutdown waits for it; a failing job is logged and tried again at its next time."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config.gateway import GatewayConfig
+from ..engine import Engine
+from ..errors import ClawkeepError
+from .calls import InFlight, ShuttingDown
+
+log = logging.getLogger("clawkeep.gateway")
+METRICS_FLUSH_SECONDS = 5.0
+TICK_SECONDS = 0.5  # how often the clock looks at its jobs (each has its own interval)
+
+
+@dataclass
+class Job:
+    name: str
+    every_seconds: float | None  # None: once, at start
+    run: Callable[[], Any]
+    next_at: float = 0.0
+    runs: int = 0
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+class Background:
+    def __init__(self, engine: Engine, settings: GatewayConfig, inflight: InFlight):
+        self.engine, self.settings, self.inflight = engine, settings, inflight
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.jobs = [
+            Job("warm-up", None, self._warm_up),
+            Job("reset-clock", settings.clock_seconds, engine.sessions_roll_over),
+            Job("maintenance", settings.maintenance_minutes * 60, self._maintenance),
+            Job("metrics-flush", METRICS_FLUSH_SECONDS, engine.runtime.metrics.flush),
+        ]
+        self.jobs[2].next_at = time.monotonic() + settings.maintenance_minutes * 60  # not at start
+
+    def add(self, job: Job) -> None:
+        """Another periodic job (e.g. the Dreaming schedule)."""
+        self.jobs.append(job)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="clawkeep-clock", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, self.settings.shutdown_grace_seconds))
+        try:
+            self.engine.runtime.metrics.flush()
+        except ClawkeepError as exc:
+            log.warning("metrics flush at shutdown failed: %s", exc)
+
+    def report(self) -> list[dict[str, Any]]:
+        return [{"name": j.name, "runs": j.runs, **j.last} for j in self.jobs]
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            for job in self.jobs:
+                if now >= job.next_at and not self._stop.is_set():
+                    self._run(job)
+                    job.next_at = float("inf") if job.every_seconds is None else now + job.every_seconds
+            self._stop.wait(TICK_SECONDS)
+
+    def _run(self, job: Job) -> None:
+        started = time.perf_counter()
+        try:
+            self.inflight.enter()
+        except ShuttingDown:
+            return
+        try:
+            result = job.run()
+            job.last = {"ok": True, "at": time.time(), "elapsedMs": round((time.perf_counter() - started) * 1000, 1)}
+            if result:
+                job.last["result"] = result if isinstance(result, (list, dict, str, int)) else str(result)
+                log.info("background %s", job.name, extra={"event": job.name, "result": job.last["result"]})
+        except Exception as exc:  # noqa: BLE001 - a job never takes the gateway down
+            job.last = {"ok": False, "at": time.time(), "error": f"{type(exc).__name__}: {exc}"}
+            log.warning("background job %s failed: %s", job.name, exc)
+        finally:
+            job.runs += 1
+            self.inflight.leave()
+
+    # --- jobs -----------------------------------------------------------------------
+    def _warm_up(self) -> dict[str, Any]:
+        """Load what the first turn would otherwise wait for, then keep the index fresh by watching."""
+        report = self.engine.memory_index().to_json()
+        self.engine.memory_warm()
+        if self.settings.watch:
+            self.engine.memory_watch()
+        from ..recall.detector import classify  # noqa: PLC0415 - compiles the rules now, not on the first turn
+
+        classify("what did we decide?")
+        return {"indexed": len(report.get("indexed", [])), "chunks": report.get("chunks"),
+                "watching": self.settings.watch}
+
+    def _maintenance(self) -> dict[str, Any] | None:
+        report = self.engine.sessions_cleanup().to_json()
+        found = len(report.get("stale", [])) + len(report.get("overCap", []))
+        if not found:
+            return None
+        return {"applied": report.get("applied"), "stale": len(report.get("stale", [])),
+                "overCap": len(report.get("overCap", [])), "archives": len(report.get("archives", []))}

@@ -1,0 +1,135 @@
+"""The MCP server: one Engine, one calling session per server, the agent tools.
+
+The caller is fixed when the server starts (`--session KEY`, visibility as `--as KEY`; none =
+the operator). A tool call runs the operation in a worker thread (the engine is synchronous), and
+whatever goes wrong in it — arguments that do not fit the schema, a refused input, a hidden
+session — is an MCP tool error (`isError`) carrying the ClawkeepError's message, never a crash of
+the server.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import signal
+import threading
+from functools import partial
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from ..api import AGENT_TOOLS, OPERATIONS
+from ..api.operations import result_json
+from ..engine import Engine
+from ..errors import ClawkeepError, InputError
+
+SERVER_NAME = "clawkeep"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def tool_list() -> list[types.Tool]:
+    """The agent tools, described by the typed contract (never a hand-written schema)."""
+    tools = []
+    for name in AGENT_TOOLS:
+        schema = OPERATIONS[name].tool_schema()
+        tools.append(types.Tool(name=name, description=schema["description"], input_schema=schema["parameters"]))
+    return tools
+
+
+def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str, Any] | None) -> Any:
+    """Run one agent tool as `caller` and return its JSON; ClawkeepError for anything refused."""
+    if name not in AGENT_TOOLS:
+        raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(AGENT_TOOLS)}")
+    operation = OPERATIONS[name]
+    return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def build_server(engine: Engine, caller: str | None = None) -> Server:
+    """An MCP server offering the agent tools, each run on `engine` as `caller`."""
+    tools = tool_list()
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            data = await anyio.to_thread.run_sync(partial(call_tool, engine, caller, params.name, params.arguments))
+        except ClawkeepError as exc:
+            return _error(f"{params.name} failed: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one failed call must not take the server down
+            engine.runtime.log_warning(f"MCP tool {params.name} crashed: {type(exc).__name__}: {exc}")
+            return _error(f"{params.name} failed with an internal error ({type(exc).__name__})")
+        text = json.dumps(data, ensure_ascii=False, default=str)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=data if isinstance(data, dict) else None)
+
+    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=run_tool,
+                  instructions="Session and memory tools of a clawkeep engine: search past conversations and "
+                               "memory, read them, remember durable facts, message other sessions.")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - once per server
+
+    try:
+        return version("clawkeep")
+    except PackageNotFoundError:
+        return "0"
+
+
+def serve_stdio(engine: Engine, caller: str | None = None) -> None:
+    """Serve over this process's stdin/stdout until the client closes them."""
+    server = build_server(engine, caller)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.0.1", port: int = 8765,
+               token: str | None = None) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Off loopback a token is
+    required, and every request must carry `Authorization: Bearer <token>`."""
+    import uvicorn  # noqa: PLC0415 - only the HTTP transport needs it
+
+    if host not in LOOPBACK_HOSTS and not token:
+        raise InputError(f"--host {host} is not a loopback address: give a --token (or CLAWKEEP_MCP_TOKEN), and "
+                         "clients must send 'Authorization: Bearer <token>'")
+    # plain JSON answers (no SSE stream per call): the tools send no progress notifications
+    app: Any = build_server(engine, caller).streamable_http_app(host=host, json_response=True)
+    if token:
+        app = _BearerGuard(app, token)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    if threading.current_thread() is threading.main_thread():
+        # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-sends the signal to the handler it
+        # found: make that a no-op, so the caller still closes the engine (finishing background work)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)
+    server.run()
+
+
+class _BearerGuard:
+    """ASGI middleware: HTTP requests without the right bearer token get 401 and nothing else."""
+
+    def __init__(self, app: Any, token: str):
+        self.app, self._expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = json.dumps({"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}})
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body.encode()})
+                return
+        await self.app(scope, receive, send)
