@@ -106,3 +106,17 @@ def test_one_instance_at_a_time_runs_maintenance(home):
     other.runtime.store().release_lease(MAINTENANCE_LEASE, "another-instance")
     assert eng.sessions_cleanup(enforce=True)["applied"] is True
     assert eng.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)  # released after use
+
+
+def test_one_instance_at_a_time_runs_the_reset_clock(home):
+    """D2: the reset clock runs where the reset-clock lease is held; the other instance skips."""
+    from clawkeep.sessions.service import RESET_CLOCK_LEASE
+
+    eng, other = open_engine(home), open_engine(home)
+    now = eng.runtime.now()
+    eng.message("talked two days ago", sender="alice", at=now - 2 * DAY)
+    eng.message("so did the group", chat_type="group", group="g1", at=now - 2 * DAY)
+    assert other.runtime.store().try_lease(RESET_CLOCK_LEASE, other.runtime.instance_id, 60_000)
+    assert eng.sessions_roll_over(at=now) == []  # the other instance holds the clock
+    assert sorted(other.sessions_roll_over(at=now)) == ["agent:main:cli:group:g1", "agent:main:main"]
+    assert other.sessions_roll_over(at=now) == []  # nothing is reset twice
