@@ -238,12 +238,26 @@ API: dict[str, Any] = {
     "metrics": lambda d, w: w.engine.metrics(),
     "sessions_roll_over": lambda d, w: w.engine.sessions_roll_over(at=d.draw(DATES)),
     "register_compaction_provider": lambda d, w: w.engine.register_compaction_provider(d.draw(ANYTHING)),
+    "dreaming_status": lambda d, w: w.engine.dreaming_status(),
+    "dreaming_enable": lambda d, w: w.engine.dreaming_enable(d.draw(st.one_of(st.booleans(), ANYTHING))),
+    "dream": lambda d, w: w.engine.dream(phase=d.draw(maybe(st.sampled_from(["all", "light", "rem", "deep", "nap"]))),
+                                         at=d.draw(DATES)),
+    "memory_promote": lambda d, w: w.engine.memory_promote(
+        apply=d.draw(maybe(st.booleans())), limit=d.draw(NUMBERS), min_score=d.draw(maybe(st.floats())),
+        min_recall_count=d.draw(NUMBERS), min_unique_queries=d.draw(NUMBERS)),
+    "memory_promote_explain": lambda d, w: w.engine.memory_promote_explain(d.draw(TEXT)),
+    "memory_promote_undo": lambda d, w: w.engine.memory_promote_undo(d.draw(maybe(IDISH))),
+    "rem_harness": lambda d, w: w.engine.rem_harness(path=d.draw(maybe(PATHS)), grounded=d.draw(maybe(st.booleans()))),
+    "rem_backfill": lambda d, w: w.engine.rem_backfill(
+        path=d.draw(maybe(PATHS)), stage_short_term=d.draw(maybe(st.booleans())),
+        rollback=d.draw(maybe(st.booleans())), rollback_short_term=d.draw(maybe(st.booleans()))),
 }
 API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # methods still being added elsewhere
 # Cheap, state-free or slow calls get fewer examples; the rest share the budget evenly.
 SHARE = {"doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3,
          "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
-         "metrics": 0.2, "sessions_roll_over": 0.3}
+         "metrics": 0.2, "sessions_roll_over": 0.3,
+         "dreaming_status": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
 
 
 def test_every_public_engine_method_is_fuzzed():

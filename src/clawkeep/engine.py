@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import api
+from . import api, dreaming
 from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
-from .errors import CorruptDatabaseError, StorageError
+from .errors import CorruptDatabaseError, InputError, StorageError
+from .dreaming import backfill as dream_backfill
+from .dreaming import service as dream_service
 from .memory import service as memory
 from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
 from .hooks import metrics, session_memory
@@ -81,6 +83,7 @@ class Engine:
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
         session_memory.install(runtime)
         metrics.install(runtime)
+        dreaming.install(runtime)  # the recall store's input (records only while Dreaming is enabled)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
         return cls(runtime)
@@ -355,6 +358,69 @@ class Engine:
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
         return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
+
+    # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
+    def dreaming_status(self) -> api.DreamingStatus:
+        return api.DreamingStatus.model_validate(dream_service.status(self.runtime))
+
+    def dreaming_enable(self, enabled: bool) -> api.DreamingToggle:
+        """Switch the schedule and the recording on or off (the overrides file, like `/dreaming on|off`)."""
+        check.flag(enabled, "enabled")
+        return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+
+    def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
+        """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
+        check.choice(phase, "phase", ("all", *dreaming.PHASES))
+        phases = dreaming.PHASES if phase == "all" else (phase,)
+        return api.SweepReport.model_validate(dreaming.run_sweep(self.runtime, _at(self.runtime, at), phases=phases))
+
+    def memory_promote(self, *, apply: bool = False, limit: int | None = None, min_score: float | None = None,
+                       min_recall_count: int | None = None, min_unique_queries: int | None = None) -> Any:
+        """The ranked promotion candidates (a preview), or with `apply` a Light + Deep run now.
+        The gates default to the deep-phase configuration."""
+        check.flag(apply, "apply")
+        check.integer(limit, "--limit", 1, 1000)
+        check.number(min_score, "--min-score", 0.0, 1.0)
+        check.integer(min_recall_count, "--min-recall-count", 0, check.MAX_INT)
+        check.integer(min_unique_queries, "--min-unique-queries", 0, 32)
+        result = dream_service.promote(self.runtime, apply=apply, limit=limit, min_score=min_score,
+                                       min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
+        return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
+
+    def memory_promote_explain(self, query: str) -> api.ExplainReport:
+        check.text(query, "query")
+        return api.ExplainReport.model_validate(dream_service.explain(self.runtime, query))
+
+    def memory_promote_undo(self, target: str | None = None) -> api.UndoReport:
+        """Undo a promotion run (its id), one promoted item (its id), or by default the last run."""
+        check.ident(target, "run or item id", optional=True)
+        return api.UndoReport.model_validate(dream_service.undo(self.runtime, target))
+
+    def rem_harness(self, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
+        """REM's themes and Deep's would-be promotions now, or the grounded reading of the dated
+        notes under `path`; writes nothing."""
+        check.path(path, "--path", optional=True)
+        check.flag(grounded, "grounded")
+        return api.HarnessReport.model_validate(dream_service.harness(self.runtime, path=path, grounded=grounded))
+
+    def rem_backfill(self, *, path: str | None = None, stage_short_term: bool = False, rollback: bool = False,
+                     rollback_short_term: bool = False) -> api.BackfillReport:
+        check.path(path, "--path", optional=True)
+        for name, value in (("stage short term", stage_short_term), ("rollback", rollback),
+                            ("rollback short term", rollback_short_term)):
+            check.flag(value, name)
+        if rollback or rollback_short_term:
+            out: dict[str, Any] = {}
+            if rollback:
+                out.update(dream_backfill.rollback(self.runtime))
+            if rollback_short_term:
+                out.update(dream_backfill.rollback_short_term(self.runtime))
+            return api.BackfillReport.model_validate(out)
+        if path is None:
+            raise InputError("rem-backfill needs --path DIR (a folder of YYYY-MM-DD.md notes), or --rollback / "
+                             "--rollback-short-term")
+        return api.BackfillReport.model_validate(
+            dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term))
 
     # --- maintenance ----------------------------------------------------------------
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:

@@ -6,6 +6,14 @@ schemas and the reply model's tool schemas are generated from them.
 
 from .operations import AGENT_TOOLS, OPERATIONS, SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S, Args, Operation
 from .shapes import (
+    BackfillReport,
+    DreamingStatus,
+    DreamingToggle,
+    ExplainReport,
+    HarnessReport,
+    PromoteReport,
+    SweepReport,
+    UndoReport,
     BootstrapFile,
     Classification,
     CleanupReport,
@@ -44,4 +52,6 @@ __all__ = [
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
     "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
+    "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "SweepReport", "UndoReport",
 ]

@@ -77,12 +77,14 @@ from .model import (  # noqa: F401
     write_override,
 )
 from .plugins import (  # noqa: F401
-    DREAMING_UNAVAILABLE,
+    DeepPhaseConfig,
     DreamingConfig,
+    LightPhaseConfig,
     MemoryCoreConfig,
     MemoryCoreOptions,
     PluginEntries,
     PluginsConfig,
+    RemPhaseConfig,
 )
 from .providers import (  # noqa: F401
     API_ALIASES,

@@ -33,6 +33,7 @@ from .base import (
     _describe_error,
     _Model,
     _path_value,
+    known_zone,
     parse_duration,
 )
 from .gateway import GatewayConfig
@@ -55,15 +56,7 @@ class ResetConfig(ResetPolicy):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as Europe/Berlin") from None
-        return value
+        return known_zone(value)
 
 
 class MaintenanceConfig(_Model):
@@ -361,7 +354,8 @@ class Config(_Model):
                 ("agents.defaults.compaction.model", defaults.compaction.model),
                 ("agents.defaults.compaction.memoryFlush.model", defaults.compaction.memory_flush.model),
                 ("plugins.entries.active-memory.config.model", recall.model),
-                ("plugins.entries.active-memory.config.modelFallback", recall.model_fallback)]
+                ("plugins.entries.active-memory.config.modelFallback", recall.model_fallback),
+                ("plugins.entries.memory-core.config.dreaming.model", self.plugins.entries.memory_core.config.dreaming.model)]
         for key, ref in refs:
             if ref is None or not ref.strip():
                 continue

@@ -239,16 +239,25 @@ def is_time_bound(text: str, today: date) -> date | None:
 
 
 # --- file edits (every write goes through the workspace's documents: memory/documents.py) ----
-def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
-    text = neutralise(text)
+def item_line(text: str, attrs: dict[str, str]) -> str:
+    """The bullet line of a new item: its text (one line, no forged comment) and its state marker."""
+    return f"- {neutralise(text)}{render_marker(attrs)}"
 
+
+def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
     def change(lines: list[str]) -> list[str]:
         if not lines and heading:
             lines = [heading, ""]
-        return [*lines, f"- {text}{render_marker(attrs)}"]
+        return [*lines, item_line(text, attrs)]
 
     lines = for_workspace(workspace).update(relpath, change)
-    return Item(attrs["id"], relpath, len(lines), text, attrs)
+    return Item(attrs["id"], relpath, len(lines), neutralise(text), attrs)
+
+
+def line_with_attrs(line: str, item_id: str, **updates: str) -> str:
+    """`line` (an item's bullet) with its marker's attributes updated (the id kept first)."""
+    content, attrs = parse_marker(line)
+    return content.rstrip() + render_marker({"id": item_id, **attrs, **updates})
 
 
 def _locate(lines: list[str], item: Item) -> int:
@@ -270,8 +279,7 @@ def set_attr(workspace: Path, item: Item, **updates: str) -> None:
         n = _locate(lines, item)
         if n < 0:
             return None  # gone meanwhile: nothing to mark
-        content, attrs = parse_marker(lines[n])
-        lines[n] = content.rstrip() + render_marker({"id": item.id, **attrs, **updates})
+        lines[n] = line_with_attrs(lines[n], item.id, **updates)
         return lines
 
     for_workspace(workspace).update(item.path, change)

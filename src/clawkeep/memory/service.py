@@ -45,6 +45,7 @@ MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-s
 MAX_CALLER_FETCH = 50  # a session's search asks for up to this many hits before the owner filter
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 T = TypeVar("T")
+MEMORY_HEADING = "# Memory"  # the first line of a MEMORY.md the engine creates
 
 
 def memory_database_path(rt: Runtime) -> Path:
@@ -167,7 +168,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         scope: list[Any] = []  # the caller's session scope, looked up once if a transcript hit needs it
         results = [r for r in results if _caller_sees(rt, r, caller, across, scope)][:wanted]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
-        {k: r.get(k) for k in ("path", "startLine", "endLine", "score")} for r in results), caller))
+        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller))
     return {"results": results}
 
 
@@ -349,15 +350,33 @@ class RememberResult:
         return out
 
 
-def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
-    """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
-    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+@dataclass
+class WritePlan:
+    """What writing one fact would do (M7, M8): refused with a reason, a duplicate of an active
+    item, or a new item — its attributes, the items it supersedes, its expiry when time-bound."""
 
-    `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
-    memory_remember): the line carries it, and it merges with or supersedes only lines that
-    conversation owns — one peer's new value never replaces another peer's fact."""
-    if rt.config.agents.defaults.workspace_access != "rw":
-        raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
+    fact: str
+    status: str  # store | duplicate | refused
+    reason: str | None = None
+    same: items.Item | None = None
+    attrs: dict[str, str] | None = None
+    conflicts: list[items.Item] | None = None
+    expires: date | None = None
+
+
+def writable_items(rt: Runtime, owner: str | None, day: date, found: list[items.Item] | None = None
+                   ) -> list[items.Item]:
+    """The active items a fact stated in `owner`'s conversation may merge with or supersede."""
+    found = items.all_items(workspace(rt)) if found is None else found
+    return [i for i in found if i.status(day) == "active" and _writable_by(i, owner, rt)]
+
+
+def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None,
+                  active: list[items.Item] | None = None, day: date | None = None) -> WritePlan:
+    """Decide, without writing, what remembering `text` does: every write of a fact — `remember`,
+    the memory tools, Dreaming's Deep phase — goes through this one decision. `active`: the items
+    to compare with (default: the workspace's, as `owner` may touch them); `day`: the day the
+    fact was stated (its expiry is read relative to it)."""
     fact = items.strip_request(text or "")
     if not fact:
         raise InputError("nothing to remember: the text is empty")
@@ -366,23 +385,15 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     settings = rt.config.agents.defaults.memory_search.write_filters
     reason = items.filter_reason(fact, allow_secrets=settings.allow_secrets)
     if reason and (force is False or "secret" in reason):
-        return RememberResult("refused", reason=reason)
+        return WritePlan(fact, "refused", reason=reason)
     if settings.allow_secrets:
         fact = redact_secrets(fact)[0]
-    ws = ensure_workspace(workspace(rt))
-    day = today(rt)
-    existing = items.all_items(ws)
-    active = [i for i in existing if i.status(day) == "active" and _writable_by(i, owner, rt)]
+    day = day or today(rt)
+    active = writable_items(rt, owner, day) if active is None else active
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None)
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
-        seen = day.isoformat()
-        if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
-            try:
-                items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
-            except InputError as exc:  # the fact is there already: an unwritable file loses nothing
-                rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
-        return RememberResult("duplicate", item=same)
+        return WritePlan(fact, "duplicate", same=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
     if owner is not None:
         attrs["session"] = owner
@@ -392,15 +403,43 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     event = items.is_time_bound(fact, day)
     if event is not None:
         attrs["expires"] = event.isoformat()
+    return WritePlan(fact, "store", attrs=attrs, conflicts=conflicts, expires=event)
+
+
+def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
+    """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
+    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+
+    `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
+    memory_remember): the line carries it, and it merges with or supersedes only lines that
+    conversation owns — one peer's new value never replaces another peer's fact."""
+    if rt.config.agents.defaults.workspace_access != "rw":
+        raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
+    plan = plan_remember(rt, text, force=force, owner=owner)
+    if plan.status == "refused":
+        return RememberResult("refused", reason=plan.reason)
+    ws = ensure_workspace(workspace(rt))
+    day = today(rt)
+    same = plan.same
+    if same is not None:
+        seen = day.isoformat()
+        if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
+            try:
+                items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
+            except InputError as exc:  # the fact is there already: an unwritable file loses nothing
+                rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
+        return RememberResult("duplicate", item=same)
+    assert plan.attrs is not None and plan.conflicts is not None
+    if plan.expires is not None:
         rel = daily_note(ws, day.isoformat()).relative_to(ws).as_posix()
-        item = items.append_item(ws, rel, fact, attrs, heading=f"# {day.isoformat()}")
+        item = items.append_item(ws, rel, plan.fact, plan.attrs, heading=f"# {day.isoformat()}")
     else:
-        item = items.append_item(ws, MEMORY_FILE, fact, attrs, heading="# Memory")
-    for old in conflicts:
+        item = items.append_item(ws, MEMORY_FILE, plan.fact, plan.attrs, heading=MEMORY_HEADING)
+    for old in plan.conflicts:
         items.set_attr(ws, old, supersededBy=item.id)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
-                                    superseded=tuple(i.id for i in conflicts)))
-    return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
+                                    superseded=tuple(i.id for i in plan.conflicts)))
+    return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
 
 
 def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
