@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             elif name == "postgres":
                 from .postgres_bench import run_bench as postgres_bench
 
-                section = postgres_bench(progress, quick=args.quick)
+                section = postgres_bench(progress, quick=args.quick,
+                                         search_size=sizes["search_sizes"][-1] if args.search_sizes else None)
             elif name == "mcp":
                 from .mcp_bench import run_bench as mcp_bench
 

@@ -273,6 +273,20 @@ class MirroredDocuments:
             self._save_state()
             return True
 
+    def replace(self, rel: str, text: str | None) -> None:
+        """A whole-document write (None: delete) based on what this mirror last held: ConflictError
+        when another instance wrote the document since (nothing is written then)."""
+        with self._lock:
+            known = self._state["docs"].get(rel)
+            if text is None:
+                if known is not None:
+                    self.store.doc_delete(rel, known[0], self.holder)
+                self._mirror(rel, None, 0)
+            else:
+                written = self.store.doc_put(rel, text, known[0] if known else None, self.holder)
+                self._mirror(rel, text, written.version)
+            self._save_state()
+
     def conflicts(self) -> list[dict[str, Any]]:
         return [{"path": c.path, "keptAs": c.kept_as, "baseVersion": c.base_version,
                  "currentVersion": c.current_version, "instance": c.holder, "at": c.at}
@@ -305,6 +319,18 @@ def attach(workspace: Path, store: Any) -> FileDocuments | MirroredDocuments:
 def detach(workspace: Path) -> None:
     with _REGISTRY_LOCK:
         _REGISTRY.pop(str(workspace.resolve()), None)
+
+
+def write_document(workspace: Path, rel: str, text: str | None,
+                   write_file: Callable[[Path, str | None], None]) -> None:
+    """A whole-file write of a memory document (Dreaming): `write_file` on the file in embedded
+    mode; in PostgreSQL mode a compare-and-set against the version this instance's mirror holds,
+    then the mirror. ConflictError when another instance changed the document meanwhile."""
+    docs = for_workspace(workspace)
+    if isinstance(docs, MirroredDocuments):
+        docs.replace(rel, text)
+    else:
+        write_file(workspace / rel, text)
 
 
 def for_workspace(workspace: Path) -> FileDocuments | MirroredDocuments:
