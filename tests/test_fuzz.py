@@ -236,6 +236,7 @@ API: dict[str, Any] = {
     "classify": lambda d, w: w.engine.classify(d.draw(TEXT)),
     "status": lambda d, w: w.engine.status(),
     "metrics": lambda d, w: w.engine.metrics(),
+    "dream_if_due": lambda d, w: w.engine.dream_if_due(),
     "sessions_roll_over": lambda d, w: w.engine.sessions_roll_over(at=d.draw(DATES)),
     "register_compaction_provider": lambda d, w: w.engine.register_compaction_provider(d.draw(ANYTHING)),
     "dreaming_status": lambda d, w: w.engine.dreaming_status(),

@@ -368,6 +368,12 @@ class Engine:
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
 
+    def dream_if_due(self) -> api.SweepReport | None:
+        """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
+        due and Dreaming is enabled; None otherwise."""
+        report = dreaming.run_due(self.runtime)
+        return api.SweepReport.model_validate(report) if report is not None else None
+
     def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
         """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
         check.choice(phase, "phase", ("all", *dreaming.PHASES))
