@@ -49,6 +49,10 @@ MIGRATIONS = (
         "CREATE TABLE {s}.embedding_cache (key TEXT NOT NULL, hash TEXT NOT NULL, vec BYTEA NOT NULL, "
         "PRIMARY KEY (key, hash))",
     )),
+    Migration(2, "line vectors: one per line of a chunk (fact-level vector search)", (
+        "CREATE TABLE {s}.line_vectors (chunk_id BIGINT NOT NULL REFERENCES {s}.chunks(id) ON DELETE CASCADE, "
+        "line INTEGER NOT NULL, vector_key TEXT NOT NULL, vec BYTEA NOT NULL, PRIMARY KEY (chunk_id, line))",
+    )),
 )
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
@@ -144,6 +148,12 @@ class PgMemoryStore(PgConnection, MemoryStore):
                     self._write("INSERT INTO {s}.vectors (chunk_id, vector_key, source, dims, vec) "
                                 "VALUES (%s, %s, %s, %s, %s::vector)",
                                 (chunk.id, vector_key, chunk.source, dims, _vector_text(vectors[i])))
+                if chunk.line_vectors and vector_key:
+                    with self._current().cursor() as cur:
+                        cur.executemany(f"INSERT INTO {self.s}.line_vectors (chunk_id, line, vector_key, vec) "
+                                        "VALUES (%s, %s, %s, %s)",
+                                        [(chunk.id, line, vector_key, np.asarray(vec, dtype=np.float32).tobytes())
+                                         for line, vec in chunk.line_vectors])
             self._write("INSERT INTO {s}.files (path, source, hash, mtime, size) VALUES (%s, %s, %s, %s, %s) "
                         "ON CONFLICT (path) DO UPDATE SET source = excluded.source, hash = excluded.hash, "
                         "mtime = excluded.mtime, size = excluded.size",
@@ -165,7 +175,7 @@ class PgMemoryStore(PgConnection, MemoryStore):
 
     def clear(self) -> None:
         with self.transaction():
-            self._write("TRUNCATE {s}.vectors, {s}.chunks, {s}.files")
+            self._write("TRUNCATE {s}.line_vectors, {s}.vectors, {s}.chunks, {s}.files")
             self._bump()
 
     @staticmethod
@@ -231,6 +241,20 @@ class PgMemoryStore(PgConnection, MemoryStore):
                 (vec, vec, max(2 * k, 100))).fetchall()
         wanted = set(flt.sources)
         return [(int(r[0]), float(r[1])) for r in rows if r[2] in wanted][:k]
+
+    def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
+        if not wanted:
+            return {}
+        grouped: dict[int, tuple[list[int], list[bytes]]] = {}
+        for cid, line, blob in self._query("SELECT chunk_id, line, vec FROM {s}.line_vectors WHERE vector_key = %s "
+                                           "AND chunk_id = ANY(%s) ORDER BY chunk_id, line", (flt.vector_key, wanted)):
+            lines, blobs = grouped.setdefault(int(cid), ([], []))
+            lines.append(int(line))
+            blobs.append(bytes(blob))
+        return {cid: (np.asarray(lines, dtype=np.int64),
+                      np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(lines), -1))
+                for cid, (lines, blobs) in grouped.items()}
 
     def vector_count(self, flt: VectorFilter) -> int:
         rows = self._query("SELECT count(*) FROM {s}.vectors WHERE vector_key = %s AND source = ANY(%s)",
