@@ -16,7 +16,7 @@ from typing import Any
 
 from . import api, dreaming
 from . import validation as check
-from .config import Config, config_from_dict, load_config
+from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import CorruptDatabaseError, InputError, StorageError
 from .dreaming import backfill as dream_backfill
 from .dreaming import service as dream_service
@@ -38,15 +38,17 @@ MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes,
 
 
 def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
-    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present."""
+    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present. The
+    environment's CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA win over `storage.url` / `storage.schema`."""
     if isinstance(config, Config):
-        return config
+        return with_storage_environment(config)
     if isinstance(config, dict):
-        return config_from_dict(config)
+        return with_storage_environment(config_from_dict(config))
     if config is not None:
-        return load_config(config)
+        return with_storage_environment(load_config(config))
     default = home / CONFIG_FILE
-    return load_config(default, missing_ok=True)  # with its overrides file (/active-memory --global), if any
+    # with its overrides file (/active-memory --global), if any
+    return with_storage_environment(load_config(default, missing_ok=True))
 
 
 def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
