@@ -91,3 +91,42 @@ def test_line_vectors_are_stored_per_line_and_replaced_with_the_file(facts_engin
     assert hit["snippet"] == "- The user owns a red bicycle"
     (workspace / "MEMORY.md").write_text(SIXTEEN_FACTS, encoding="utf-8")
     facts_engine.memory_index()
+
+
+# --- the bilingual fact set (bench/data/bilingual_facts.json), a fixed sample -----------------
+FACT_SET = Path(__file__).resolve().parent.parent / "bench" / "data" / "bilingual_facts.json"
+SAMPLE = (  # (query, the line's text): en->zh, zh->en, en->ja, ja->en, zh->ko, ko->zh, paraphrase
+    ("What food allergy do I have?", "用户对花生过敏，吃了会起荨麻疹。"),
+    ("Can the sales figures be shared outside the company?", "销售数据属于机密，不得发给公司以外的任何人。"),
+    ("我对什么药物过敏？", "The user is allergic to penicillin."),
+    ("一番好きなバンドは？", "The user's favourite band is Radiohead."),
+    ("What do I eat for breakfast?", "ユーザーは毎朝納豆ご飯を食べる。"),
+    ("판매 데이터를 회사 밖으로 보내도 돼?", "销售数据属于机密，不得发给公司以外的任何人。"),
+    ("我的猫叫什么名字？", "사용자의 고양이 이름은 나비이고 흰색이다."),
+    ("闺女在大学念什么专业？", "用户的女儿小雨在杭州读大学，学的是建筑。"),
+)
+
+
+@pytest.fixture(scope="module")
+def fact_set_engine(tmp_path_factory):
+    import json
+
+    data = json.loads(FACT_SET.read_text(encoding="utf-8"))
+    home = tmp_path_factory.mktemp("bilingual-facts")
+    eng = Engine.open(home=home)
+    workspace = Path(eng.memory_status()["workspace"])
+    (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    (workspace / "MEMORY.md").write_text("# Memory\n\n" + "".join(f"- {fact}\n" for fact, _ in data["memory"]),
+                                         encoding="utf-8")
+    for day, lines, _ in data["notes"]:
+        (workspace / "memory" / f"{day}.md").write_text(f"# {day}\n\n" + "".join(f"- {x}\n" for x in lines),
+                                                        encoding="utf-8")
+    eng.memory_index()
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize(("query", "fact"), SAMPLE)
+def test_bilingual_fact_set_sample_finds_the_line_in_the_top_3(fact_set_engine, query, fact):
+    hits = fact_set_engine.memory_search(query)["results"][:3]
+    assert any(h["snippet"] == f"- {fact}" for h in hits), (query, [h["snippet"] for h in hits])

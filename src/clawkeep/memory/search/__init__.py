@@ -124,6 +124,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     chunks = index.store.chunks(candidates)
     line_sims = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
                  if query_vec is not None else {})
+    best_line = max((c.line for c in candidates.values()), default=0.0)
     today = today or date.today()
     scored = []
     for cid, cand in candidates.items():
@@ -135,8 +136,11 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
             base *= items.EXPIRED_WEIGHT
         # a chunk either path would return on its own stays: keyword hits with any coverage,
         # vector hits as similar as minScore (a cross-language match has no keyword support)
+        # vector hits as similar as minScore (a cross-language match has no keyword support), and
+        # the chunk of the query's most similar line, which the vector path would answer with
         keep = (base >= settings.min_score or (cand.text is not None and cand.coverage > 0)
-                or max(cand.vector or 0.0, cand.line) * chunk.weight >= settings.min_score)
+                or max(cand.vector or 0.0, cand.line) * chunk.weight >= settings.min_score
+                or (cand.line > 0 and cand.line >= best_line))
         if keep:
             scored.append((base, cand, chunk))
     scored.sort(key=lambda row: row[0], reverse=True)
