@@ -109,3 +109,22 @@ def test_an_edit_of_an_item_another_instance_changed_is_refused(two):
         items.edit_item(ws(b), item_id, "the garage code word is tulip")  # b still shows the old text
     assert [i.text for i in b.memory_items()] == ["the garage code word is sunflower"]
     assert item
+
+
+def test_two_instances_never_sweep_at_once(two):
+    """Dreaming's sweep lock across hosts (Dr, D2): the database lease. Instance b cannot sweep
+    while a holds the lease (their file locks are in different homes), and can once a lets go."""
+    from clawkeep.dreaming.store import DreamsDir, shared_store
+
+    a, b = two
+    a.memory_remember("The team meets on Thursdays")
+    b.memory_remember("The office is in Porto")
+    lock_a = DreamsDir(ws(a)).sweep_lock(shared_store(a.runtime))
+    lease = lock_a.acquire("sweep-on-a")
+    assert lease is not None
+    try:
+        blocked = b.dream()
+        assert blocked["status"] == "locked" and blocked["holder"]["lease"] == "dreaming-sweep"
+    finally:
+        lease.release()
+    assert b.dream()["status"] == "ok"
