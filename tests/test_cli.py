@@ -67,7 +67,7 @@ def test_user_mistakes_exit_2_without_traceback(cli):
         ("message", "hi", "--at", "yesterday-ish"),
         ("message", "hi", "--message-id", "has space"),
         ("message", ""),
-        ("message", "/dreaming on"),
+        ("message", "/dreaming sometimes"),
         ("message", "/verbose sometimes"),
         ("message", "/active-memory maybe"),
         ("recall", "what did I say"),

@@ -203,12 +203,22 @@ def test_agents_list_workspace_is_used_and_unknown_entry_keys_warn(tmp_path: Pat
     assert workspace_dir(tmp_path, cfg, "ops") == tmp_path / "ops-ws"
 
 
-def test_dreaming_cannot_be_switched_on():
-    text = _refused({"plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True}}}}}})
-    assert "plugins.entries.memory-core.config.dreaming.enabled = True" in text
-    assert "Dreaming is not available in this version" in text
-    off = config_from_dict({"plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": False}}}}}})
-    assert off.plugins.entries.memory_core.config.dreaming.enabled is False and off.warnings == []
+def test_dreaming_settings_are_typed_with_their_defaults_and_bad_values_refused():
+    on = config_from_dict({"plugins": {"entries": {"memory-core": {"config": {"dreaming": {
+        "enabled": True, "timezone": "America/Los_Angeles", "frequency": "0 */6 * * *"}}}}}})
+    dreaming = on.plugins.entries.memory_core.config.dreaming
+    assert dreaming.enabled and dreaming.frequency == "0 */6 * * *" and on.warnings == []
+    defaults = config_from_dict({}).plugins.entries.memory_core.config.dreaming
+    assert (defaults.enabled, defaults.frequency, defaults.timezone) == (False, "0 3 * * *", None)
+    deep = defaults.deep
+    assert (deep.min_score, deep.min_recall_count, deep.min_unique_queries, deep.limit, deep.recency_half_life_days,
+            deep.max_age_days, deep.max_prior_entry_loss_fraction) == (0.8, 3, 3, 10, 14, 30, 0.25)
+    for bad, message in ((("frequency", "every night"), "not a cron expression"),
+                         (("timezone", "Mars/Olympus"), "unknown time zone"),
+                         (("deep", {"minScore": 1.5}), "dreaming.deep.minScore"),
+                         (("model", "nowhere/x"), "dreaming.model")):
+        text = _refused({"plugins": {"entries": {"memory-core": {"config": {"dreaming": {bad[0]: bad[1]}}}}}})
+        assert message in text, text
 
 
 def test_plugin_entries_are_typed_and_unknown_plugins_warn():

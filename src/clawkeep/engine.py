@@ -16,11 +16,10 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
-from . import api
+from . import api, dreaming, hooks
 from . import validation as check
-from .config import Config, config_from_dict, load_config
-from .errors import CorruptDatabaseError, StorageError
-from . import hooks
+from .config import Config, config_from_dict, load_config, with_storage_environment
+from .errors import CorruptDatabaseError, InputError, StorageError
 from .runtime import Runtime, default_home
 from .storage import commit_journal
 from .timeutil import parse_iso
@@ -31,22 +30,24 @@ if TYPE_CHECKING:
 
 # The services are imported inside the methods that use them: a short-lived process (one CLI
 # command) then loads only what its one call needs — a keyword search never imports the turn
-# pipeline, the recall detector, numpy or the HTTP client.
+# pipeline, the recall detector, Dreaming, numpy or the HTTP client.
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
 
 
 def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
-    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present."""
+    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present. The
+    environment's CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA win over `storage.url` / `storage.schema`."""
     if isinstance(config, Config):
-        return config
+        return with_storage_environment(config)
     if isinstance(config, dict):
-        return config_from_dict(config)
+        return with_storage_environment(config_from_dict(config))
     if config is not None:
-        return load_config(config)
+        return with_storage_environment(load_config(config))
     default = home / CONFIG_FILE
-    return load_config(default, missing_ok=True)  # with its overrides file (/active-memory --global), if any
+    # with its overrides file (/active-memory --global), if any
+    return with_storage_environment(load_config(default, missing_ok=True))
 
 
 def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
@@ -79,7 +80,8 @@ class Engine:
         if home_path.exists() and not home_path.is_dir():
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
-        hooks.install(runtime)
+        hooks.install(runtime)  # session-memory and the metrics counters
+        dreaming.install(runtime)  # the recall store's input (records only while Dreaming is enabled)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
         return cls(runtime)
@@ -129,8 +131,8 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
-        from .routing.router import Inbound
         from .turns import MessageRequest
+        from .routing.router import Inbound
 
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
@@ -408,14 +410,143 @@ class Engine:
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
         injected memory — over every process that used this agent's database."""
+        from .hooks import metrics
+
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
-        from .hooks import metrics
-
         return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
 
+    # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
+    def dreaming_status(self) -> api.DreamingStatus:
+        from .dreaming import service as dream_service
+
+        return api.DreamingStatus.model_validate(dream_service.status(self.runtime))
+
+    def dreaming_enable(self, enabled: bool) -> api.DreamingToggle:
+        """Switch the schedule and the recording on or off (the overrides file, like `/dreaming on|off`)."""
+        from .dreaming import service as dream_service
+
+        check.flag(enabled, "enabled")
+        return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+
+    def dream_if_due(self) -> api.SweepReport | None:
+        """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
+        due and Dreaming is enabled; None otherwise."""
+        report = dreaming.run_due(self.runtime)
+        return api.SweepReport.model_validate(report) if report is not None else None
+
+    def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
+        """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
+        check.choice(phase, "phase", ("all", *dreaming.PHASES))
+        phases = dreaming.PHASES if phase == "all" else (phase,)
+        return api.SweepReport.model_validate(dreaming.run_sweep(self.runtime, _at(self.runtime, at), phases=phases))
+
+    def memory_promote(self, *, apply: bool = False, limit: int | None = None, min_score: float | None = None,
+                       min_recall_count: int | None = None, min_unique_queries: int | None = None) -> Any:
+        """The ranked promotion candidates (a preview), or with `apply` a Light + Deep run now.
+        The gates default to the deep-phase configuration."""
+        from .dreaming import service as dream_service
+
+        check.flag(apply, "apply")
+        check.integer(limit, "--limit", 1, 1000)
+        check.number(min_score, "--min-score", 0.0, 1.0)
+        check.integer(min_recall_count, "--min-recall-count", 0, check.MAX_INT)
+        check.integer(min_unique_queries, "--min-unique-queries", 0, 32)
+        result = dream_service.promote(self.runtime, apply=apply, limit=limit, min_score=min_score,
+                                       min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
+        return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
+
+    def memory_promote_explain(self, query: str) -> api.ExplainReport:
+        from .dreaming import service as dream_service
+
+        check.text(query, "query")
+        return api.ExplainReport.model_validate(dream_service.explain(self.runtime, query))
+
+    def memory_promote_undo(self, target: str | None = None) -> api.UndoReport:
+        """Undo a promotion run (its id), one promoted item (its id), or by default the last run."""
+        from .dreaming import service as dream_service
+
+        check.ident(target, "run or item id", optional=True)
+        return api.UndoReport.model_validate(dream_service.undo(self.runtime, target))
+
+    def rem_harness(self, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
+        """REM's themes and Deep's would-be promotions now, or the grounded reading of the dated
+        notes under `path`; writes nothing."""
+        from .dreaming import service as dream_service
+
+        check.path(path, "--path", optional=True)
+        check.flag(grounded, "grounded")
+        return api.HarnessReport.model_validate(dream_service.harness(self.runtime, path=path, grounded=grounded))
+
+    def rem_backfill(self, *, path: str | None = None, stage_short_term: bool = False, rollback: bool = False,
+                     rollback_short_term: bool = False) -> api.BackfillReport:
+        from .dreaming import backfill as dream_backfill
+
+        check.path(path, "--path", optional=True)
+        for name, value in (("stage short term", stage_short_term), ("rollback", rollback),
+                            ("rollback short term", rollback_short_term)):
+            check.flag(value, name)
+        if rollback or rollback_short_term:
+            out: dict[str, Any] = {}
+            if rollback:
+                out.update(dream_backfill.rollback(self.runtime))
+            if rollback_short_term:
+                out.update(dream_backfill.rollback_short_term(self.runtime))
+            return api.BackfillReport.model_validate(out)
+        if path is None:
+            raise InputError("rem-backfill needs --path DIR (a folder of YYYY-MM-DD.md notes), or --rollback / "
+                             "--rollback-short-term")
+        return api.BackfillReport.model_validate(
+            dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term))
+
     # --- maintenance ----------------------------------------------------------------
+    # --- import and export (G4) ----------------------------------------------------------
+    def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
+                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+        """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
+        `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        from .sessions import service
+
+        check.path(path, "OpenClaw home")
+        check.ident(agent, "agent id", optional=True)
+        check.flag(dry_run, "dry run")
+        check.choice(config, "config", ("keep", "force", "skip"))
+        from .interop import service  # noqa: PLC0415 - only for this command
+
+        return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
+                                       progress=progress).to_json()
+
+    def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
+        """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
+        from .sessions import service
+
+        for value in paths:
+            check.path(value, "export file")
+        check.flag(dry_run, "dry run")
+        from .interop import service  # noqa: PLC0415
+
+        return service.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
+
+    def export_session(self, session: str, out: Any) -> dict[str, Any]:
+        """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
+        from .sessions import service
+
+        check.ident(session, "session")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_session(self.runtime, session, out)
+
+    def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
+        from .sessions import service
+
+        check.path(directory, "--out directory")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_all(self.runtime, Path(directory))
+
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
         """Check every agent database and memory index (or one agent's); `repair` salvages a
         damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""

@@ -59,7 +59,7 @@ class MemorySearched(Event):
 
     agent_id: str
     query: str
-    hits: tuple[dict[str, Any], ...]  # path, startLine, endLine, score
+    hits: tuple[dict[str, Any], ...]  # path, startLine, endLine, score, snippet
     session_key: str | None = None
 
 
@@ -113,6 +113,18 @@ class TurnCompleted(Event):
     reply: str | None = None
     tool_calls: int = 0
     compacted: bool = False
+
+
+@dataclass(frozen=True)
+class DreamingProgress(Event):
+    """A Dreaming sweep reached a step: `started`, `<phase>:done` for light / rem, `deep:planned`
+    (MEMORY.md read and the promotions decided, nothing written yet), `deep:written` (MEMORY.md
+    replaced, the machine state not yet updated), `finished`. For progress displays and tests."""
+
+    agent_id: str
+    run_id: str
+    step: str
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 E = TypeVar("E", bound=Event)

@@ -9,6 +9,14 @@ from typing import TYPE_CHECKING
 from .shapes import (
     SEND_TIMEOUT_DEFAULT_S,
     SEND_TIMEOUT_MAX_S,
+    BackfillReport,
+    DreamingStatus,
+    DreamingToggle,
+    ExplainReport,
+    HarnessReport,
+    PromoteReport,
+    SweepReport,
+    UndoReport,
     BootstrapFile,
     Classification,
     CleanupReport,
@@ -47,6 +55,8 @@ __all__ = [
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
     "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
+    "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "SweepReport", "UndoReport",
 ]
 
 if TYPE_CHECKING:

@@ -124,6 +124,41 @@ class NoArgs(Args):
     pass
 
 
+class DreamArgs(Args):
+    phase: Literal["all", "light", "rem", "deep"] = Field("all", description="Every phase in order, or one.")
+
+
+class DreamingEnableArgs(Args):
+    enabled: bool
+
+
+class PromoteArgs(Args):
+    limit: int | None = Field(None, ge=1, le=1000)
+    min_score: float | None = Field(None, ge=0, le=1)
+    min_recall_count: int | None = Field(None, ge=0)
+    min_unique_queries: int | None = Field(None, ge=0, le=32)
+
+
+class PromoteExplainArgs(Args):
+    query: str = Field(max_length=4096)
+
+
+class PromoteUndoArgs(Args):
+    target: str | None = Field(None, description="A promotion run id or a promoted item id; default the last run.")
+
+
+class RemHarnessArgs(Args):
+    path: str | None = None
+    grounded: bool = False
+
+
+class RemBackfillArgs(Args):
+    path: str | None = None
+    stage_short_term: bool = False
+    rollback: bool = False
+    rollback_short_term: bool = False
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str
@@ -232,6 +267,27 @@ def _ops() -> list[Operation]:
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,
                   shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session)),
         Operation("status", "The engine's state.", NoArgs, shapes.EngineStatus, lambda e, a, c: e.status()),
+        Operation("dreaming_status", "Dreaming's schedule, last sweep, lock and counts.", NoArgs,
+                  shapes.DreamingStatus, lambda e, a, c: e.dreaming_status()),
+        Operation("dreaming_enable", "Switch Dreaming on or off (the overrides file).", DreamingEnableArgs,
+                  shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True),
+        Operation("dream", "Run a Dreaming sweep now (Light → REM → Deep, or one phase).", DreamArgs,
+                  shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True),
+        Operation("memory_promote", "The ranked promotion candidates and Deep's would-be decisions.", PromoteArgs,
+                  shapes.PromoteReport, lambda e, a, c: e.memory_promote(**a.model_dump())),
+        Operation("memory_promote_apply", "Run Light and Deep now: promote the candidates passing the gates.",
+                  PromoteArgs, shapes.SweepReport, lambda e, a, c: e.memory_promote(apply=True, **a.model_dump()),
+                  writes=True),
+        Operation("memory_promote_explain", "Each signal, gate and decision for the candidates a query names.",
+                  PromoteExplainArgs, shapes.ExplainReport, lambda e, a, c: e.memory_promote_explain(a.query)),
+        Operation("memory_promote_undo", "Undo a promotion run or one promoted item.", PromoteUndoArgs,
+                  shapes.UndoReport, lambda e, a, c: e.memory_promote_undo(a.target), writes=True),
+        Operation("rem_harness", "Preview REM's themes and Deep's promotions (or read historical notes).",
+                  RemHarnessArgs, shapes.HarnessReport,
+                  lambda e, a, c: e.rem_harness(path=a.path, grounded=a.grounded)),
+        Operation("rem_backfill", "Replay historical notes into reversible diary entries (or roll them back).",
+                  RemBackfillArgs, shapes.BackfillReport, lambda e, a, c: e.rem_backfill(**a.model_dump()),
+                  writes=True),
     ]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from ..errors import InputError
 from .app import engine, err, memory_app, out
 from .render import emit, table
 
@@ -147,3 +148,171 @@ def memory_sweep(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
 
 
 # --- doctor -------------------------------------------------------------------------------
+
+
+# --- dreaming (Dr1–Dr2) ----------------------------------------------------------------------
+@memory_app.command("dream")
+def memory_dream(
+    ctx: typer.Context,
+    phase: str = typer.Option("all", "--phase", help="all | light | rem | deep"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run a Dreaming sweep now (Light → REM → Deep); DREAMS.md shows what each phase did."""
+    data = engine(ctx).dream(phase=phase)
+    emit(data, as_json, _render_sweep)
+    if data["status"] == "locked":
+        raise typer.Exit(1)  # the sweep did not run
+
+
+def _render_sweep(d: dict[str, Any]) -> None:
+    if d["status"] == "locked":
+        holder = d.get("holder") or {}
+        err.print(f"another Dreaming sweep is running ({holder.get('owner', '?')}, pid {holder.get('pid', '?')}); "
+                  "nothing was done", highlight=False)
+        return
+    if d["status"] == "no-workspace":
+        err.print(f"no workspace at {d.get('workspace')}: nothing to dream about", highlight=False)
+        return
+    light, deep = d.get("light"), d.get("deep")
+    if light:
+        out.print(f"light: {light['traces']} trace(s), {light['notes']} note(s), {light['transcripts']} conversation(s)"
+                  f" → {len(light['staged'])} staged", highlight=False)
+    if d.get("rem"):
+        out.print(f"rem: {len(d['rem']['themes'])} theme(s) ({d['rem']['source']})", highlight=False)
+    if deep:
+        out.print(f"deep: {deep['ranked']} ranked, {deep['passed']} passed the gates, {len(d['promoted'])} promoted "
+                  f"(MEMORY.md: {deep['mode']})", highlight=False)
+        for row in d["promoted"]:
+            out.print(f"  + {row['text']} [dim]{row['id']}[/dim]", highlight=False)
+    out.print(f"[dim]run {d['runId']}; details in DREAMS.md[/dim]", highlight=False)
+
+
+@memory_app.command("dreaming")
+def memory_dreaming(
+    ctx: typer.Context,
+    action: str = typer.Argument("status", help="status | on | off"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Dreaming's state (schedule, next run, last sweep, counts), or switch it on or off."""
+    eng = engine(ctx)
+    if action not in ("status", "on", "off"):
+        raise InputError(f"memory dreaming takes status, on or off (got {action!r})")
+    data = eng.dreaming_status() if action == "status" else eng.dreaming_enable(action == "on")
+    emit(data, as_json, lambda d: out.print_json(data=d))
+
+
+@memory_app.command("promote")
+def memory_promote(
+    ctx: typer.Context,
+    apply: bool = typer.Option(False, "--apply", help="Run Light and Deep now and write MEMORY.md."),
+    limit: int | None = typer.Option(None, "--limit", help="At most N promotions (1-1000, default deep.limit 10)."),
+    min_score: float | None = typer.Option(None, "--min-score", help="Override deep.minScore (0-1)."),
+    min_recall_count: int | None = typer.Option(None, "--min-recall-count"),
+    min_unique_queries: int | None = typer.Option(None, "--min-unique-queries"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Rank the short-term candidates with Deep's signals and gates; --apply promotes the passing ones."""
+    data = engine(ctx).memory_promote(apply=apply, limit=limit, min_score=min_score,
+                                      min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
+    if apply:
+        emit(data, as_json, _render_sweep)
+        return
+    decided = {row["key"]: row for row in data["decisions"]}
+
+    def render(d: dict[str, Any]) -> None:
+        rows = [{"score": f"{c['score']:.3f}", "recalls": c["recallCount"], "queries": c["uniqueQueries"],
+                 "would": decided[c["key"]]["status"] if c["key"] in decided else (c["rejected"] or "not chosen"),
+                 "text": c["text"]} for c in d["candidates"]]
+        out.print(table(rows, ["score", "recalls", "queries", "would", "text"], "promotion candidates"))
+        out.print("[dim]nothing written; --apply promotes[/dim]")
+
+    emit(data, as_json, render)
+
+
+@memory_app.command("promote-explain")
+def memory_promote_explain(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="Words of the candidate (or the query that recalled it)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Why a candidate would or would not be promoted: each signal's value, the gates, Deep's decision."""
+    data = engine(ctx).memory_promote_explain(query)
+
+    def render(d: dict[str, Any]) -> None:
+        if not d["candidates"]:
+            out.print(f"no short-term candidate matches {d['query']!r}", highlight=False)
+        for c in d["candidates"]:
+            signals = ", ".join(f"{k} {v:.2f}×{d['weights'][k]:.2f}" for k, v in c["components"].items())
+            out.print(f"[bold]{c['text']}[/bold] ({c['path']}) score {c['score']:.3f} "
+                      f"(+{c['phaseBoost']:.3f} phase boost)\n  {signals}\n  → {c['decision']}"
+                      + (f": {c['decisionReason']}" if c.get("decisionReason") else ""), highlight=False)
+
+    emit(data, as_json, render)
+
+
+@memory_app.command("promote-undo")
+def memory_promote_undo(
+    ctx: typer.Context,
+    target: str | None = typer.Argument(None, metavar="[RUN_OR_ITEM_ID]", help="Default: the last promotion run."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Undo what Dreaming promoted into MEMORY.md: a whole run, or one promoted item."""
+    emit(engine(ctx).memory_promote_undo(target), as_json, lambda d: out.print(
+        f"undid {len(d['items'])} promotion(s) of {d['runId']} ({d['restored']})", highlight=False))
+
+
+@memory_app.command("rem-harness")
+def memory_rem_harness(
+    ctx: typer.Context,
+    path: str | None = typer.Option(None, "--path", help="Read these historical dated notes instead."),
+    grounded: bool = typer.Option(False, "--grounded", help="With --path: each note as its own day."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Preview REM's reflections, the candidate facts and Deep's promotions; writes nothing."""
+    emit(engine(ctx).rem_harness(path=path, grounded=grounded), as_json, _render_harness)
+
+
+def _render_harness(d: dict[str, Any]) -> None:
+    if d["grounded"]:
+        for day in d["days"]:
+            out.print(f"[bold]{day['day']}[/bold] {day['path']}: {len(day['facts'])} fact(s), "
+                      f"{len(day['setAside'])} set aside", highlight=False)
+            for fact in day["facts"]:
+                out.print(f"  - {fact}", highlight=False)
+        return
+    for theme in (d.get("rem") or {}).get("themes", []):
+        out.print(f"[bold]{theme['title']}[/bold] (strength {theme['strength']:.2f}): {theme['reflection']}",
+                  highlight=False)
+    for row in d["decisions"]:
+        out.print(f"{row['status']}: {row['text']}" + (f" ({row['reason']})" if row.get("reason") else ""),
+                  highlight=False)
+    if d.get("memoryPreview"):
+        out.print("[dim]MEMORY.md would gain:[/dim]\n" + d["memoryPreview"], highlight=False, markup=False)
+
+
+@memory_app.command("rem-backfill")
+def memory_rem_backfill(
+    ctx: typer.Context,
+    path: str | None = typer.Option(None, "--path", help="A folder of YYYY-MM-DD.md notes (or one such file)."),
+    grounded: bool = typer.Option(True, "--grounded/--no-grounded", help="Each note as its own day (always)."),
+    stage_short_term: bool = typer.Option(False, "--stage-short-term",
+                                          help="Also stage the durable facts as grounded candidates."),
+    rollback: bool = typer.Option(False, "--rollback", help="Remove the backfill's diary entries."),
+    rollback_short_term: bool = typer.Option(False, "--rollback-short-term", help="Remove the staged candidates."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Replay historical notes into reversible Dream Diary entries (and optionally the short-term store)."""
+    if not grounded:
+        raise InputError("rem-backfill is always grounded (each note read as its own day); drop --no-grounded")
+    data = engine(ctx).rem_backfill(path=path, stage_short_term=stage_short_term, rollback=rollback,
+                                    rollback_short_term=rollback_short_term)
+
+    def render(d: dict[str, Any]) -> None:
+        if rollback or rollback_short_term:
+            out.print(f"removed {d.get('removedEntries') or 0} diary entr(ies) ({d.get('restored') or '-'}), "
+                      f"{d.get('removedShortTermEntries') or 0} staged candidate(s)", highlight=False)
+        else:
+            out.print(f"wrote {d['written']} grounded diary entr(ies) to {d['dreamsFile']}; staged {d['staged']} "
+                      "candidate(s)", highlight=False)
+
+    emit(data, as_json, render)

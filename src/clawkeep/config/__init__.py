@@ -74,15 +74,18 @@ from .model import (  # noqa: F401
     default_config,
     load_config,
     overrides_path,
+    with_storage_environment,
     write_override,
 )
 from .plugins import (  # noqa: F401
-    DREAMING_UNAVAILABLE,
+    DeepPhaseConfig,
     DreamingConfig,
+    LightPhaseConfig,
     MemoryCoreConfig,
     MemoryCoreOptions,
     PluginEntries,
     PluginsConfig,
+    RemPhaseConfig,
 )
 from .providers import (  # noqa: F401
     API_ALIASES,

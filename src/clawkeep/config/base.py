@@ -68,6 +68,19 @@ def _allowed(field: Any, kind: type) -> str:
     return " ".join([what, *filter(None, parts)])
 
 
+def known_zone(value: str | None) -> str | None:
+    """An IANA time-zone name (None stays None: the host's local time)."""
+    if value is None:
+        return value
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {value!r}; use an IANA name such as Europe/Berlin") from None
+    return value
+
+
 def _path_value(value: Any) -> Any:
     """A path in the config: text without NUL, at most validation.MAX_PATH_CHARS characters."""
     if value is None:

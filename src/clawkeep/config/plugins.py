@@ -1,8 +1,7 @@
 """The `plugins` section: `plugins.entries.<name>` = {enabled, config}, one typed model per plugin.
 
 Known plugins: `active-memory` (Active Memory, A1–A5; see `active_memory`) and `memory-core`
-(whose only setting today is `config.dreaming.enabled`, which must stay false: Dreaming is not
-built yet, and a config that switches it on is refused at load rather than silently ignored).
+(`config.dreaming`: the Dreaming sweep, Dr1–Dr2; see `clawkeep.dreaming`).
 Any other plugin name is an unknown key: a warning, not an error.
 """
 
@@ -13,23 +12,61 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from .active_memory import ActiveMemoryConfig
-from .base import _Model
+from .base import _Model, known_zone
 
-DREAMING_UNAVAILABLE = ("Dreaming is not available in this version of clawkeep (no consolidation sweep runs); "
-                        "remove the key or set it to false")
+
+class LightPhaseConfig(_Model):
+    """Light: what is staged. Daily notes are ingested once each (a checkpoint per file)."""
+
+    lookback_days: int = Field(2, alias="lookbackDays", ge=1, le=365)  # what the Light block shows
+    ingest_lookback_days: int = Field(14, alias="ingestLookbackDays", ge=1, le=3650)  # notes/transcripts read
+    limit: int = Field(100, ge=1, le=10_000)  # candidates listed (and reinforced) per run
+    dedupe_similarity: float = Field(0.9, alias="dedupeSimilarity", ge=0.5, le=1)  # Jaccard of the words
+
+
+class RemPhaseConfig(_Model):
+    lookback_days: int = Field(7, alias="lookbackDays", ge=1, le=365)
+    min_pattern_strength: float = Field(0.75, alias="minPatternStrength", ge=0, le=1)  # reinforced themes
+
+
+class DeepPhaseConfig(_Model):
+    """Deep: the promotion gates (OpenClaw's deep-phase defaults; `memory promote` uses them too)."""
+
+    min_score: float = Field(0.8, alias="minScore", ge=0, le=1)
+    min_recall_count: int = Field(3, alias="minRecallCount", ge=0, le=1_000_000)
+    min_unique_queries: int = Field(3, alias="minUniqueQueries", ge=0, le=32)
+    limit: int = Field(10, ge=1, le=1000)
+    recency_half_life_days: float = Field(14, alias="recencyHalfLifeDays", gt=0, le=3650)
+    max_age_days: int = Field(30, alias="maxAgeDays", ge=0, le=36_500)
+    max_prior_entry_loss_fraction: float = Field(0.25, alias="maxPriorEntryLossFraction", ge=0, le=1)
 
 
 class DreamingConfig(_Model):
-    """`plugins.entries.memory-core.config.dreaming` (SPEC Dr1, not built yet)."""
+    """`plugins.entries.memory-core.config.dreaming` (SPEC Dr1–Dr2): the consolidation sweep."""
 
     enabled: bool = False
+    frequency: str = "0 3 * * *"  # cron, in `timezone`
+    timezone: str | None = None  # IANA name; None = session.reset.timezone, else the host's local time
+    model: str | None = None  # "<provider>/<model>" for REM themes and the diary; None = the agent's primary
+    light: LightPhaseConfig = Field(default_factory=LightPhaseConfig)
+    rem: RemPhaseConfig = Field(default_factory=RemPhaseConfig)
+    deep: DeepPhaseConfig = Field(default_factory=DeepPhaseConfig)
 
-    @field_validator("enabled")
+    @field_validator("frequency")
     @classmethod
-    def _not_available(cls, value: bool) -> bool:
-        if value:
-            raise ValueError(DREAMING_UNAVAILABLE)
-        return value
+    def _cron(cls, value: str) -> str:
+        from croniter import croniter  # noqa: PLC0415 - only when the key is set
+
+        text = " ".join(str(value).split())
+        if len(text.split()) != 5 or not croniter.is_valid(text):
+            raise ValueError(f"{value!r} is not a cron expression; give five fields (minute hour day month "
+                             "weekday), e.g. \"0 3 * * *\" (03:00 every day) or \"0 */6 * * *\"")
+        return text
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        return known_zone(value)
 
 
 class MemoryCoreOptions(_Model):

@@ -66,6 +66,9 @@ _EN_FILLERS = frozenset("really very so just still actually definitely totally t
 _EN_STOP = frozenset("a an the my our your his her their of for to in on at with and is are".split())
 _CJK_FILLERS = lazy(r"真的|真是|非常|特别|十分|很|本当に|とても|すごく|めっちゃ|정말|진짜|너무|완전|참|아주")
 _PUNCT = lazy(r"[\s\W_]+", re.UNICODE)
+# Every write compares the new fact with every active item (and a Dreaming sweep does that for
+# each candidate), so the readings of item texts are cached: large enough for a big workspace.
+READ_CACHE = 65_536
 
 
 def _en_words(text: str) -> list[str]:
@@ -73,6 +76,7 @@ def _en_words(text: str) -> list[str]:
     return [_SPELLING.get(w, w) for w in words]
 
 
+@lru_cache(maxsize=READ_CACHE)
 def canonical(text: str) -> str:
     """Text for near-duplicate comparison: case, spelling, punctuation and fillers ignored."""
     if language(text) == "en":
@@ -332,7 +336,7 @@ class Reading:
     replaces: bool  # carries a replacement cue ("actually", "now", "不再", "今は", "이제"…)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=READ_CACHE)
 def read(text: str) -> Reading:
     lang = language(text)
     body = text.strip().rstrip(".!?。！？~")

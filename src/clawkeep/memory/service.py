@@ -18,7 +18,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from . import items
+from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
@@ -48,6 +48,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from . import facts  # supersession (many patterns): imported by the writes that need it
+MEMORY_HEADING = "# Memory"  # the first line of a MEMORY.md the engine creates
 
 
 def memory_database_path(rt: Runtime) -> Path:
@@ -79,10 +80,9 @@ def open_index(rt: Runtime) -> MemoryIndex:
     if cached is not None:
         return cached
     settings = rt.config.agents.defaults.memory_search
-    if not sessions_enabled(rt):  # a copy, not an assignment: that would build the section's validator
-        settings = settings.model_copy(update={"sources": [s for s in settings.sources if s != "sessions"] or ["memory"]})
-    else:
-        settings = settings.model_copy()
+    # A copy with an update, not an assignment: that would build the section's validator.
+    sources = settings.sources if sessions_enabled(rt) else [s for s in settings.sources if s != "sessions"] or ["memory"]
+    settings = settings.model_copy(update={"sources": list(sources)})
     store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
                         sessions=lambda: transcript_docs(rt.store()))
@@ -102,8 +102,18 @@ def sync_index(rt: Runtime) -> SyncReport:
     return with_index(rt, lambda idx: idx.sync())
 
 
-def workspace(rt: Runtime) -> Path:
-    return workspace_dir(rt.home, rt.config, rt.agent_id)
+def workspace(rt: Runtime, agent_id: str | None = None) -> Path:
+    """The agent's workspace. In PostgreSQL mode it is this instance's mirror of the database's
+    memory documents (D4): attached on first use, and synced (local edits written back, other
+    instances' writes pulled) every time it is asked for."""
+    agent = agent_id or rt.agent_id
+    ws = workspace_dir(rt.home, rt.config, agent)
+    if rt.config.storage.is_postgres:
+        docs = documents.attach(ws, rt.store(agent))
+        docs.sync()
+        while docs.warnings:
+            rt.log_warning(docs.warnings.pop(0))
+    return ws
 
 
 def has_memory(rt: Runtime) -> bool:
@@ -162,7 +172,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         scope: list[Any] = []  # the caller's session scope, looked up once if a transcript hit needs it
         results = [r for r in results if _caller_sees(rt, r, caller, across, scope)][:wanted]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
-        {k: r.get(k) for k in ("path", "startLine", "endLine", "score")} for r in results), caller))
+        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller))
     return {"results": results}
 
 
@@ -344,15 +354,33 @@ class RememberResult:
         return out
 
 
-def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
-    """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
-    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+@dataclass
+class WritePlan:
+    """What writing one fact would do (M7, M8): refused with a reason, a duplicate of an active
+    item, or a new item — its attributes, the items it supersedes, its expiry when time-bound."""
 
-    `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
-    memory_remember): the line carries it, and it merges with or supersedes only lines that
-    conversation owns — one peer's new value never replaces another peer's fact."""
-    if rt.config.agents.defaults.workspace_access != "rw":
-        raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
+    fact: str
+    status: str  # store | duplicate | refused
+    reason: str | None = None
+    same: items.Item | None = None
+    attrs: dict[str, str] | None = None
+    conflicts: list[items.Item] | None = None
+    expires: date | None = None
+
+
+def writable_items(rt: Runtime, owner: str | None, day: date, found: list[items.Item] | None = None
+                   ) -> list[items.Item]:
+    """The active items a fact stated in `owner`'s conversation may merge with or supersede."""
+    found = items.all_items(workspace(rt)) if found is None else found
+    return [i for i in found if i.status(day) == "active" and _writable_by(i, owner, rt)]
+
+
+def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None,
+                  active: list[items.Item] | None = None, day: date | None = None) -> WritePlan:
+    """Decide, without writing, what remembering `text` does: every write of a fact — `remember`,
+    the memory tools, Dreaming's Deep phase — goes through this one decision. `active`: the items
+    to compare with (default: the workspace's, as `owner` may touch them); `day`: the day the
+    fact was stated (its expiry is read relative to it)."""
     fact = items.strip_request(text or "")
     if not fact:
         raise InputError("nothing to remember: the text is empty")
@@ -361,25 +389,17 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     settings = rt.config.agents.defaults.memory_search.write_filters
     reason = items.filter_reason(fact, allow_secrets=settings.allow_secrets)
     if reason and (force is False or "secret" in reason):
-        return RememberResult("refused", reason=reason)
+        return WritePlan(fact, "refused", reason=reason)
     if settings.allow_secrets:
         fact = redact_secrets(fact)[0]
-    ws = ensure_workspace(workspace(rt))
-    day = today(rt)
-    existing = items.all_items(ws)
-    active = [i for i in existing if i.status(day) == "active" and _writable_by(i, owner, rt)]
+    day = day or today(rt)
+    active = writable_items(rt, owner, day) if active is None else active
     from . import facts  # noqa: PLC0415 - writes only
 
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None)
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
-        seen = day.isoformat()
-        if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
-            try:
-                items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
-            except InputError as exc:  # the fact is there already: an unwritable file loses nothing
-                rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
-        return RememberResult("duplicate", item=same)
+        return WritePlan(fact, "duplicate", same=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
     if owner is not None:
         attrs["session"] = owner
@@ -389,15 +409,43 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     event = items.is_time_bound(fact, day)
     if event is not None:
         attrs["expires"] = event.isoformat()
+    return WritePlan(fact, "store", attrs=attrs, conflicts=conflicts, expires=event)
+
+
+def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
+    """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
+    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+
+    `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
+    memory_remember): the line carries it, and it merges with or supersedes only lines that
+    conversation owns — one peer's new value never replaces another peer's fact."""
+    if rt.config.agents.defaults.workspace_access != "rw":
+        raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
+    plan = plan_remember(rt, text, force=force, owner=owner)
+    if plan.status == "refused":
+        return RememberResult("refused", reason=plan.reason)
+    ws = ensure_workspace(workspace(rt))
+    day = today(rt)
+    same = plan.same
+    if same is not None:
+        seen = day.isoformat()
+        if same.attrs.get("id") and seen not in (same.attrs.get("at"), same.attrs.get("seen")):
+            try:
+                items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
+            except InputError as exc:  # the fact is there already: an unwritable file loses nothing
+                rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
+        return RememberResult("duplicate", item=same)
+    assert plan.attrs is not None and plan.conflicts is not None
+    if plan.expires is not None:
         rel = daily_note(ws, day.isoformat()).relative_to(ws).as_posix()
-        item = items.append_item(ws, rel, fact, attrs, heading=f"# {day.isoformat()}")
+        item = items.append_item(ws, rel, plan.fact, plan.attrs, heading=f"# {day.isoformat()}")
     else:
-        item = items.append_item(ws, MEMORY_FILE, fact, attrs, heading="# Memory")
-    for old in conflicts:
+        item = items.append_item(ws, MEMORY_FILE, plan.fact, plan.attrs, heading=MEMORY_HEADING)
+    for old in plan.conflicts:
         items.set_attr(ws, old, supersededBy=item.id)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
-                                    superseded=tuple(i.id for i in conflicts)))
-    return RememberResult("stored", item=item, superseded=[i.id for i in conflicts] or None)
+                                    superseded=tuple(i.id for i in plan.conflicts)))
+    return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
 
 
 def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
@@ -536,6 +584,11 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store},
     }
+    if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
+        out["index"]["path"] = idx.store.path
+        out["vectorStore"] = {"backend": "pgvector"}
+        out["documents"] = {"backend": "postgresql", "mirror": str(ws),
+                            "conflicts": documents.for_workspace(ws).conflicts()}
     if deep:
         out["provider"] = _provider_health(idx)
         try:

@@ -292,7 +292,7 @@ def _segment(run: str) -> list[str]:
         elif "\u30a0" <= first <= "\u31ff" or len(piece) <= 2:
             words.append(piece)
         else:
-            words.extend(_han_words(piece))
+            words.extend(han_words(piece))
     return words
 
 
@@ -303,7 +303,7 @@ def _strip_particle(word: str) -> str:
     return word
 
 
-def _han_words(piece: str) -> list[str]:
+def han_words(piece: str) -> list[str]:
     """jieba search-mode words when available, else overlapping bigrams."""
     jieba = _jieba()
     if jieba is None:

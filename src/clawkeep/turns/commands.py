@@ -3,7 +3,8 @@
 `/new` and `/reset` close the interval (`/new <model> [text]`: a configured model switches the
 session to it, `meta.modelOverride`; the rest of the text starts the new one), `/status`
 reports, `/compact [instructions]` compacts now, `/active-memory on|off|status [--global]`,
-`/verbose on|off` and `/trace on|off` switch per-session settings. Bad arguments raise an
+`/verbose on|off` and `/trace on|off` switch per-session settings, `/dreaming status|on|off|help`
+reports on or switches the Dreaming sweep. Bad arguments raise an
 InputError naming what is allowed. A command that changes the configuration of every
 conversation (`--global`) is accepted only from the operator.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..config.active_memory import active_memory_config
 from ..config.model import write_override
+from ..dreaming import service as dreaming_service
 from ..errors import InputError
 from ..runtime import Runtime
 from ..sessions import service, transcript
@@ -160,6 +162,27 @@ def _active_memory(call: CommandCall) -> CommandOutcome:
                                                                        operator=call.operator))
 
 
+DREAMING_HELP = ("/dreaming status: schedule, next run, last sweep and counts; /dreaming on | off: switch the "
+                 "sweep (and its recall recording) on or off for every conversation (operator only). Run a sweep "
+                 "now with `clawkeep memory dream`; review DREAMS.md; undo with `clawkeep memory promote-undo`.")
+
+
+def _dreaming(call: CommandCall) -> CommandOutcome:
+    args = call.rest.lower().split()
+    action = args[0] if args else "status"
+    if len(args) > 1 or action not in ("status", "on", "off", "help"):
+        raise InputError(f"/dreaming takes status, on, off or help (got {call.rest!r})")
+    if action == "help":
+        return CommandOutcome("dreaming", status={"help": DREAMING_HELP})
+    if action == "status":
+        return CommandOutcome("dreaming", status=dreaming_service.status(call.rt))
+    if not call.operator:
+        raise InputError("/dreaming on|off changes the configuration of every conversation and is only accepted "
+                         "from the operator (the CLI or a dashboard thread), not from chat participants; nothing "
+                         "was changed")
+    return CommandOutcome("dreaming", status=dreaming_service.set_enabled(call.rt, action == "on"))
+
+
 COMMANDS: dict[str, SlashCommand] = {c.name: c for c in (
     SlashCommand("/new", "close the interval; a configured model first switches the session to it, the rest of "
                  "the text starts the new interval", _reset("/new")),
@@ -169,7 +192,7 @@ COMMANDS: dict[str, SlashCommand] = {c.name: c for c in (
     SlashCommand("/active-memory", "on | off | status, optionally --global (operator only)", _active_memory),
     SlashCommand("/verbose", "on | off: show what Active Memory did", _toggle("verbose")),
     SlashCommand("/trace", "on | off: show the recalled line", _toggle("trace")),
-    SlashCommand("/dreaming", "Dreaming (not available in this version)", None),
+    SlashCommand("/dreaming", "status | on | off | help: the Dreaming sweep (on/off: operator only)", _dreaming),
 )}
 AVAILABLE = ", ".join(name for name, c in COMMANDS.items() if c.run is not None)
 
