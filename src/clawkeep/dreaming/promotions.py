@@ -20,6 +20,7 @@ from .deep import Applied, DeepPlan, read_memory, sha
 from .store import DreamsDir, write_atomic
 
 FOLDER = "promotions"
+KEEP_BYTES = 30  # records that keep the bytes of MEMORY.md before their run
 
 
 def record_path(dreams: DreamsDir, run_id: str) -> str:
@@ -27,12 +28,22 @@ def record_path(dreams: DreamsDir, run_id: str) -> str:
 
 
 def begin(dreams: DreamsDir, deep: DeepPlan, now: int) -> None:
+    _forget_old_bytes(dreams)
     dreams.write_json(record_path(dreams, deep.run_id), {
         "runId": deep.run_id, "at": now, "status": "pending", "mode": None, "before": deep.before,
         "plannedSha": sha(deep.after), "afterSha": None, "files": {},
         "items": [{"id": d.item.id, "key": d.ranked.entry.key, "text": d.item.text, "supersedes": d.supersedes,
                    "src": d.item.attrs.get("src"), "undone": False} for d in deep.promoted if d.item is not None],
         "repaired": deep.repaired})
+
+
+def _forget_old_bytes(dreams: DreamsDir) -> None:
+    """Only the newest KEEP_BYTES records keep a copy of MEMORY.md (an older run's undo removes
+    its lines instead: the file has changed since anyway)."""
+    for record in records(dreams)[:-(KEEP_BYTES - 1)]:  # with the record about to be written: KEEP_BYTES
+        if record.get("before") is not None:
+            record.update({"before": None, "afterSha": None, "files": {}})
+            dreams.write_json(record_path(dreams, record["runId"]), record)
 
 
 def finish(dreams: DreamsDir, run_id: str, applied: Applied) -> None:
@@ -102,7 +113,7 @@ def undo(dreams: DreamsDir, workspace: Path, target: str | None) -> dict[str, An
         i.get("undone") for i in record["items"])
     path = workspace / MEMORY_FILE
     current = read_memory(workspace)
-    if whole and record.get("afterSha") and sha(current) == record["afterSha"]:
+    if whole and record.get("afterSha") and sha(current) == record["afterSha"] and "before" in record:
         write_atomic(path, record.get("before"))
         restored = "byte-identical"
     else:
