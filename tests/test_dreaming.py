@@ -302,6 +302,8 @@ def test_dreaming_slash_command(home):
         with pytest.raises(InputError, match="only accepted from the operator"):
             eng.message("/dreaming off", channel="telegram", sender="mallory")
         assert "help" in eng.message("/dreaming help").to_json()["status"]
+        seen_by_chat = eng.message("/dreaming status", channel="telegram", sender="mallory").to_json()["status"]
+        assert seen_by_chat["enabled"] is True and "dreamsFile" not in seen_by_chat and "lock" not in seen_by_chat
     with open_engine(home) as reopened:  # the overrides file is merged at load
         assert reopened.dreaming_status().to_json()["enabled"] is True
 
