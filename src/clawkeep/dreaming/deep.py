@@ -100,7 +100,7 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
     decisions: list[Decision] = []
     fresh: list[tuple[Decision, SourceLine]] = []
     for candidate in chosen:
-        line, why = rehydrate(candidate, live, work.threshold)
+        line, why = rehydrate(candidate, live)
         if line is None:
             decisions.append(Decision(candidate, why[0], why[1]))
         else:
@@ -149,7 +149,7 @@ def _note_lines(ws: Path, rel: str, lines: dict[str, list[str]], before: dict[st
     return lines[rel]
 
 
-def rehydrate(candidate: Ranked, live: LiveSources, threshold: float) -> tuple[SourceLine | None, tuple[str, str]]:
+def rehydrate(candidate: Ranked, live: LiveSources) -> tuple[SourceLine | None, tuple[str, str]]:
     """The candidate's live line, or (None, (status, reason)) when it is stale or deleted."""
     entry = candidate.entry
     digest = claim_hash(entry.text)
