@@ -380,3 +380,18 @@ def test_only_the_newest_promotion_records_keep_the_bytes_of_memory(home):
     kept = [r for r in promotions.records(dreams) if r.get("before") is not None]
     assert len(kept) == promotions.KEEP_BYTES and kept[-1]["runId"] == "d-new"
     assert kept[0]["runId"] == "d-old-004"  # the four oldest gave their copy up
+
+
+def test_huge_inputs_are_refused_or_skipped_quickly(home):
+    import time as clock
+
+    ws = home / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / f"{today().isoformat()}.md").write_text("- " + "上" * 300_000 + "\n- I like green tea\n")
+    with open_engine(home, CONFIG) as eng:
+        with pytest.raises(InputError, match="at most 4096"):
+            eng.memory_promote_explain("上" * 5000)
+        started = clock.monotonic()
+        report = eng.dream(phase="light").to_json()
+        assert clock.monotonic() - started < 20
+    assert [s["text"] for s in report["light"]["staged"]] == ["I like green tea"]  # the blob is no claim
