@@ -16,7 +16,7 @@ from typing import Any
 
 from . import api, dreaming
 from . import validation as check
-from .config import Config, config_from_dict, load_config
+from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import CorruptDatabaseError, InputError, StorageError
 from .dreaming import backfill as dream_backfill
 from .dreaming import service as dream_service
@@ -38,15 +38,17 @@ MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes,
 
 
 def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
-    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present."""
+    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present. The
+    environment's CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA win over `storage.url` / `storage.schema`."""
     if isinstance(config, Config):
-        return config
+        return with_storage_environment(config)
     if isinstance(config, dict):
-        return config_from_dict(config)
+        return with_storage_environment(config_from_dict(config))
     if config is not None:
-        return load_config(config)
+        return with_storage_environment(load_config(config))
     default = home / CONFIG_FILE
-    return load_config(default, missing_ok=True)  # with its overrides file (/active-memory --global), if any
+    # with its overrides file (/active-memory --global), if any
+    return with_storage_environment(load_config(default, missing_ok=True))
 
 
 def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
@@ -366,6 +368,12 @@ class Engine:
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
 
+    def dream_if_due(self) -> api.SweepReport | None:
+        """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
+        due and Dreaming is enabled; None otherwise."""
+        report = dreaming.run_due(self.runtime)
+        return api.SweepReport.model_validate(report) if report is not None else None
+
     def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
         """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
         check.choice(phase, "phase", ("all", *dreaming.PHASES))
@@ -421,6 +429,44 @@ class Engine:
             dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term))
 
     # --- maintenance ----------------------------------------------------------------
+    # --- import and export (G4) ----------------------------------------------------------
+    def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
+                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+        """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
+        `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        check.path(path, "OpenClaw home")
+        check.ident(agent, "agent id", optional=True)
+        check.flag(dry_run, "dry run")
+        check.choice(config, "config", ("keep", "force", "skip"))
+        from .interop import service  # noqa: PLC0415 - only for this command
+
+        return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
+                                       progress=progress).to_json()
+
+    def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
+        """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
+        for value in paths:
+            check.path(value, "export file")
+        check.flag(dry_run, "dry run")
+        from .interop import service  # noqa: PLC0415
+
+        return service.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
+
+    def export_session(self, session: str, out: Any) -> dict[str, Any]:
+        """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
+        check.ident(session, "session")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_session(self.runtime, session, out)
+
+    def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
+        check.path(directory, "--out directory")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_all(self.runtime, Path(directory))
+
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
         """Check every agent database and memory index (or one agent's); `repair` salvages a
         damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""

@@ -73,6 +73,7 @@ from .model import (  # noqa: F401
     config_from_dict,
     load_config,
     overrides_path,
+    with_storage_environment,
     write_override,
 )
 from .plugins import (  # noqa: F401

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -282,10 +283,34 @@ class AgentsConfig(_Model):
 class StorageConfig(_Model):
     # None = embedded SQLite under the home; "postgresql://…" selects PostgreSQL (SPEC D1).
     url: str | None = None
+    # PostgreSQL only: the prefix of the schemas clawkeep creates (several deployments may share
+    # one database under different prefixes), and the connection pool of each process.
+    schema_prefix: str = Field("clawkeep", alias="schema", pattern=r"^[a-z][a-z0-9_]{0,23}$")
+    pool_size: int = Field(8, alias="poolSize", ge=1, le=200)
+    connect_timeout_ms: int = Field(10_000, alias="connectTimeoutMs", ge=100, le=600_000)
     # NORMAL (WAL): an acknowledged message survives a crash of the process (kill -9, tested);
     # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
     synchronous: Literal["FULL", "NORMAL"] = "NORMAL"
     busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0, le=3_600_000)
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is None or value in ("", "sqlite", "sqlite:"):
+            return None
+        if value.startswith(("postgresql://", "postgres://")):
+            return value
+        raise ValueError(f"storage.url {_redact_url(value)!r} is not supported; allowed: unset (embedded SQLite) "
+                         "or postgresql://user:password@host:port/database")
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.url is not None
+
+
+def _redact_url(url: str) -> str:
+    """A URL as it may be shown: the password replaced."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 class HookEntry(_Model):
@@ -428,6 +453,26 @@ def load_config(path: str | os.PathLike[str] | None, *, missing_ok: bool = False
     if not isinstance(data, dict):
         return config_from_dict(data, source=str(file))  # refused: the top level must be an object
     return config_from_dict(_merged(data, extra), source=f"{file} (with {overlay.name})")
+
+
+STORAGE_ENVIRONMENT = {"CLAWKEEP_STORAGE_URL": "url", "CLAWKEEP_STORAGE_SCHEMA": "schema"}
+
+
+def with_storage_environment(config: Config, environ: dict[str, str] | None = None) -> Config:
+    """`config` with CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA (when set) over `storage.url` /
+    `storage.schema`: the database password can stay out of the config file."""
+    environ = os.environ if environ is None else environ
+    found = {key: environ[name] for name, key in STORAGE_ENVIRONMENT.items() if environ.get(name)}
+    if not found:
+        return config
+    data = {**config.storage.model_dump(by_alias=True), **found}
+    try:
+        storage = StorageConfig.model_validate(data)
+    except ValidationError as exc:
+        names = ", ".join(n for n, k in STORAGE_ENVIRONMENT.items() if k in found)
+        problems = "; ".join(_describe_error(err) for err in exc.errors())
+        raise InputError(f"environment {names}: invalid storage setting: {problems}") from None
+    return config.model_copy(update={"storage": storage})
 
 
 def write_override(config_file: str | os.PathLike[str], keys: tuple[str, ...], value: Any) -> Path:

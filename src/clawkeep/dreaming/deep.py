@@ -30,6 +30,7 @@ from typing import Any
 from ..config import DeepPhaseConfig
 from ..errors import ClawkeepError
 from ..memory import items
+from ..memory.documents import write_document
 from ..memory import service as memory
 from ..memory.workspace import MEMORY_FILE
 from ..runtime import Runtime
@@ -308,7 +309,7 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
         base = current if current is not None else f"{memory.MEMORY_HEADING}\n\n"
         text = base + ("" if base.endswith("\n") else "\n") + "\n".join(deep.new_lines) + "\n"
         mode = "append"
-    write_atomic(workspace / MEMORY_FILE, text)
+    write_document(workspace, MEMORY_FILE, text, write_atomic)  # D4: a compare-and-set in PostgreSQL mode
     written_others: dict[str, tuple[str, str]] = {}
     for rel, (before, after) in deep.other_files.items():
         path = workspace / rel
@@ -317,7 +318,7 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
         except (OSError, UnicodeDecodeError):
             unchanged = False
         if unchanged:  # the same guard for a daily note whose old item is now superseded
-            write_atomic(path, after)
+            write_document(workspace, rel, after, write_atomic)
             written_others[rel] = (before, after)
     return Applied(mode, text, written_others)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import InputError, NotFoundError
 from ..memory import items
+from ..memory.documents import write_document
 from ..memory.workspace import MEMORY_FILE
 from .deep import Applied, DeepPlan, read_memory, sha
 from .store import DreamsDir, write_atomic
@@ -111,14 +112,13 @@ def undo(dreams: DreamsDir, workspace: Path, target: str | None) -> dict[str, An
     record, ids = select(dreams, target)
     whole = ids == {i["id"] for i in record["items"] if not i.get("undone")} and not any(
         i.get("undone") for i in record["items"])
-    path = workspace / MEMORY_FILE
     current = read_memory(workspace)
-    if whole and record.get("afterSha") and sha(current) == record["afterSha"] and "before" in record:
-        write_atomic(path, record.get("before"))
+    if whole and record.get("afterSha") and sha(current) == record["afterSha"]:  # (a trimmed record has none)
+        write_document(workspace, MEMORY_FILE, record.get("before"), write_atomic)
         restored = "byte-identical"
     else:
         if current is not None:
-            write_atomic(path, strip(current, ids))
+            write_document(workspace, MEMORY_FILE, strip(current, ids), write_atomic)
         restored = "lines removed"
     for rel, info in (record.get("files") or {}).items():
         other = workspace / rel
@@ -126,7 +126,8 @@ def undo(dreams: DreamsDir, workspace: Path, target: str | None) -> dict[str, An
             text = other.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        write_atomic(other, info["before"] if whole and sha(text) == info.get("afterSha") else strip(text, ids))
+        restore = whole and sha(text) == info.get("afterSha")
+        write_document(workspace, rel, info["before"] if restore else strip(text, ids), write_atomic)
     for item in record["items"]:
         if item["id"] in ids:
             item["undone"] = True

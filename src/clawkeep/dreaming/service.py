@@ -21,7 +21,7 @@ from .claims import concept_tags
 from .rank import WEIGHTS
 from .schedule import next_run, settings, zone_for
 from .sources import LiveSources
-from .store import DreamsDir, held_sweep_lock
+from .store import DreamsDir, held_sweep_lock, shared_store
 from .sweep import model_for, new_run_id, run_sweep
 from .working import Working, query_hash
 
@@ -150,7 +150,7 @@ def plan_gates(rt: Runtime) -> dict[str, Any]:
 def undo(rt: Runtime, target: str | None) -> dict[str, Any]:
     """Undo a promotion run (default: the last) or one promoted item, under the sweep lock."""
     dreams = dreams_dir(rt)
-    with held_sweep_lock(dreams, "promote-undo"):
+    with held_sweep_lock(dreams, "promote-undo", shared_store(rt)):
         result = promotions.undo(dreams, dreams.workspace, target)
         work = Working.load(dreams, settings(rt.config).light.dedupe_similarity)
         now = rt.now()

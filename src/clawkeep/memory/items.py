@@ -23,11 +23,12 @@ from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from ..errors import InputError, NotFoundError
+from ..errors import ConflictError, InputError, NotFoundError
 from . import filters
 from .owners import UNKNOWN_OWNER, visible_to
 from .timeparse import plan_day
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+from .documents import for_workspace, memory_files, read_lines, write_lines  # noqa: F401 - re-exported
+from .workspace import MEMORY_FILE, NOTES_DIR
 
 _MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
 _MARKER_START = re.compile(r"\s*<!--\s*ck:")
@@ -237,46 +238,19 @@ def is_time_bound(text: str, today: date) -> date | None:
     return plan_day(text, today)
 
 
-# --- file edits -------------------------------------------------------------------------
-def read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    except UnicodeDecodeError:
-        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
-    except OSError as exc:  # unreadable (permissions), a directory, …
-        raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc}); fix its permissions"
-                         ) from None
-
-
-def write_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.replace(path)  # atomic: a crash never leaves half a memory file
-    except OSError as exc:  # a read-only workspace: say which file, never a raw PermissionError
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise InputError(f"memory file {path} cannot be written ({exc.strerror or exc}); make the workspace "
-                         "writable, or set agents.defaults.workspaceAccess to \"ro\" to stop writes") from None
-
-
+# --- file edits (every write goes through the workspace's documents: memory/documents.py) ----
 def item_line(text: str, attrs: dict[str, str]) -> str:
     """The bullet line of a new item: its text (one line, no forged comment) and its state marker."""
     return f"- {neutralise(text)}{render_marker(attrs)}"
 
 
 def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
-    path = workspace / relpath
-    lines = read_lines(path)
-    if not lines and heading:
-        lines = [heading, ""]
-    lines.append(item_line(text, attrs))
-    write_lines(path, lines)
+    def change(lines: list[str]) -> list[str]:
+        if not lines and heading:
+            lines = [heading, ""]
+        return [*lines, item_line(text, attrs)]
+
+    lines = for_workspace(workspace).update(relpath, change)
     return Item(attrs["id"], relpath, len(lines), neutralise(text), attrs)
 
 
@@ -286,22 +260,29 @@ def line_with_attrs(line: str, item_id: str, **updates: str) -> str:
     return content.rstrip() + render_marker({"id": item_id, **attrs, **updates})
 
 
+def _locate(lines: list[str], item: Item) -> int:
+    """The index of `item`'s line now, found by its id (other writers may have moved it; an id
+    without a marker is the hash of its text, so an edited one is gone); -1 when it is gone."""
+    for found in parse_items(item.path, "\n".join(lines)):
+        if found.id == item.id:
+            return found.line - 1
+    return -1
+
+
+def _changed_meanwhile(item: Item) -> ConflictError:
+    return ConflictError(f"memory item {item.id} was changed or removed by another writer meanwhile; nothing was "
+                         "written (both versions are kept: yours was not applied). List the items again and retry")
+
+
 def set_attr(workspace: Path, item: Item, **updates: str) -> None:
-    path = workspace / item.path
-    lines = read_lines(path)
-    lines[item.line - 1] = line_with_attrs(lines[item.line - 1], item.id, **updates)
-    write_lines(path, lines)
+    def change(lines: list[str]) -> list[str] | None:
+        n = _locate(lines, item)
+        if n < 0:
+            return None  # gone meanwhile: nothing to mark
+        lines[n] = line_with_attrs(lines[n], item.id, **updates)
+        return lines
 
-
-def memory_files(workspace: Path) -> list[str]:
-    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded):
-    regular files whose real path is inside the workspace (M4: no link leads out, no FIFO).
-
-    Runs before every search (the staleness check), so it walks with scandir and plain strings:
-    pathlib's rglob + relative_to cost ~13 µs a file, this ~1 µs."""
-    found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
-    notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
-    return found + sorted(notes)
+    for_workspace(workspace).update(item.path, change)
 
 
 def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[Item]:
@@ -333,42 +314,65 @@ def edit_item(workspace: Path, item_id: str, text: str) -> Item:
     if not text.strip() or "\n" in text:
         raise InputError("new item text must be one non-empty line")
     item = find_item(workspace, item_id)
-    path = workspace / item.path
-    lines = read_lines(path)
-    content, attrs = parse_marker(lines[item.line - 1])
-    bullet = _BULLET.match(content)
-    indent = bullet["indent"] if bullet else ""
-    attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
     text = neutralise(text)
-    lines[item.line - 1] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
-    write_lines(path, lines)
+    done: dict[str, dict[str, str]] = {}
+
+    def change(lines: list[str]) -> list[str]:
+        n = _locate(lines, item)
+        if n < 0 or _BULLET.match(parse_marker(lines[n])[0])["text"] != item.text:
+            raise _changed_meanwhile(item)  # someone else edited this very item: never overwrite it
+        content, attrs = parse_marker(lines[n])
+        bullet = _BULLET.match(content)
+        indent = bullet["indent"] if bullet else ""
+        attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
+        lines[n] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
+        done["attrs"] = attrs
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
+    attrs = done["attrs"]
     return Item(attrs.get("id", item.id), item.path, item.line, text, attrs)
 
 
 def delete_item(workspace: Path, item_id: str) -> Item:
     item = find_item(workspace, item_id)
-    path = workspace / item.path
-    lines = read_lines(path)
-    del lines[item.line - 1]
-    write_lines(path, lines)
+
+    def change(lines: list[str]) -> list[str]:
+        n = _locate(lines, item)
+        if n < 0:
+            raise _changed_meanwhile(item)
+        del lines[n]
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
     return item
 
 
 def sweep_expired(workspace: Path, today: date, grace_days: int = EXPIRY_GRACE_DAYS) -> list[Item]:
-    """Move items expired more than `grace_days` ago into the archive file."""
+    """Move items expired more than `grace_days` ago into the archive file (archive first: a
+    crash in between leaves an item in both places, never in none)."""
     cutoff = (today - timedelta(days=grace_days)).isoformat()
     removed = [i for i in all_items(workspace) if i.expires and i.expires < cutoff]
+    if not removed:
+        return removed
     by_file: dict[str, list[Item]] = {}
     for item in removed:
         by_file.setdefault(item.path, []).append(item)
-    archive = workspace / ARCHIVE
-    archived = read_lines(archive) or ["# Expired memory items (moved here by the sweep)", ""]
+    docs = for_workspace(workspace)
     for rel, items in by_file.items():
-        lines = read_lines(workspace / rel)
-        for item in sorted(items, key=lambda i: i.line, reverse=True):
-            archived.append(f"{lines[item.line - 1]} <!-- from {rel} on {today.isoformat()} -->")
-            del lines[item.line - 1]
-        write_lines(workspace / rel, lines)
-    if removed:
-        write_lines(archive, archived)
+        moved: list[str] = []
+
+        def take(lines: list[str], items: list[Item] = items, moved: list[str] = moved) -> list[str]:
+            moved.clear()
+            for n in sorted((k for k in (_locate(lines, i) for i in items) if k >= 0), reverse=True):
+                moved.insert(0, lines[n])
+                del lines[n]
+            return lines
+
+        current = read_lines(workspace / rel)
+        take(list(current))
+        lines_to_archive = [f"{line} <!-- from {rel} on {today.isoformat()} -->" for line in moved]
+        docs.update(ARCHIVE, lambda lines, add=lines_to_archive: [
+            *(lines or ["# Expired memory items (moved here by the sweep)", ""]), *add])
+        docs.update(rel, take)
     return removed

@@ -18,7 +18,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from . import facts, items
+from . import documents, facts, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
@@ -98,8 +98,18 @@ def sync_index(rt: Runtime) -> SyncReport:
     return with_index(rt, lambda idx: idx.sync())
 
 
-def workspace(rt: Runtime) -> Path:
-    return workspace_dir(rt.home, rt.config, rt.agent_id)
+def workspace(rt: Runtime, agent_id: str | None = None) -> Path:
+    """The agent's workspace. In PostgreSQL mode it is this instance's mirror of the database's
+    memory documents (D4): attached on first use, and synced (local edits written back, other
+    instances' writes pulled) every time it is asked for."""
+    agent = agent_id or rt.agent_id
+    ws = workspace_dir(rt.home, rt.config, agent)
+    if rt.config.storage.is_postgres:
+        docs = documents.attach(ws, rt.store(agent))
+        docs.sync()
+        while docs.warnings:
+            rt.log_warning(docs.warnings.pop(0))
+    return ws
 
 
 def has_memory(rt: Runtime) -> bool:
@@ -566,6 +576,11 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store},
     }
+    if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
+        out["index"]["path"] = idx.store.path
+        out["vectorStore"] = {"backend": "pgvector"}
+        out["documents"] = {"backend": "postgresql", "mirror": str(ws),
+                            "conflicts": documents.for_workspace(ws).conflicts()}
     if deep:
         out["provider"] = _provider_health(idx)
         try:

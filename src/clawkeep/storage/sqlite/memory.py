@@ -39,7 +39,13 @@ _INITIAL = (
     """CREATE TABLE IF NOT EXISTS embedding_cache (
         key TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (key, hash))""",
 )
-MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedding cache", _INITIAL),)
+_LINE_VECTORS = (
+    """CREATE TABLE IF NOT EXISTS line_vectors (
+        chunk_id INTEGER NOT NULL, line INTEGER NOT NULL, vector_key TEXT NOT NULL, vec BLOB NOT NULL,
+        PRIMARY KEY (chunk_id, line))""",
+)
+MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedding cache", _INITIAL),
+              Migration(2, "line vectors: one per line of a chunk (fact-level vector search)", _LINE_VECTORS))
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
 
@@ -98,6 +104,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             marks = ", ".join("?" for _ in batch)
             self._conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", batch)
             self._conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", batch)
+            self._conn.execute(f"DELETE FROM line_vectors WHERE chunk_id IN ({marks})", batch)
         self._conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
 
     def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
@@ -119,6 +126,11 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                         "INSERT INTO vectors(chunk_id, vector_key, source, vec) VALUES (?, ?, ?, ?)",
                         (chunk.id, vector_key, chunk.source, np.asarray(vectors[i], dtype=np.float32).tobytes()),
                     )
+                if chunk.line_vectors and vector_key:
+                    self._conn.executemany(
+                        "INSERT INTO line_vectors(chunk_id, line, vector_key, vec) VALUES (?, ?, ?, ?)",
+                        [(chunk.id, line, vector_key, np.asarray(vec, dtype=np.float32).tobytes())
+                         for line, vec in chunk.line_vectors])
             self._conn.execute(
                 "INSERT OR REPLACE INTO files(path, source, hash, mtime, size) VALUES (?, ?, ?, ?, ?)",
                 (record.path, record.source, record.hash, record.mtime, record.size),
@@ -140,7 +152,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     def clear(self) -> None:
         with self.transaction():
-            for table in ("chunks_fts", "vectors", "chunks", "files"):
+            for table in ("chunks_fts", "vectors", "line_vectors", "chunks", "files"):
                 self._conn.execute(f"DELETE FROM {table}")
             self._bump()
 
@@ -183,6 +195,22 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
         ids, sims = vector_backend(self, flt).top_k(query_vec, k)
         return [(int(i), float(s)) for i, s in zip(ids, sims, strict=True)]
+
+    def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
+        grouped: dict[int, tuple[list[int], list[bytes]]] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start:start + 500]
+            marks = ", ".join("?" for _ in batch)
+            for cid, line, blob in self._rows(
+                    f"SELECT chunk_id, line, vec FROM line_vectors WHERE vector_key = ? AND chunk_id IN ({marks}) "
+                    "ORDER BY chunk_id, line", [flt.vector_key, *batch]):
+                lines, blobs = grouped.setdefault(cid, ([], []))
+                lines.append(line)
+                blobs.append(blob)
+        return {cid: (np.asarray(lines, dtype=np.int64),
+                      np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(lines), -1))
+                for cid, (lines, blobs) in grouped.items()}
 
     def vector_count(self, flt: VectorFilter) -> int:
         return len(vector_backend(self, flt))
