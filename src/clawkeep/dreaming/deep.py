@@ -101,7 +101,7 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
     decisions: list[Decision] = []
     fresh: list[tuple[Decision, SourceLine]] = []
     for candidate in chosen:
-        line, why = rehydrate(candidate, live, work.threshold)
+        line, why = rehydrate(candidate, live)
         if line is None:
             decisions.append(Decision(candidate, why[0], why[1]))
         else:
@@ -121,16 +121,17 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
         _decide(rt, decision, line, run_id, today, writable[line.owner], planned)
     memory_lines = (before or f"{memory.MEMORY_HEADING}\n").splitlines()
     other_lines: dict[str, list[str]] = {}
+    other_before: dict[str, str] = {}  # each daily note as read, for its own content guard
     for decision in planned.values():
         for old in decision.replaced:
-            target = memory_lines if old.path == MEMORY_FILE else other_lines.setdefault(
-                old.path, items.read_lines(ws / old.path))
+            target = memory_lines if old.path == MEMORY_FILE else \
+                _note_lines(ws, old.path, other_lines, other_before)
             if 0 < old.line <= len(target):
                 assert decision.item is not None
                 target[old.line - 1] = items.line_with_attrs(target[old.line - 1], old.id,
                                                              supersededBy=decision.item.id)
     out = DeepPlan(run_id, ranked, decisions, before, None)
-    out.repaired = _repair(memory_lines, other_lines, ws, today)
+    out.repaired = _repair(memory_lines, other_lines, other_before, ws)
     out.new_lines = [items.item_line(d.item.text, d.item.attrs) for d in planned.values()]  # type: ignore[union-attr]
     if out.new_lines or out.repaired:
         if memory_lines and memory_lines[-1].strip() and not items.parse_items(MEMORY_FILE, memory_lines[-1]):
@@ -138,15 +139,18 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
         after = "\n".join(memory_lines + out.new_lines) + "\n"
         out.loss_refused = loss_check(before, after, gates.max_prior_entry_loss_fraction)
         out.after = after
-    out.other_files = {rel: (_text(ws / rel), "\n".join(lines) + "\n") for rel, lines in other_lines.items()}
+    out.other_files = {rel: (other_before[rel], "\n".join(lines) + "\n") for rel, lines in other_lines.items()}
     return out
 
 
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+def _note_lines(ws: Path, rel: str, lines: dict[str, list[str]], before: dict[str, str]) -> list[str]:
+    if rel not in lines:
+        before[rel] = (ws / rel).read_text(encoding="utf-8")
+        lines[rel] = before[rel].splitlines()
+    return lines[rel]
 
 
-def rehydrate(candidate: Ranked, live: LiveSources, threshold: float) -> tuple[SourceLine | None, tuple[str, str]]:
+def rehydrate(candidate: Ranked, live: LiveSources) -> tuple[SourceLine | None, tuple[str, str]]:
     """The candidate's live line, or (None, (status, reason)) when it is stale or deleted."""
     entry = candidate.entry
     digest = claim_hash(entry.text)
@@ -247,7 +251,8 @@ def _day(text: str | None) -> Any:
         return None
 
 
-def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], ws: Path, today: Any) -> list[str]:
+def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], other_before: dict[str, str],
+            ws: Path) -> list[str]:
     """Restore supersededBy markers an append fallback (or a crash) left out: an active item that
     a MEMORY.md item `supersedes` gets marked as replaced."""
     newer: dict[str, str] = {}
@@ -264,7 +269,7 @@ def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], ws: Path
             repaired.append(item.id)
     for item in items.all_items(ws):
         if item.path != MEMORY_FILE and item.id in newer and not item.superseded_by:
-            lines = other_lines.setdefault(item.path, items.read_lines(ws / item.path))
+            lines = _note_lines(ws, item.path, other_lines, other_before)
             lines[item.line - 1] = items.line_with_attrs(lines[item.line - 1], item.id, supersededBy=newer[item.id])
             repaired.append(item.id)
     return repaired

@@ -15,6 +15,7 @@ from ..config.model import write_override
 from ..errors import InputError
 from ..memory import service as memory
 from ..runtime import Runtime
+from ..text.query import MAX_QUERY_CHARS
 from . import backfill, deep, light, promotions, rem
 from .claims import concept_tags
 from .rank import WEIGHTS
@@ -116,6 +117,9 @@ def explain(rt: Runtime, query: str) -> dict[str, Any]:
     recall by that very query), with each signal's value, the gates and Deep's decision."""
     if not query or not query.strip():
         raise InputError("promote-explain needs a query (words of the candidate you ask about)")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputError(f"promote-explain query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are "
+                         "allowed (a few words of the candidate are enough)")
     found = preview(rt)
     plan = found["deep"]
     if plan is None:
