@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench venv clean
+# whole-engine scenarios run a second time with only storage.url changed (PostgreSQL, SPEC D1)
+PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
+	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +26,10 @@ run: $(STAMP)
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-wqy-microhei
 
 test: $(STAMP) /usr/bin/chromium
+	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -90,6 +90,103 @@ def run_provider(provider: str) -> dict[str, Any]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+# --- the fact-recall set (issue 14): one MEMORY.md of 100 facts and a month of daily notes ---------
+FACTS = Path(__file__).resolve().parent / "data" / "bilingual_facts.json"
+TOP = 3  # the right line must be among the first TOP results ...
+MAX_WINDOW_LINES = 3  # ... in a result of at most this many lines (the line, not the whole file)
+FACT_TARGET = 0.85
+LANG_NAMES = {"en": "en", "zh": "zh", "ja": "ja", "ko": "ko"}
+
+
+def _language(text: str) -> str:
+    if any("\uac00" <= ch <= "\ud7af" for ch in text):
+        return "ko"
+    if any("\u3040" <= ch <= "\u30ff" for ch in text):
+        return "ja"
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+        return "zh"
+    return "en"
+
+
+def fact_cases(data: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """({relative path: file text}, [{query, lang pair, path, line, split}]) of the fact set."""
+    files = {"MEMORY.md": "# Memory\n\n" + "".join(f"- {fact}\n" for fact, _ in data["memory"])}
+    cases = []
+    for n, (fact, queries) in enumerate(data["memory"], start=1):
+        for lang, query in queries.items():
+            cases.append({"query": query, "pair": f"{_language(fact)}→{lang}" if lang != _language(fact)
+                          else f"{lang} paraphrase", "path": "MEMORY.md", "line": n + 2, "text": fact,
+                          "split": "dev" if n % 2 else "held-out"})
+    for day, lines, asked in data["notes"]:
+        rel = f"memory/{day}.md"
+        files[rel] = f"# {day}\n\n" + "".join(f"- {line}\n" for line in lines)
+        for index, queries in asked.items():
+            fact = lines[int(index)]
+            for lang, query in queries.items():
+                cases.append({"query": query, "pair": f"{_language(fact)}→{lang}" if lang != _language(fact)
+                              else f"{lang} paraphrase", "path": rel, "line": int(index) + 3, "text": fact,
+                              "split": "dev" if int(day[-2:]) % 2 else "held-out"})
+    return files, cases
+
+
+def _found(hits: list[dict[str, Any]], case: dict[str, Any]) -> tuple[bool, bool]:
+    """(the line is in a small result among the first TOP, that result is exactly the line)."""
+    for hit in hits[:TOP]:
+        if hit["path"] == case["path"] and hit["startLine"] <= case["line"] <= hit["endLine"]:
+            size = hit["endLine"] - hit["startLine"] + 1
+            return size <= MAX_WINDOW_LINES, size == 1
+    return False, False
+
+
+def run_facts(provider: str = "local") -> dict[str, Any]:
+    files, cases = fact_cases(json.loads(FACTS.read_text(encoding="utf-8")))
+    home = scratch_dir("bilingual-facts-")
+    try:
+        eng = Engine.open(home=home, config={"agents": {"defaults": {"memorySearch": {"provider": provider}}}})
+        workspace = Path(eng.memory_status()["workspace"])
+        for rel, text in files.items():
+            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / rel).write_text(text, encoding="utf-8")
+        start = time.perf_counter()
+        report = eng.memory_index()
+        index_s = time.perf_counter() - start
+        latency, misses = [], []
+        for case in cases:
+            t0 = time.perf_counter()
+            hits = eng.memory_search(case["query"])["results"]
+            latency.append(time.perf_counter() - t0)
+            case["ok"], case["exact"] = _found(hits, case)
+            if not case["ok"]:
+                misses.append({"query": case["query"], "want": case["text"],
+                               "got": [h["snippet"][:80] for h in hits[:TOP]]})
+        eng.close()
+        return {"cases": cases, "chunks": report["chunks"], "index_s": index_s, "latency": latency,
+                "misses": misses}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def fact_table(result: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    cases = result["cases"]
+
+    def share(rows: list[dict[str, Any]], key: str = "ok") -> str:
+        return f"{statistics.mean(1.0 if r[key] else 0.0 for r in rows):.2f}" if rows else "–"
+
+    rows = []
+    for pair in sorted({c["pair"] for c in cases}):
+        mine = [c for c in cases if c["pair"] == pair]
+        rows.append([pair, len(mine), share([c for c in mine if c["split"] == "dev"]),
+                     share([c for c in mine if c["split"] == "held-out"]), share(mine), share(mine, "exact")])
+    dev = [c for c in cases if c["split"] == "dev"]
+    held = [c for c in cases if c["split"] == "held-out"]
+    rows.append(["**all**", len(cases), f"**{share(dev)}**", f"**{share(held)}**", f"**{share(cases)}**",
+                 share(cases, "exact")])
+    summary = {"all": float(share(cases)), "dev": float(share(dev)), "held_out": float(share(held)),
+               "exact": float(share(cases, "exact")), "n": len(cases)}
+    return md_table(["fact language → query", "queries", "dev", "held-out", f"top-{TOP}", "exactly the line"],
+                    rows), summary
+
+
 def run(providers: tuple[str, ...] = ("local",)) -> Section:
     blocks: list[str] = []
     data: dict[str, Any] = {}
@@ -112,6 +209,19 @@ def run(providers: tuple[str, ...] = ("local",)) -> Section:
     blocks.append("Each query has exactly one right note; r@k = the right note's file is among the first k results. "
                   "Keyword search cannot cross languages (only shared tokens such as `AB`, `MySQL` or digits "
                   "match), so cross-language recall comes from the vector path.")
+    for provider in providers:
+        facts = run_facts(provider)
+        table, summary = fact_table(facts)
+        data.setdefault(provider, {})["facts"] = {**summary, "misses": facts["misses"]}
+        verdict = "PASS" if summary["all"] >= FACT_TARGET else "FAIL"
+        blocks.append(f"**Fact recall** (`bench/data/bilingual_facts.json`, provider `{provider}`, default limit): a "
+                      f"MEMORY.md of 100 one-line facts (35 en, 35 zh, 15 ja, 15 ko) and 30 daily notes of 3 lines, "
+                      f"{summary['n']} queries; a query counts when its line is in one of the first {TOP} results and "
+                      f"that result spans at most {MAX_WINDOW_LINES} lines. Target ≥ {FACT_TARGET:.2f}: **{verdict}** "
+                      f"({summary['all']:.2f}); index {facts['chunks']} chunks in {facts['index_s']:.1f} s, search p50 "
+                      f"{fmt_ms(percentile(facts['latency'], 50))} ms. Dev = odd facts and odd days (the weights were "
+                      "chosen on LoCoMo dev, never on this set).")
+        blocks.append(table)
     return Section("bilingual", "Bilingual memory_search (Chinese and English notes)", blocks, data)
 
 

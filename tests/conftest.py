@@ -15,10 +15,61 @@ from clawkeep import Engine
 BACKENDS = ("sqlite", "postgres")
 
 
+pytest_plugins = ["pg_servers"]
+
+
+def _backends(value: str) -> list[str]:
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in BACKENDS]
+    if unknown or not chosen:
+        raise pytest.UsageError(f"--backend {value!r}: allowed {', '.join(BACKENDS)} (comma-separated)")
+    return chosen
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--backend", choices=BACKENDS, default="sqlite",
-                     help="storage backend the conformance suite (tests/storage/conformance) runs against; "
-                          "postgres reads CLAWKEEP_TEST_POSTGRES_URL")
+    parser.addoption("--backend", type=_backends, default="sqlite,postgres",
+                     help="storage backends the conformance suite (tests/storage/conformance) runs against, "
+                          "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
+                          "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
+    parser.addoption("--engine-backend", choices=BACKENDS, default="sqlite",
+                     help="where every engine and CLI of the run stores its data: postgres points them all at the "
+                          "pgvector test server (CLAWKEEP_STORAGE_URL, one schema prefix per test)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: reads or damages the SQLite files themselves; "
+                                       "not run under --engine-backend postgres")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--engine-backend") != "postgres":
+        return
+    kept = [item for item in items if item.get_closest_marker("sqlite_only") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
+
+
+@pytest.fixture(autouse=True)
+def _engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Under --engine-backend postgres, only storage.url changes (through the environment, so CLI
+    subprocesses see it too); each test gets its own schemas, dropped afterwards."""
+    if request.config.getoption("--engine-backend") != "postgres":
+        yield
+        return
+    import uuid
+
+    import psycopg
+
+    url = request.getfixturevalue("pgvector_url")
+    prefix = "e" + uuid.uuid4().hex[:12]
+    monkeypatch.setenv("CLAWKEEP_STORAGE_URL", url)
+    monkeypatch.setenv("CLAWKEEP_STORAGE_SCHEMA", prefix)
+    yield
+    with psycopg.connect(url, autocommit=True) as conn:
+        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+                                    (prefix, prefix + "\\_%")).fetchall():
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
 @pytest.fixture

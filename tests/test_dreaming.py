@@ -302,6 +302,8 @@ def test_dreaming_slash_command(home):
         with pytest.raises(InputError, match="only accepted from the operator"):
             eng.message("/dreaming off", channel="telegram", sender="mallory")
         assert "help" in eng.message("/dreaming help").to_json()["status"]
+        seen_by_chat = eng.message("/dreaming status", channel="telegram", sender="mallory").to_json()["status"]
+        assert seen_by_chat["enabled"] is True and "dreamsFile" not in seen_by_chat and "lock" not in seen_by_chat
     with open_engine(home) as reopened:  # the overrides file is merged at load
         assert reopened.dreaming_status().to_json()["enabled"] is True
 
@@ -346,3 +348,50 @@ def test_dreaming_operations_are_in_the_registry_and_never_agent_tools(home, mon
         assert isinstance(swept, api.SweepReport) and len(swept["promoted"]) == 1
         undone = api.OPERATIONS["memory_promote_undo"].run(eng, {})
         assert undone["restored"] == "byte-identical"
+
+
+def test_each_message_is_ingested_once_and_checkpoints_stay_bounded(home):
+    with open_engine(home, CONFIG) as eng:
+        eng.message("I switched to a standing desk this week.")
+        eng.dream(phase="light")
+        eng.dream(phase="light")
+        eng.message("My new chair is a Swedish kneeling chair.")
+        eng.dream(phase="light")
+    dreams = DreamsDir(home / "workspace")
+    entries, _ = dreams.load_store()
+    daily = {e.text: e.daily_count for e in entries.values()}
+    assert daily == {"I switched to a standing desk this week.": 1, "My new chair is a Swedish kneeling chair.": 1}
+    checkpoint = dreams.read_json("daily-ingestion.json", {})
+    (mark,) = checkpoint["sessions"].values()
+    assert len(mark["ids"]) == 1 and mark["through"] > 0  # one high-water mark per session, not one key per message
+
+
+def test_only_the_newest_promotion_records_keep_the_bytes_of_memory(home):
+    from clawkeep.dreaming import promotions
+
+    ws = home / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    dreams = DreamsDir(ws)
+    for n in range(promotions.KEEP_BYTES + 3):
+        dreams.write_json(f"promotions/d-old-{n:03d}.json", {"runId": f"d-old-{n:03d}", "at": n, "status": "applied",
+                                                            "before": "# Memory\n", "afterSha": "x", "items": []})
+    plan = deep.DeepPlan("d-new", [], [], "# Memory\n", "# Memory\n\n- x <!-- ck:id=m-00000001 -->\n")
+    promotions.begin(dreams, plan, 10_000)
+    kept = [r for r in promotions.records(dreams) if r.get("before") is not None]
+    assert len(kept) == promotions.KEEP_BYTES and kept[-1]["runId"] == "d-new"
+    assert kept[0]["runId"] == "d-old-004"  # the four oldest gave their copy up
+
+
+def test_huge_inputs_are_refused_or_skipped_quickly(home):
+    import time as clock
+
+    ws = home / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / f"{today().isoformat()}.md").write_text("- " + "上" * 300_000 + "\n- I like green tea\n")
+    with open_engine(home, CONFIG) as eng:
+        with pytest.raises(InputError, match="at most 4096"):
+            eng.memory_promote_explain("上" * 5000)
+        started = clock.monotonic()
+        report = eng.dream(phase="light").to_json()
+        assert clock.monotonic() - started < 20
+    assert [s["text"] for s in report["light"]["staged"]] == ["I like green tea"]  # the blob is no claim

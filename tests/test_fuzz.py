@@ -14,6 +14,7 @@ writes how many inputs each test tried (JSON) when the module finishes.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import string
@@ -109,6 +110,9 @@ def json_safe(value: Any) -> None:
 
 
 # --- the Engine API -----------------------------------------------------------------------------
+OPENCLAW_FIXTURE = Path(__file__).parent / "data" / "openclaw" / "sqlite-home"
+
+
 class World:
     """One seeded home per module (not per example): sessions of several kinds, memory items."""
 
@@ -239,8 +243,19 @@ API: dict[str, Any] = {
     "classify": lambda d, w: w.engine.classify(d.draw(TEXT)),
     "status": lambda d, w: w.engine.status(),
     "metrics": lambda d, w: w.engine.metrics(),
+    "dream_if_due": lambda d, w: w.engine.dream_if_due(),
     "sessions_roll_over": lambda d, w: w.engine.sessions_roll_over(at=d.draw(DATES)),
     "register_compaction_provider": lambda d, w: w.engine.register_compaction_provider(d.draw(ANYTHING)),
+    "import_openclaw": lambda d, w: w.engine.import_openclaw(
+        d.draw(st.one_of(PATHS, st.sampled_from([str(OPENCLAW_FIXTURE), str(w.home)]))),
+        agent=d.draw(maybe(IDISH)), dry_run=d.draw(maybe(st.booleans())),
+        config=d.draw(maybe(st.sampled_from(["keep", "force", "skip"])))),
+    "import_jsonl": lambda d, w: w.engine.import_jsonl(
+        d.draw(st.lists(st.one_of(PATHS, st.just(str(w.home / "exports"))), max_size=3)),
+        dry_run=d.draw(maybe(st.booleans()))),
+    "export_session": lambda d, w: w.engine.export_session(d.draw(key_strategy(w)), io.StringIO()),
+    "export_all": lambda d, w: w.engine.export_all(d.draw(st.one_of(
+        st.just(str(w.home / "exports")), IDISH.map(lambda n: str(w.home / "exports" / n.replace("\x00", "")))))),
     "dreaming_status": lambda d, w: w.engine.dreaming_status(),
     "dreaming_enable": lambda d, w: w.engine.dreaming_enable(d.draw(st.one_of(st.booleans(), ANYTHING))),
     "dream": lambda d, w: w.engine.dream(phase=d.draw(maybe(st.sampled_from(["all", "light", "rem", "deep", "nap"]))),
@@ -257,7 +272,7 @@ API: dict[str, Any] = {
 }
 API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # methods still being added elsewhere
 # Cheap, state-free or slow calls get fewer examples; the rest share the budget evenly.
-SHARE = {"doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3,
+SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3,
          "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
          "metrics": 0.2, "sessions_roll_over": 0.3,
          "dreaming_status": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
@@ -421,8 +436,9 @@ def check_cli(home: Path, args: list[str], extra: list[str] = ()) -> None:
 
 
 @pytest.mark.parametrize("verb", sorted(VERBS), ids=" ".join)
-def test_cli_verb_exits_0_or_2(cli_home, verb):
+def test_cli_verb_exits_0_or_2(cli_home, verb, monkeypatch):
     params = VERBS[verb]
+    monkeypatch.chdir(cli_home)  # `export --out x` and friends write relative paths here, not in the repo
 
     @examples(CLI_SHARE.get(verb, 0.6))
     @given(data=st.data())

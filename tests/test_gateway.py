@@ -333,3 +333,24 @@ def test_metrics_count_turns_compactions_and_requests(home):
     # the counters were flushed at shutdown: a new process reports the same figures
     status = run_cli(home, "status", "--json")
     assert status.json()["metrics"]["turns"] == 3
+
+
+def test_dreaming_schedule_runs_in_the_gateway(home):
+    config = {**NO_VECTORS, "plugins": {"entries": {"memory-core": {"config": {"dreaming": {
+        "enabled": True, "frequency": "* * * * *"}}}}}}
+    running = GatewayThread(home, config)
+    try:
+        with running.client() as http:
+            http.post("/v1/memory/remember", json={"text": "The team meets on Thursdays"})
+
+            def swept():
+                jobs = http.get("/v1/status").json()["gateway"]["background"]
+                job = next(j for j in jobs if j["name"] == "dreaming")
+                return job if job.get("result") else None
+
+            job = wait_for(swept, timeout=60)
+            assert job["ok"] is True and job["result"]["status"] == "ok"
+            assert (home / "workspace" / "DREAMS.md").is_file()
+    finally:
+        running.stop()
+

@@ -92,7 +92,9 @@ def test_sigkill_mid_load_loses_no_acknowledged_message(home):
     stop = threading.Event()
     worker = threading.Thread(target=load, args=(gateway.url, 10, 100_000, 50, acked, stop))
     worker.start()
-    time.sleep(3)
+    deadline = time.monotonic() + 120
+    while sum(len(v) for v in list(acked.values())) < 50 and time.monotonic() < deadline:
+        time.sleep(0.05)  # mid-load: kill once the gateway has acknowledged a few dozen messages
     gateway.proc.send_signal(signal.SIGKILL)
     gateway.proc.wait(timeout=30)
     stop.set()

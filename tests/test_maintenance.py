@@ -87,3 +87,36 @@ def test_fix_dm_scope_retires_per_peer_rows_after_switching_back_to_main(home):
     assert report["applied"] and len(report["archives"]) == 1
     keys = {r["key"] for r in main.sessions_list()}
     assert keys == {"agent:main:main", "agent:main:telegram:group:g"}
+
+
+def test_one_instance_at_a_time_runs_maintenance(home):
+    """D2: cleanup holds the store's maintenance lease; while another instance holds it, an
+    enforced cleanup changes nothing and says why, and the lease is free again afterwards."""
+    import pytest
+
+    from clawkeep.errors import ConflictError
+    from clawkeep.sessions.maintenance import MAINTENANCE_LEASE
+
+    eng, other = open_engine(home), open_engine(home)
+    make_sessions(eng, eng.runtime.now())
+    assert other.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)
+    with pytest.raises(ConflictError, match="another instance is running session maintenance"):
+        eng.sessions_cleanup(enforce=True)
+    assert eng.sessions_cleanup()["sessions"] == 4  # nothing was removed
+    other.runtime.store().release_lease(MAINTENANCE_LEASE, "another-instance")
+    assert eng.sessions_cleanup(enforce=True)["applied"] is True
+    assert eng.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)  # released after use
+
+
+def test_one_instance_at_a_time_runs_the_reset_clock(home):
+    """D2: the reset clock runs where the reset-clock lease is held; the other instance skips."""
+    from clawkeep.sessions.service import RESET_CLOCK_LEASE
+
+    eng, other = open_engine(home), open_engine(home)
+    now = eng.runtime.now()
+    eng.message("talked two days ago", sender="alice", at=now - 2 * DAY)
+    eng.message("so did the group", chat_type="group", group="g1", at=now - 2 * DAY)
+    assert other.runtime.store().try_lease(RESET_CLOCK_LEASE, other.runtime.instance_id, 60_000)
+    assert eng.sessions_roll_over(at=now) == []  # the other instance holds the clock
+    assert sorted(other.sessions_roll_over(at=now)) == ["agent:main:cli:group:g1", "agent:main:main"]
+    assert other.sessions_roll_over(at=now) == []  # nothing is reset twice

@@ -469,6 +469,7 @@ def _bag_of_words(request):
             "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]}
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_vec_backend_answers_like_numpy(home):
     from scripted_server import ScriptedServer
 

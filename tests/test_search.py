@@ -119,6 +119,7 @@ def test_messages_before_a_reset_stay_searchable(engine):
     assert hit_ids(engine, "fridge") == [old.message_id]
 
 
+@pytest.mark.sqlite_only
 def test_search_index_written_with_the_entry(engine, home):
     engine.message("quokka sighting at the park")
     # another connection (another process would be the same) sees entry and index together

@@ -120,6 +120,7 @@ def test_escaped_keys_round_trip_through_parse():
     assert parse_key(routed.key).kind == "thread"
 
 
+@pytest.mark.sqlite_only
 def test_a_version_2_database_gains_scoped_client_ids(home):
     import sqlite3
 

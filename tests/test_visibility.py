@@ -105,6 +105,7 @@ def test_sandboxed_callers_are_clamped_to_tree(home):
     assert bob.session_key not in {r["key"] for r in rows}
 
 
+@pytest.mark.sqlite_only
 def test_incognito_sessions_are_private_and_never_on_disk(home):
     eng = open_engine(home, {"tools": {"sessions": {"visibility": "all"}}})
     secret = eng.sessions_create(incognito=True)

@@ -14,40 +14,40 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import api, dreaming
+from typing import TYPE_CHECKING
+
+from . import api, dreaming, hooks
 from . import validation as check
-from .config import Config, config_from_dict, load_config
+from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import CorruptDatabaseError, InputError, StorageError
-from .dreaming import backfill as dream_backfill
-from .dreaming import service as dream_service
-from .memory import refusals as refusal_log
-from .memory import service as memory
-from .memory.search import MAX_LIMIT as MAX_MEMORY_SEARCH_LIMIT
-from .hooks import metrics, refusals, session_memory
-from .turns import MessageRequest, MessageResult, TurnEvent, handle_message, record_system_event, send, stream_message
-from .recall import service as recall_service
-from .recall.detector import classify
-from .routing.router import Inbound
 from .runtime import Runtime, default_home
-from .sessions import history, maintenance, search, service, timeline
-from .visibility import Caller
 from .storage import commit_journal
 from .timeutil import parse_iso
+from .visibility import Caller
+
+if TYPE_CHECKING:
+    from .turns import MessageRequest, TurnEvent
+
+# The services are imported inside the methods that use them: a short-lived process (one CLI
+# command) then loads only what its one call needs — a keyword search never imports the turn
+# pipeline, the recall detector, Dreaming, numpy or the HTTP client.
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
 
 
 def resolve_config(home: Path, config: str | os.PathLike[str] | Config | dict[str, Any] | None) -> Config:
-    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present."""
+    """An explicit Config/dict/path wins; otherwise `clawkeep.json5` in the home if present. The
+    environment's CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA win over `storage.url` / `storage.schema`."""
     if isinstance(config, Config):
-        return config
+        return with_storage_environment(config)
     if isinstance(config, dict):
-        return config_from_dict(config)
+        return with_storage_environment(config_from_dict(config))
     if config is not None:
-        return load_config(config)
+        return with_storage_environment(load_config(config))
     default = home / CONFIG_FILE
-    return load_config(default, missing_ok=True)  # with its overrides file (/active-memory --global), if any
+    # with its overrides file (/active-memory --global), if any
+    return with_storage_environment(load_config(default, missing_ok=True))
 
 
 def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
@@ -80,9 +80,7 @@ class Engine:
         if home_path.exists() and not home_path.is_dir():
             raise StorageError(f"home {home_path} cannot be created or used: it exists and is not a directory")
         runtime = Runtime(home_path, resolve_config(home_path, config), agent)
-        session_memory.install(runtime)
-        refusals.install(runtime)
-        metrics.install(runtime)
+        hooks.install(runtime)  # session-memory and the metrics counters
         dreaming.install(runtime)  # the recall store's input (records only while Dreaming is enabled)
         if isinstance(config, (str, os.PathLike)):
             runtime.config_path = Path(config)  # /active-memory --global writes here
@@ -104,11 +102,15 @@ class Engine:
     # --- messages -------------------------------------------------------------------
     def message(self, text: str, **inbound: Any) -> api.MessageResult:
         """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
+        from .turns import handle_message
+
         return api.MessageResult.model_validate(handle_message(self.runtime, self.request(text, **inbound)).to_json())
 
     def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
         """The same turn as events: reply `token`s as the model streams them, then `result`
         (a MessageResult) or `error` (the ClawkeepError that ended the turn)."""
+        from .turns import stream_message
+
         return stream_message(self.runtime, self.request(text, **inbound))
 
     def request(
@@ -129,6 +131,9 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
+        from .turns import MessageRequest
+        from .routing.router import Inbound
+
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
             check.ident(value, name)
@@ -149,6 +154,8 @@ class Engine:
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
     ) -> api.SystemEventResult:
+        from .turns import record_system_event
+
         check.ident(session, "session")
         check.text(text, "system event text")
         check.flag(queue, "queue")
@@ -168,6 +175,8 @@ class Engine:
         recent_messages: int = 0,
         caller: str | None = None,
     ) -> list[api.SessionInfo]:
+        from .sessions import service
+
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
         check.text(search_text, "search text", optional=True)
@@ -180,6 +189,8 @@ class Engine:
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
     ) -> api.History:
+        from .sessions import history
+
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
@@ -189,17 +200,23 @@ class Engine:
 
     def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
         """The session's intervals (reset boundaries) and the compactions inside them."""
+        from .sessions import timeline
+
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return api.Timeline.model_validate(timeline.sessions_timeline(self.runtime, session, Caller(caller)))
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
+        from .sessions import search
+
         check.text(query, "search query")
         check.integer(limit, "--limit", 1, search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
         return api.SearchResult.model_validate(search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
+        from .sessions import service
+
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
         return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
@@ -210,6 +227,8 @@ class Engine:
         returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
         session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
         in the background; `close()` waits for that work."""
+        from .turns import send
+
         check.ident(session, "session")
         check.text(message, "message")
         check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
@@ -219,29 +238,39 @@ class Engine:
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
+        from .sessions import service
+
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return api.ResetResult.model_validate(
             service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
+        from .sessions import service
+
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
     def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
+        from .sessions import service
+
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
         return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
+        from .sessions import service
+
         return service.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> api.CleanupReport:
+        from .sessions import maintenance
+
         for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
             check.flag(value, name)
         return api.CleanupReport.model_validate(
@@ -253,8 +282,11 @@ class Engine:
                       caller: str | None = None) -> api.MemorySearchResult:
         """Hybrid search over the memory files and indexed transcripts; a calling session sees
         only the notes and transcripts visible to it."""
+        from .memory import service as memory
+        from .memory.search import MAX_LIMIT
+
         check.text(query, "memory search query")
-        check.integer(limit, "--limit", 1, MAX_MEMORY_SEARCH_LIMIT)
+        check.integer(limit, "--limit", 1, MAX_LIMIT)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
@@ -267,6 +299,8 @@ class Engine:
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                    caller: str | None = None) -> api.MemoryFile:
         """Lines of a memory file or an indexed transcript, as `caller` may see them (None: the operator)."""
+        from .memory import service as memory
+
         check.path(path, "memory path")
         check.integer(from_line, "--from", 1, check.MAX_INT)
         check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
@@ -276,6 +310,8 @@ class Engine:
 
     def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
         """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
+        from .memory import service as memory
+
         check.text(text, "memory text")
         check.flag(force, "force")
         check.ident(caller, "caller", optional=True)
@@ -286,36 +322,52 @@ class Engine:
 
     def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
         """What the write filters refused in the last `days` days (1-30), newest first."""
+        from .memory import refusals as refusal_log
+
         check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
         return [api.Refusal.model_validate(row) for row in refusal_log.recent(self.runtime, days, self.runtime.now())]
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
+        from .memory import service as memory
+
         check.ident(status, "status", optional=True)
         return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
 
     def memory_edit(self, item_id: str, text: str) -> api.MemoryItem:
+        from .memory import service as memory
+
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
         return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text))
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
+        from .memory import service as memory
+
         check.ident(item_id, "memory item id")
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
     def memory_sweep(self) -> api.SweepResult:
+        from .memory import service as memory
+
         return api.SweepResult.model_validate(memory.sweep(self.runtime))
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
+        from .memory import service as memory
+
         check.flag(force, "force")
         return api.IndexReport.model_validate(memory.index(self.runtime, force=force, progress=progress).to_json())
 
     def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
+        from .memory import service as memory
+
         check.flag(deep, "deep")
         return api.MemoryStatus.model_validate(memory.status(self.runtime, deep=deep))
 
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
                          session: str | None = None) -> list[api.BootstrapFile]:
         """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
+        from .memory import service as memory
+
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
@@ -325,9 +377,13 @@ class Engine:
 
     def memory_warm(self) -> None:
         """Load the embedding model now instead of at the first search that needs vectors."""
+        from .memory import service as memory
+
         memory.warm(self.runtime)
 
     def memory_watch(self) -> Any:
+        from .memory import service as memory
+
         return memory.watch(self.runtime)
 
     def register_compaction_provider(self, summarizer: Any) -> None:
@@ -340,12 +396,16 @@ class Engine:
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> api.RecallResult:
         """Active Memory for a would-be user message in `session`, without storing it."""
+        from .recall import service as recall_service
+
         check.text(text, "recall text")
         check.ident(session, "session")
         model = self.runtime.models.chat_model()
         return api.RecallResult.model_validate(recall_service.recall(self.runtime, text, session, model=model).to_json())
 
     def classify(self, text: str) -> api.Classification:
+        from .recall.detector import classify
+
         check.text(text, "text")
         found = classify(text)
         return api.Classification(past_question=found.past_question, language=found.language)
@@ -366,6 +426,8 @@ class Engine:
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
         injected memory — over every process that used this agent's database."""
+        from .hooks import metrics
+
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
@@ -373,12 +435,22 @@ class Engine:
 
     # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
     def dreaming_status(self) -> api.DreamingStatus:
+        from .dreaming import service as dream_service
+
         return api.DreamingStatus.model_validate(dream_service.status(self.runtime))
 
     def dreaming_enable(self, enabled: bool) -> api.DreamingToggle:
         """Switch the schedule and the recording on or off (the overrides file, like `/dreaming on|off`)."""
+        from .dreaming import service as dream_service
+
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+
+    def dream_if_due(self) -> api.SweepReport | None:
+        """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
+        due and Dreaming is enabled; None otherwise."""
+        report = dreaming.run_due(self.runtime)
+        return api.SweepReport.model_validate(report) if report is not None else None
 
     def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
         """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
@@ -390,6 +462,8 @@ class Engine:
                        min_recall_count: int | None = None, min_unique_queries: int | None = None) -> Any:
         """The ranked promotion candidates (a preview), or with `apply` a Light + Deep run now.
         The gates default to the deep-phase configuration."""
+        from .dreaming import service as dream_service
+
         check.flag(apply, "apply")
         check.integer(limit, "--limit", 1, 1000)
         check.number(min_score, "--min-score", 0.0, 1.0)
@@ -400,23 +474,31 @@ class Engine:
         return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
 
     def memory_promote_explain(self, query: str) -> api.ExplainReport:
+        from .dreaming import service as dream_service
+
         check.text(query, "query")
         return api.ExplainReport.model_validate(dream_service.explain(self.runtime, query))
 
     def memory_promote_undo(self, target: str | None = None) -> api.UndoReport:
         """Undo a promotion run (its id), one promoted item (its id), or by default the last run."""
+        from .dreaming import service as dream_service
+
         check.ident(target, "run or item id", optional=True)
         return api.UndoReport.model_validate(dream_service.undo(self.runtime, target))
 
     def rem_harness(self, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
         """REM's themes and Deep's would-be promotions now, or the grounded reading of the dated
         notes under `path`; writes nothing."""
+        from .dreaming import service as dream_service
+
         check.path(path, "--path", optional=True)
         check.flag(grounded, "grounded")
         return api.HarnessReport.model_validate(dream_service.harness(self.runtime, path=path, grounded=grounded))
 
     def rem_backfill(self, *, path: str | None = None, stage_short_term: bool = False, rollback: bool = False,
                      rollback_short_term: bool = False) -> api.BackfillReport:
+        from .dreaming import backfill as dream_backfill
+
         check.path(path, "--path", optional=True)
         for name, value in (("stage short term", stage_short_term), ("rollback", rollback),
                             ("rollback short term", rollback_short_term)):
@@ -435,6 +517,52 @@ class Engine:
             dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term))
 
     # --- maintenance ----------------------------------------------------------------
+    # --- import and export (G4) ----------------------------------------------------------
+    def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
+                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+        """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
+        `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        from .sessions import service
+
+        check.path(path, "OpenClaw home")
+        check.ident(agent, "agent id", optional=True)
+        check.flag(dry_run, "dry run")
+        check.choice(config, "config", ("keep", "force", "skip"))
+        from .interop import service  # noqa: PLC0415 - only for this command
+
+        return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
+                                       progress=progress).to_json()
+
+    def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
+        """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
+        from .sessions import service
+
+        for value in paths:
+            check.path(value, "export file")
+        check.flag(dry_run, "dry run")
+        from .interop import service  # noqa: PLC0415
+
+        return service.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
+
+    def export_session(self, session: str, out: Any) -> dict[str, Any]:
+        """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
+        from .sessions import service
+
+        check.ident(session, "session")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_session(self.runtime, session, out)
+
+    def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
+        from .sessions import service
+
+        check.path(directory, "--out directory")
+        from .interop import service  # noqa: PLC0415
+
+        return service.export_all(self.runtime, Path(directory))
+
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
         """Check every agent database and memory index (or one agent's); `repair` salvages a
         damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""

@@ -35,6 +35,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .patterns import lazy
+
+# Every pattern is compiled when its rule first runs (patterns.lazy): a rule only runs when one
+# of its hints occurs, so most processes compile a few of them, not all.
 REDACTED = "[REDACTED]"
 
 # A token may not start or end inside a longer word, path slug or identifier.
@@ -74,7 +78,7 @@ def _token_rule(
     name: str, hints: tuple[str, ...], prefix: str, body: str, min_len: int, kind: str = "API key or token"
 ) -> _Rule:
     """A key made of a literal type prefix and a random body containing a digit."""
-    pattern = re.compile(
+    pattern = lazy(
         # The lookahead demands a digit inside the body (see module docstring).
         rf"{_NOT_AFTER_WORD}(?P<prefix>{prefix})(?={body}*[0-9]){body}{{{min_len},}}"
         rf"{_NOT_BEFORE_WORD}"
@@ -83,7 +87,7 @@ def _token_rule(
 
 
 # --- PEM private keys: keep the armour lines, drop the body (unclosed: to end of text).
-_PEM = re.compile(
+_PEM = lazy(
     r"(?P<begin>-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----)"
     r"(?P<body>.*?)"
     r"(?P<end>-----END (?P=kind)-----|\Z)",
@@ -100,7 +104,7 @@ def _pem(m: re.Match[str]) -> str:
 
 # --- scheme://user:password@host: keep the user, hide the password.
 # The scheme is bounded and may not start mid-run: `a.a.a.….a` must not rescan per dot.
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = lazy(
     r"(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@?#]+:)"
     r"(?P<secret>[^\s/@?#]+)@"
 )
@@ -113,7 +117,7 @@ def _url_credentials(m: re.Match[str]) -> str:
 
 
 # --- Authorization schemes followed by an opaque token.
-_AUTH_SCHEME = re.compile(
+_AUTH_SCHEME = lazy(
     r"\b(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC)[ \t]+(?P<token>[A-Za-z0-9._~+/-]{16,}=*)"
 )
 
@@ -140,7 +144,7 @@ _SECRET_WORDS = (
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
     r"|private[_-]?key|secret[_-]?key|credentials?|account[_-]?key|shared[_-]?access[_-]?key"
 )
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = lazy(
     r"(?<![A-Za-z0-9_.-])"
     rf"(?P<key>(?:[A-Za-z0-9]+[_.-])*(?:{_SECRET_WORDS}))"
     r"(?P<sep>[\"']?[ \t]*(?P<op>[:=])[ \t]*)"
@@ -152,7 +156,7 @@ _ASSIGNMENT = re.compile(
     re.IGNORECASE,
 )
 # Values that are references or placeholders, not secrets.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy(
     r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x+|<[^>]*>|\{\{.*\}\}|null|none|nil|true|false"
     r"|undefined|empty|redacted)$",
     re.IGNORECASE,
@@ -211,7 +215,7 @@ _EN_KEY = (r"(?:api|access|secret|private|signing|encryption|license|licence|pro
            r"|(?:auth|access|refresh|bearer|api|bot|session|personal\s+access|github|gitlab|slack|discord|"
            r"telegram)\s+tokens?|tokens?")
 _EN_SSN = r"ssn|social\s+security\s+(?:number|no\.?|#)"
-_STATED_EN = re.compile(
+_STATED_EN = lazy(
     rf"(?<![A-Za-z0-9_])(?P<kw>(?P<pw>{_EN_PW})|(?P<code>{_EN_CODE})|(?P<key>{_EN_KEY})|(?P<ssn>{_EN_SSN}))"
     r"(?P<link>(?:\s+(?:for|to|of|on|at)\s+(?:the\s+|my\s+|our\s+|this\s+|that\s+)?[A-Za-z0-9'-]+)?"
     r"(?:\s+(?P<verb>is|was|are|were|is\s+now|is\s+still|will\s+be|has\s+been|has\s+changed\s+to|changed\s+to|"
@@ -220,7 +224,7 @@ _STATED_EN = re.compile(
     re.IGNORECASE,
 )
 # "I changed my password to hunter2", "set the wifi password to …"
-_CHANGED_EN = re.compile(
+_CHANGED_EN = lazy(
     rf"(?<![A-Za-z0-9_])(?P<head>(?P<verb>chang|set|reset|updat|switch)\w*\s+(?:my|the|our|his|her|their)\s+"
     rf"(?P<kw>(?P<pw>{_EN_PW})|(?P<code>{_EN_CODE}))\s+to\s+)" + _VALUE,
     re.IGNORECASE,
@@ -232,14 +236,14 @@ _CJK_CODE = (r"验证码|驗證碼|校验码|校驗碼|动态码|動態碼|动�
              r"인증\s?번호|인증\s?코드|확인\s?코드|보안\s?코드|핀\s?번호|PIN|OTP|CVV|CVC")
 _CJK_KEY = (r"密钥|秘钥|金鑰|密鑰|令牌|APIキー|秘密鍵|アクセスキー|シークレットキー|トークン|"
             r"API\s?키|비밀\s?키|액세스\s?키|토큰|AccessKey(?:\s?Secret)?|API\s?[Kk]ey|[Tt]oken|[Ss]ecret")
-_STATED_CJK = re.compile(
+_STATED_CJK = lazy(
     rf"(?P<kw>(?P<pw>{_CJK_PW})|(?P<code>{_CJK_CODE})|(?P<key>{_CJK_KEY}))"
     r"(?P<link>\s*(?:번호|号码|號碼|号|號|码|碼|コード)?\s*(?:是|为|為|は|が|を|는|은|이|가|를|을|：|:|=)?\s*"
     r"(?:(?:已经|已經|已)?(?:改成|改为|改為|换成|換成|设为|設為|设成|設成|设置为|設置為|设置成|变成|變成)了?\s*)?)"
     + _VALUE,
     re.IGNORECASE,
 )
-_SEED_PHRASE = re.compile(
+_SEED_PHRASE = lazy(
     r"(?P<head>(?<![A-Za-z])(?:seed|recovery|mnemonic|secret|backup)\s+(?:phrase|words)\s*(?:is|are|:|=)?\s*"
     r"|(?:助记词|助記詞|シードフレーズ|복구\s?문구|시드\s?문구)\s*(?:是|为|は|는|:|：)?\s*)"
     r"(?P<words>[a-z]{3,8}(?:\s+[a-z]{3,8}){11,23}+)",
@@ -247,8 +251,8 @@ _SEED_PHRASE = re.compile(
 )
 
 
-_MACHINE_CHAR = re.compile(r"[0-9!#$%&*+./=?@^|~]")
-_INNER_CASES = re.compile(r".[a-z].*[A-Z]|.[A-Z].*[a-z]", re.DOTALL)
+_MACHINE_CHAR = lazy(r"[0-9!#$%&*+./=?@^|~]")
+_INNER_CASES = lazy(r".[a-z].*[A-Z]|.[A-Z].*[a-z]", re.DOTALL)
 
 
 def _machine_value(value: str) -> bool:
@@ -326,7 +330,7 @@ def _seed_phrase(m: re.Match[str]) -> str:
 _DIGITS = tuple("0123456789")
 # A run of digit groups joined by single spaces or dashes, taken whole (possessive, and never
 # started inside a run), so a long run costs one pass.
-_DIGIT_RUN = re.compile(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ -]\d)(?=[\d -]{12})\d*+(?:[ -]\d++)*+"
+_DIGIT_RUN = lazy(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ -]\d)(?=[\d -]{12})\d*+(?:[ -]\d++)*+"
                         r"(?![A-Za-z0-9]|[.,]\d)")
 
 
@@ -404,7 +408,7 @@ def _cards(m: re.Match[str]) -> str:
     return "".join(out)
 
 
-_CN_ID = re.compile(r"[1-9](?<![A-Za-z0-9][1-9])\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}"
+_CN_ID = lazy(r"[1-9](?<![A-Za-z0-9][1-9])\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}"
                     r"[\dXx](?![A-Za-z0-9])")
 _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 
@@ -427,7 +431,7 @@ def _cn_id(m: re.Match[str]) -> str:
     return REDACTED
 
 
-_SSN = re.compile(r"\d(?<![A-Za-z0-9-]\d)\d{2}-\d{2}-\d{4}(?![A-Za-z0-9-])")
+_SSN = lazy(r"\d(?<![A-Za-z0-9-]\d)\d{2}-\d{2}-\d{4}(?![A-Za-z0-9-])")
 
 
 def _ssn(m: re.Match[str]) -> str:
@@ -437,7 +441,7 @@ def _ssn(m: re.Match[str]) -> str:
     return REDACTED
 
 
-_KR_RRN = re.compile(r"\d(?<![A-Za-z0-9-]\d)\d(\d{2})(\d{2})-[1-8]\d{6}(?![A-Za-z0-9-])")
+_KR_RRN = lazy(r"\d(?<![A-Za-z0-9-]\d)\d(\d{2})(\d{2})-[1-8]\d{6}(?![A-Za-z0-9-])")
 
 
 def _kr_rrn(m: re.Match[str]) -> str:
@@ -445,7 +449,7 @@ def _kr_rrn(m: re.Match[str]) -> str:
     return REDACTED if _valid_date(2000, month, day) else m.group(0)  # 2000: a leap year, any day of Feb
 
 
-_MY_NUMBER = re.compile(r"(?P<head>(?:マイナンバー|個人番号)(?:カード)?(?:の番号)?\s*(?:は|が|：|:|=)?\s*)"
+_MY_NUMBER = lazy(r"(?P<head>(?:マイナンバー|個人番号)(?:カード)?(?:の番号)?\s*(?:は|が|：|:|=)?\s*)"
                         r"(?P<num>\d{4}[ -]?\d{4}[ -]?\d{4})(?![0-9])")
 
 
@@ -466,7 +470,7 @@ _IBAN_LENGTHS = {
     "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
     "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
 }
-_IBAN = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]){11,30}+")
+_IBAN = lazy(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]){11,30}+")
 
 
 def _iban(m: re.Match[str]) -> str:
@@ -527,10 +531,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("pem", ("-----begin",), _PEM, _pem, "private key"),
     _Rule("url", ("://",), _URL_CREDENTIALS, _url_credentials, "password in a URL"),
     _Rule("slack_webhook", ("hooks.slack.com",),
-          re.compile(r"(?P<prefix>https?://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}"),
+          lazy(r"(?P<prefix>https?://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}"),
           _keep_prefix, "webhook URL"),
     _Rule("discord_webhook", ("/api/webhooks/",),
-          re.compile(r"(?P<prefix>https?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)\d+/[A-Za-z0-9_-]+"),
+          lazy(r"(?P<prefix>https?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)\d+/[A-Za-z0-9_-]+"),
           _keep_prefix, "webhook URL"),
     # sk-ant- before sk- so the longer prefix wins.
     _token_rule("anthropic", ("sk-ant-",), "sk-ant-", "[A-Za-z0-9_-]", 20),
@@ -570,7 +574,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "age",
         ("age-secret-key-",),
-        re.compile(r"(?<![A-Za-z0-9])(?P<prefix>AGE-SECRET-KEY-)1[0-9A-Z]{58}(?![A-Za-z0-9])"),
+        lazy(r"(?<![A-Za-z0-9])(?P<prefix>AGE-SECRET-KEY-)1[0-9A-Z]{58}(?![A-Za-z0-9])"),
         _keep_prefix,
         "private key",
         gate="token",
@@ -578,7 +582,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "sendgrid",
         ("sg.",),
-        re.compile(r"(?<![A-Za-z0-9_-])(?P<prefix>SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        lazy(r"(?<![A-Za-z0-9_-])(?P<prefix>SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
         _keep_prefix,
         "API key or token",
         gate="token",
@@ -586,7 +590,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "discord_bot",
         (".",),
-        re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.(?=[A-Za-z0-9_-]*[0-9])"
+        lazy(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.(?=[A-Za-z0-9_-]*[0-9])"
                    r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_.-])"),
         _whole,
         "API key or token",
@@ -595,7 +599,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "aws_access_key_id",
         ("akia", "asia"),
-        re.compile(r"(?<![A-Za-z0-9])(?P<prefix>AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        lazy(r"(?<![A-Za-z0-9])(?P<prefix>AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
         _keep_prefix,
         "cloud access key",
         gate="token",
@@ -603,7 +607,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "google",
         ("aiza",),
-        re.compile(rf"{_NOT_AFTER_WORD}(?P<prefix>AIza)[A-Za-z0-9_-]{{35}}{_NOT_BEFORE_WORD}"),
+        lazy(rf"{_NOT_AFTER_WORD}(?P<prefix>AIza)[A-Za-z0-9_-]{{35}}{_NOT_BEFORE_WORD}"),
         _keep_prefix,
         "API key or token",
         gate="token",
@@ -611,7 +615,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "telegram_bot",
         (":aa",),
-        re.compile(r"(?<![A-Za-z0-9])(?P<prefix>[0-9]{8,10}:)AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"),
+        lazy(r"(?<![A-Za-z0-9])(?P<prefix>[0-9]{8,10}:)AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"),
         _keep_prefix,
         "API key or token",
         gate="token",
@@ -620,7 +624,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "jwt",
         ("eyj",),
-        re.compile(
+        lazy(
             r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
             r"(?![A-Za-z0-9_-])"
         ),

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from .events import EventBus
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
 from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for
-from .storage import AgentStore, SessionRecord, agent_database_path, open_agent_store, open_in_memory_store
+from .storage import AgentStore, SessionRecord, agent_store_exists, known_agent_ids, open_agent_store, open_in_memory_store
 from .timeutil import now_ms
 
 AGENT_LIST_TTL_S = 5.0
@@ -93,6 +95,8 @@ class Runtime:
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
         self.metrics: Any | None = None  # hooks.metrics.MetricsRecorder: G5 counters, flushed to the store
         self.background = Background()  # sessions_send deliveries and exchanges still running
+        # who this process is when it holds a lease on a shared database (SPEC D2)
+        self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
     def now(self) -> int:
         return now_ms()
@@ -105,7 +109,7 @@ class Runtime:
 
     def has_database(self, agent_id: str | None = None) -> bool:
         agent = agent_id or self.agent_id
-        return agent in self._stores or agent_database_path(self.home, agent).is_file()
+        return agent in self._stores or agent_store_exists(self.home, agent, self.config.storage)
 
     def read_store(self, agent_id: str | None = None) -> AgentStore:
         """For reads: the agent's database, or an empty in-memory stand-in when the agent has none —
@@ -144,10 +148,7 @@ class Runtime:
         cached = self._agents
         if cached and now - cached[0] < AGENT_LIST_TTL_S:
             return cached[1]
-        found = {self.agent_id}
-        agents_dir = self.home / "agents"
-        if agents_dir.is_dir():
-            found.update(p.parent.name for p in agents_dir.glob("*/agent.sqlite"))
+        found = {self.agent_id} | known_agent_ids(self.home, self.config.storage)
         self._agents = (now, sorted(found))
         return self._agents[1]
 

@@ -1,14 +1,15 @@
-"""The storage conformance harness: every file under conformance/ runs against the backend
-chosen by `--backend` (default sqlite), through the factory only.
+"""The storage conformance harness: every file under conformance/ runs against each backend
+chosen by `--backend` (default: sqlite and postgres), through the factory only.
 
 A backend is a `Harness`: how to open a fresh agent store, a second object on the same
-database, and a memory index. PostgreSQL (SPEC D1) uses CLAWKEEP_TEST_POSTGRES_URL; until its
-backend lands, the factory refuses it ("not available in this build") and so does every test.
+database, and a memory index. PostgreSQL runs on real servers (tests/pg_servers.py): agent
+stores on Debian's PostgreSQL, memory indexes on the pgvector bundle; each test gets its own
+schema prefix, dropped afterwards.
 """
 
 from __future__ import annotations
 
-import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,21 +23,23 @@ from clawkeep.storage import AgentStore, MemoryStore, open_agent_store, open_mem
 class Harness:
     name = "?"
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, request: pytest.FixtureRequest):
         self.root = root
+        self.request = request
         self._open: list = []
 
-    def config(self) -> StorageConfig:
+    def config(self, db: str, *, vectors: bool = False) -> StorageConfig:
         return StorageConfig()
 
     def agent_store(self, db: str = "main", agent_id: str = "main") -> AgentStore:
         """A store on database `db` (created empty on first use); each call is a new object."""
-        store = open_agent_store(self.root / db, agent_id, self.config())
+        store = open_agent_store(self.root / db, agent_id, self.config(db))
         self._open.append(store)
         return store
 
     def memory_store(self, db: str = "memory", vector_store: str = "numpy") -> MemoryStore:
-        store = open_memory_index(self.root / f"{db}.index", self.config(), vector_store=vector_store)
+        store = open_memory_index(self.root / db / "memory.sqlite", self.config(db, vectors=True),
+                                  vector_store=vector_store)
         self._open.append(store)
         return store
 
@@ -53,17 +56,27 @@ class SqliteHarness(Harness):
 
 
 class PostgresHarness(Harness):
-    """Each test gets its own database name suffix under the server in CLAWKEEP_TEST_POSTGRES_URL."""
-
     name = "postgres"
 
-    def __init__(self, root: Path):
-        super().__init__(root)
-        self.url = os.environ.get("CLAWKEEP_TEST_POSTGRES_URL", "postgresql://localhost/clawkeep_test")
-        self.schema = f"t_{uuid.uuid4().hex[:12]}"
+    def __init__(self, root: Path, request: pytest.FixtureRequest):
+        super().__init__(root, request)
+        self.tag = "t" + uuid.uuid4().hex[:10]
+        self.prefixes: dict[str, str] = {}
 
-    def config(self) -> StorageConfig:
-        return StorageConfig(url=self.url)
+    def config(self, db: str, *, vectors: bool = False) -> StorageConfig:
+        url = self.request.getfixturevalue("pgvector_url" if vectors else "pg_url")
+        prefix = self.prefixes.setdefault((url, db), f"{self.tag}_{re.sub('[^a-z0-9]', '', db.lower())[:10]}")
+        return StorageConfig(url=url, schema=prefix)
+
+    def close(self) -> None:
+        super().close()
+        import psycopg
+
+        for url, _db in self.prefixes:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                            (f"{self.tag}%",)).fetchall():
+                    conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
 HARNESSES = {"sqlite": SqliteHarness, "postgres": PostgresHarness}
@@ -71,12 +84,13 @@ HARNESSES = {"sqlite": SqliteHarness, "postgres": PostgresHarness}
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
-        metafunc.parametrize("backend_name", [metafunc.config.getoption("--backend")])
+        chosen = metafunc.config.getoption("--backend")
+        metafunc.parametrize("backend_name", chosen)
 
 
 @pytest.fixture
-def backend(backend_name: str, tmp_path: Path) -> Iterator[Harness]:
-    harness = HARNESSES[backend_name](tmp_path)
+def backend(backend_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
+    harness = HARNESSES[backend_name](tmp_path, request)
     yield harness
     harness.close()
 

@@ -4,9 +4,12 @@ The Engine returns these models; the CLI's `--json`, the HTTP gateway's OpenAPI,
 schemas and the reply model's tool schemas are generated from them.
 """
 
-from .operations import AGENT_TOOLS, OPERATIONS, SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S, Args, Operation
+from typing import TYPE_CHECKING
+
 from .shapes import (
     ArchivedTranscript,
+    SEND_TIMEOUT_DEFAULT_S,
+    SEND_TIMEOUT_MAX_S,
     BackfillReport,
     DreamingStatus,
     DreamingToggle,
@@ -60,3 +63,18 @@ __all__ = [
     "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
     "SweepReport", "UndoReport", "ArchivedTranscript", "CompactionMark", "Interval", "Refusal", "Timeline",
 ]
+
+if TYPE_CHECKING:
+    from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
+
+_OPERATIONS_NAMES = ("AGENT_TOOLS", "OPERATIONS", "Args", "Operation")
+
+
+def __getattr__(name: str) -> object:
+    # The operation registry (every argument model) loads on first use: the HTTP gateway, the
+    # MCP server and the tool loop need it, a one-shot CLI command does not.
+    if name in _OPERATIONS_NAMES:
+        from . import operations
+
+        return getattr(operations, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

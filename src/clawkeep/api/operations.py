@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
 from . import shapes
+from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
 
 class Args(BaseModel):
@@ -68,8 +69,6 @@ class SessionStatusArgs(Args):
     session_key: str | None = Field(None, description="Default: the calling session.")
 
 
-SEND_TIMEOUT_DEFAULT_S = 30  # sessions_send waits this long for the reply unless told (OpenClaw's default)
-SEND_TIMEOUT_MAX_S = 3600
 
 
 class SessionsSendArgs(Args):

@@ -14,11 +14,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+SEND_TIMEOUT_DEFAULT_S = 30  # sessions_send waits this long for the reply unless told (OpenClaw's default)
+SEND_TIMEOUT_MAX_S = 3600
+
 
 class Shape(BaseModel):
     """Base of every contract model: camelCase aliases, extra keys kept, JSON-like reads."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    # defer_build: a model's validator is built when it is first used, so a process that
+    # returns one kind of result does not build the schema of every other one at import.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True)
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import interop as _interop_commands  # noqa: F401 - registers `clawkeep import …` / `export`
 from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
@@ -86,10 +87,13 @@ OVERVIEW = [
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
     ("memory dream|dreaming|promote …", "Dreaming: sweep now, status/on/off, promotion candidates, explain, undo"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
+    ("import openclaw PATH", "sessions, transcripts, memory files and config from an OpenClaw home"),
+    ("export SESSION|--all", "transcripts as clawkeep JSONL (re-import with `import jsonl`)"),
     ("gateway [--host H] [--port P]", "serve the HTTP API and the control UI (loopback; a token beyond it)"),
     ("mcp [--session KEY] [--http PORT]", "the agent tools as an MCP server (stdio, or streamable HTTP)"),
     ("status", "this overview, the engine's state and the memory metrics"),
     ("doctor [--repair]", "check every database; salvage a damaged one into a new file, rebuild the index"),
+    ("migrate --from A --to B", "copy a home into PostgreSQL or back (verified, resumable)"),
 ]
 
 
@@ -180,6 +184,42 @@ def doctor(
     emit(data, as_json, render)
     if not data["healthy"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def migrate(
+    source: str = typer.Option(..., "--from", help="A clawkeep home directory or a postgresql:// URL."),
+    target: str = typer.Option(..., "--to", help="The other kind: a postgresql:// URL or a home directory."),
+    schema: str = typer.Option("clawkeep", "--schema", help="PostgreSQL: the prefix of clawkeep's schemas."),
+    agent: list[str] = typer.Option(None, "--only-agent", help="Copy only these agents (default: all)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Copy every agent between an embedded home and PostgreSQL (D3): sessions, transcripts, memory
+    documents; verified by counts and checksums; run it again to resume an interrupted copy."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+    from ..migrate import migrate as run_migrate  # noqa: PLC0415
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=as_json, disable=as_json) as bar:
+        tasks: dict[tuple[str, str], Any] = {}
+
+        def progress(agent_id: str, phase: str, done: int, total: int) -> None:
+            key = (agent_id, phase)
+            if key not in tasks:
+                tasks[key] = bar.add_task(f"{agent_id}: {phase}", total=max(total, 1))
+            bar.update(tasks[key], completed=done, total=max(total, 1))
+
+        data = run_migrate(source, target, schema=schema, agents=agent or None, progress=progress)
+
+    def render(d: dict[str, Any]) -> None:
+        rows = [{"agent": a["agent"], "sessions": a["sessions"], "entries": a["entries"], "documents": a["documents"],
+                 "checksum": a["checksums"]["entries"][:12], "verified": "yes" if a["verified"] else "NO"}
+                for a in d["agents"]]
+        out.print(table(rows, ["agent", "sessions", "entries", "documents", "checksum", "verified"],
+                        f"clawkeep migrate {d['from']} → {d['to']}"))
+
+    emit(data, as_json, render)
 
 
 def run() -> None:

@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import InputError
 from .app import engine, err, memory_app, out
@@ -31,6 +30,8 @@ def memory_index(
 ) -> None:
     """Bring the memory index up to date with the Markdown files (and transcripts if enabled)."""
     eng = engine(ctx)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=as_json) as bar:
         tasks: dict[str, Any] = {}

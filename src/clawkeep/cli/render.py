@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from ..api import Shape
 
@@ -33,5 +34,6 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = No
     for column in columns:
         grid.add_column(column, overflow="fold")
     for row in rows:
-        grid.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        # plain Text: a key such as `agent:main:x:thread:42` is not an emoji code or markup
+        grid.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
     return grid

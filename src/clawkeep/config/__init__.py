@@ -71,8 +71,10 @@ from .model import (  # noqa: F401
     _parse,
     _unknown_keys,
     config_from_dict,
+    default_config,
     load_config,
     overrides_path,
+    with_storage_environment,
     write_override,
 )
 from .plugins import (  # noqa: F401

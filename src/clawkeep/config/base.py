@@ -96,7 +96,10 @@ def _path_value(value: Any) -> Any:
 
 class _Model(BaseModel):
     # populate_by_name lets Python callers use snake_case; files use the camelCase aliases.
-    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True, allow_inf_nan=False)
+    # defer_build: a section's validator is built when it is first used, so loading a config
+    # builds only the sections the file sets (model.config_from_dict).
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True, allow_inf_nan=False,
+                              defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -282,10 +283,34 @@ class AgentsConfig(_Model):
 class StorageConfig(_Model):
     # None = embedded SQLite under the home; "postgresql://…" selects PostgreSQL (SPEC D1).
     url: str | None = None
+    # PostgreSQL only: the prefix of the schemas clawkeep creates (several deployments may share
+    # one database under different prefixes), and the connection pool of each process.
+    schema_prefix: str = Field("clawkeep", alias="schema", pattern=r"^[a-z][a-z0-9_]{0,23}$")
+    pool_size: int = Field(8, alias="poolSize", ge=1, le=200)
+    connect_timeout_ms: int = Field(10_000, alias="connectTimeoutMs", ge=100, le=600_000)
     # NORMAL (WAL): an acknowledged message survives a crash of the process (kill -9, tested);
     # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
     synchronous: Literal["FULL", "NORMAL"] = "NORMAL"
     busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0, le=3_600_000)
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is None or value in ("", "sqlite", "sqlite:"):
+            return None
+        if value.startswith(("postgresql://", "postgres://")):
+            return value
+        raise ValueError(f"storage.url {_redact_url(value)!r} is not supported; allowed: unset (embedded SQLite) "
+                         "or postgresql://user:password@host:port/database")
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.url is not None
+
+
+def _redact_url(url: str) -> str:
+    """A URL as it may be shown: the password replaced."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 class HookEntry(_Model):
@@ -379,21 +404,87 @@ def _check_shape(data: Any, source: str) -> None:
             validation.text(value, f"{source}: {where}")
 
 
+def default_config() -> Config:
+    """`Config()` without building a validator: every section is its defaults, which are valid
+    by definition (a test compares the two)."""
+    return _constructed(Config)
+
+
+def _constructed(cls: type[_Model]) -> Any:
+    values = {}
+    for name, field in cls.model_fields.items():
+        factory = field.default_factory
+        if isinstance(factory, type) and issubclass(factory, _Model):
+            values[name] = _constructed(factory)
+        else:
+            values[name] = field.get_default(call_default_factory=True)
+    return cls.model_construct(_fields_set=set(), **values)
+
+
+def _sections_only(data: dict[str, Any]) -> dict[str, type[_Model]] | None:
+    """Section name → model for each top-level key of `data`, or None when `data` holds
+    anything else (an unknown key, `warnings`) or `Config` validates more than its sections."""
+    decorators = Config.__pydantic_decorators__
+    if any(d.info.mode != "after" for d in decorators.model_validators.values()) or any(
+            d.cls_ref.endswith(".Config") for d in decorators.field_validators.values()):
+        return None
+    by_key: dict[str, tuple[str, type[_Model]]] = {}
+    for name, field in Config.model_fields.items():
+        factory = field.default_factory
+        if isinstance(factory, type) and issubclass(factory, _Model):
+            by_key[field.alias or name] = by_key[name] = (name, factory)
+    if any(key not in by_key for key in data):
+        return None
+    return {by_key[key][0]: by_key[key][1] for key in data}
+
+
+def _validated(data: dict[str, Any]) -> Config:
+    """`Config.model_validate(data)`, building the validators of the sections `data` sets only:
+    each section is validated by its own model (errors located under its key, in field order,
+    as the whole model would report them), absent sections are their defaults, then `Config`'s
+    own checks run. A short-lived process (one CLI command) then pays only for what it configures."""
+    sections = _sections_only(data)
+    if sections is None:
+        return Config.model_validate(data)
+    values: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    for name, field in Config.model_fields.items():
+        if name in sections:
+            raw = data[field.alias or name] if (field.alias or name) in data else data[name]
+            try:
+                values[name] = sections[name].model_validate(raw)
+            except ValidationError as exc:
+                errors += [{**err, "loc": (field.alias or name, *err["loc"])} for err in exc.errors()]
+        else:
+            factory = field.default_factory
+            values[name] = _constructed(factory) if isinstance(factory, type) and issubclass(factory, _Model) \
+                else field.get_default(call_default_factory=True)
+    if errors:
+        raise InputError("; ".join(_describe_error(err) for err in errors))
+    config = Config.model_construct(_fields_set=set(sections), **values)
+    for decorator in Config.__pydantic_decorators__.model_validators.values():
+        config = getattr(config, decorator.cls_var_name)()
+    return config
+
+
 def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
     if not isinstance(data, dict):
         raise InputError(f"{source}: the top level must be an object, got {type(data).__name__}")
     _check_shape(data, source)
     try:
-        config = Config.model_validate(data)
+        config = _validated(data)
     except ValidationError as exc:
         problems = "; ".join(_describe_error(err) for err in exc.errors())
         raise InputError(f"{source}: invalid configuration: {problems}") from None
     except InputError as exc:  # a validator that names the key itself (models.providers, model references)
         raise InputError(f"{source}: invalid configuration: {exc}") from None
-    config.warnings = [f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config)]
-    config.warnings += [f"{source}: plugins.entries.active-memory.config.toolsAllow entry {tool!r} ignored; only "
-                        "memory tools (memory_search, memory_get) are allowed, wildcards and core tools never"
-                        for tool in config.plugins.entries.active_memory.config.ignored_tools()]
+    warnings = [f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config)]
+    warnings += [f"{source}: plugins.entries.active-memory.config.toolsAllow entry {tool!r} ignored; only "
+                 "memory tools (memory_search, memory_get) are allowed, wildcards and core tools never"
+                 for tool in config.plugins.entries.active_memory.config.ignored_tools()]
+    # Not `config.warnings = …`: validate_assignment would build the whole model's validator.
+    object.__setattr__(config, "warnings", warnings)
+    config.model_fields_set.add("warnings")
     return config
 
 
@@ -412,14 +503,14 @@ def load_config(path: str | os.PathLike[str] | None, *, missing_ok: bool = False
     A missing file is an error unless `missing_ok` (the default file in the home), in which case
     the overrides alone, or all defaults, apply."""
     if path is None:
-        return Config()
+        return default_config()
     validation.path(path, "config file")
     file = Path(path)
     data = _read_document(file, "config file", missing_ok=missing_ok)
     overlay = overrides_path(file)
     extra = _read_document(overlay, "config overrides file", missing_ok=True)
     if extra is None:
-        return Config() if data is None else config_from_dict(data, source=str(file))
+        return default_config() if data is None else config_from_dict(data, source=str(file))
     if not isinstance(extra, dict):
         raise InputError(f"config overrides file {overlay}: the top level must be an object, got "
                          f"{type(extra).__name__}; fix or delete the file")
@@ -428,6 +519,26 @@ def load_config(path: str | os.PathLike[str] | None, *, missing_ok: bool = False
     if not isinstance(data, dict):
         return config_from_dict(data, source=str(file))  # refused: the top level must be an object
     return config_from_dict(_merged(data, extra), source=f"{file} (with {overlay.name})")
+
+
+STORAGE_ENVIRONMENT = {"CLAWKEEP_STORAGE_URL": "url", "CLAWKEEP_STORAGE_SCHEMA": "schema"}
+
+
+def with_storage_environment(config: Config, environ: dict[str, str] | None = None) -> Config:
+    """`config` with CLAWKEEP_STORAGE_URL / CLAWKEEP_STORAGE_SCHEMA (when set) over `storage.url` /
+    `storage.schema`: the database password can stay out of the config file."""
+    environ = os.environ if environ is None else environ
+    found = {key: environ[name] for name, key in STORAGE_ENVIRONMENT.items() if environ.get(name)}
+    if not found:
+        return config
+    data = {**config.storage.model_dump(by_alias=True), **found}
+    try:
+        storage = StorageConfig.model_validate(data)
+    except ValidationError as exc:
+        names = ", ".join(n for n, k in STORAGE_ENVIRONMENT.items() if k in found)
+        problems = "; ".join(_describe_error(err) for err in exc.errors())
+        raise InputError(f"environment {names}: invalid storage setting: {problems}") from None
+    return config.model_copy(update={"storage": storage})
 
 
 def write_override(config_file: str | os.PathLike[str], keys: tuple[str, ...], value: Any) -> Path:

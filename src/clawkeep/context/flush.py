@@ -30,14 +30,15 @@ from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
 from ..storage import EntryRecord, SessionRecord
 from .budget import clip_lines
+from ..patterns import lazy
 
 NO_REPLY = "NO_REPLY"
 MAX_NOTES = 20
-_SENTENCES = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_SENTENCES = lazy(r"(?<=[.!?。！？])\s*|\n+")
 _SIGNALS = [
     (
         "preference",
-        re.compile(
+        lazy(
             r"\b(i|we) (prefer|like|love|hate|dislike|always|never|usually)\b|我(喜欢|偏好|讨厌|不喜欢|习惯)"
             r"|が好き|좋아해",
             re.IGNORECASE,
@@ -45,14 +46,14 @@ _SIGNALS = [
     ),
     (
         "decision",
-        re.compile(
+        lazy(
             r"\b(we|i) (decided|agreed|chose|picked|settled on|will go with)\b|决定|定了|选了|決めた|결정",
             re.IGNORECASE,
         ),
     ),
     (
         "commitment",
-        re.compile(
+        lazy(
             r"\b(i will|i'll|we will|we'll|i promise|i need to|i have to|remind me|deadline|due)\b"
             r"|我(会|要|得|需要)|记得|提醒|截止|までに|할게",
             re.IGNORECASE,
@@ -60,15 +61,15 @@ _SIGNALS = [
     ),
     (
         "fact",
-        re.compile(
+        lazy(
             r"\b(my|our) [a-z ]{2,30} (is|are|was)\b|\bi (live|work|am|moved|flew|fly|go|went)\b"
             r"|我(住|在|是|叫|去|到)|私は|저는",
             re.IGNORECASE,
         ),
     ),
 ]
-_NUMBER = re.compile(r"\d")
-_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
+_NUMBER = lazy(r"\d")
+_CAPITALISED = lazy(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
 
 
 @dataclass

@@ -14,8 +14,23 @@ For the gateway's loop:
     dreaming.run_due(runtime)                            # sweeps when due; None otherwise
 """
 
+from typing import TYPE_CHECKING
+
 from .recorder import install
-from .schedule import is_due, next_run, previous_run
-from .sweep import PHASES, run_due, run_sweep
+
+if TYPE_CHECKING:
+    from .schedule import is_due, next_run, previous_run
+    from .sweep import PHASES, run_due, run_sweep
 
 __all__ = ["PHASES", "install", "is_due", "next_run", "previous_run", "run_due", "run_sweep"]
+_LATER = {"is_due": "schedule", "next_run": "schedule", "previous_run": "schedule", "PHASES": "sweep",
+          "run_due": "sweep", "run_sweep": "sweep"}
+
+
+def __getattr__(name: str) -> object:
+    # Every engine installs the recorder; the sweep and the schedule (croniter) load when used.
+    if name in _LATER:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LATER[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

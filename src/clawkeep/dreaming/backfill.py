@@ -27,7 +27,7 @@ from .claims import claim_hash, concept_tags, redacted
 from .deep import sha
 from .schedule import settings
 from .sources import SourceLine, note_day, note_lines
-from .store import DreamsDir, Entry, held_sweep_lock
+from .store import DreamsDir, Entry, held_sweep_lock, shared_store
 from .working import DAILY_SIGNAL_SCORE, Working
 
 MAX_FILES = 512
@@ -149,7 +149,7 @@ def backfill(rt: Runtime, root: Path, *, stage_short_term: bool = False) -> dict
     days = grounded(rt, root)
     ws = ensure_workspace(memory.workspace(rt))
     dreams = DreamsDir(ws)
-    with held_sweep_lock(dreams, "rem-backfill"):
+    with held_sweep_lock(dreams, "rem-backfill", shared_store(rt)):
         record = dreams.read_json(RECORD, {})
         current = dreams_file.read(ws)
         base, _ = dreams_file.without_backfill(current) if current else (current, 0)

@@ -21,6 +21,7 @@ from ..text.tokens import CJK_RUN, stem
 
 MIN_CLAIM_CHARS = 8  # shorter lines ("- ok", "todo") are not claims
 MAX_CLAIM_CHARS = 500  # longer lines are paragraphs, not facts; they are cut for display only
+MAX_LINE_CHARS = 2000  # a longer note line (a pasted blob) is not a claim at all: no item is that long
 MAX_CONCEPT_TAGS = 8
 CACHE_SIZE = 65_536  # a sweep reads the same lines many times (every hit on a note); redaction costs ~0.4 ms
 
@@ -48,12 +49,12 @@ def speaker(line: str) -> tuple[str | None, str]:
 @lru_cache(maxsize=CACHE_SIZE)
 def clean_line(raw: str) -> str | None:
     """A note line as claim text: markers, list bullets and extra spaces removed; None for a
-    heading, a blank or too short a line, a Dreaming artifact, or a question."""
+    heading, a blank, too short or too long a line, a Dreaming artifact, or a question."""
     content, _ = items.parse_marker(raw)
     if _HEADING.match(content) or _DREAM_ARTIFACT.search(content):
         return None
     text = " ".join(_LIST_MARK.sub("", content).split())
-    if len(text) < MIN_CLAIM_CHARS or is_question(text):
+    if not MIN_CLAIM_CHARS <= len(text) <= MAX_LINE_CHARS or is_question(text):
         return None
     return text
 

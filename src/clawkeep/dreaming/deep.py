@@ -29,7 +29,8 @@ from typing import Any
 
 from ..config import DeepPhaseConfig
 from ..errors import ClawkeepError
-from ..memory import items
+from ..memory import documents, items
+from ..memory.documents import write_document
 from ..memory import service as memory
 from ..memory.workspace import MEMORY_FILE
 from ..runtime import Runtime
@@ -100,7 +101,7 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
     decisions: list[Decision] = []
     fresh: list[tuple[Decision, SourceLine]] = []
     for candidate in chosen:
-        line, why = rehydrate(candidate, live, work.threshold)
+        line, why = rehydrate(candidate, live)
         if line is None:
             decisions.append(Decision(candidate, why[0], why[1]))
         else:
@@ -120,16 +121,17 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
         _decide(rt, decision, line, run_id, today, writable[line.owner], planned)
     memory_lines = (before or f"{memory.MEMORY_HEADING}\n").splitlines()
     other_lines: dict[str, list[str]] = {}
+    other_before: dict[str, str] = {}  # each daily note as read, for its own content guard
     for decision in planned.values():
         for old in decision.replaced:
-            target = memory_lines if old.path == MEMORY_FILE else other_lines.setdefault(
-                old.path, items.read_lines(ws / old.path))
+            target = memory_lines if old.path == MEMORY_FILE else \
+                _note_lines(ws, old.path, other_lines, other_before)
             if 0 < old.line <= len(target):
                 assert decision.item is not None
                 target[old.line - 1] = items.line_with_attrs(target[old.line - 1], old.id,
                                                              supersededBy=decision.item.id)
     out = DeepPlan(run_id, ranked, decisions, before, None)
-    out.repaired = _repair(memory_lines, other_lines, ws, today)
+    out.repaired = _repair(memory_lines, other_lines, other_before, ws)
     out.new_lines = [items.item_line(d.item.text, d.item.attrs) for d in planned.values()]  # type: ignore[union-attr]
     if out.new_lines or out.repaired:
         if memory_lines and memory_lines[-1].strip() and not items.parse_items(MEMORY_FILE, memory_lines[-1]):
@@ -137,15 +139,18 @@ def plan(rt: Runtime, work: Working, live: LiveSources, now: int, run_id: str, g
         after = "\n".join(memory_lines + out.new_lines) + "\n"
         out.loss_refused = loss_check(before, after, gates.max_prior_entry_loss_fraction)
         out.after = after
-    out.other_files = {rel: (_text(ws / rel), "\n".join(lines) + "\n") for rel, lines in other_lines.items()}
+    out.other_files = {rel: (other_before[rel], "\n".join(lines) + "\n") for rel, lines in other_lines.items()}
     return out
 
 
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+def _note_lines(ws: Path, rel: str, lines: dict[str, list[str]], before: dict[str, str]) -> list[str]:
+    if rel not in lines:
+        before[rel] = (ws / rel).read_text(encoding="utf-8")
+        lines[rel] = before[rel].splitlines()
+    return lines[rel]
 
 
-def rehydrate(candidate: Ranked, live: LiveSources, threshold: float) -> tuple[SourceLine | None, tuple[str, str]]:
+def rehydrate(candidate: Ranked, live: LiveSources) -> tuple[SourceLine | None, tuple[str, str]]:
     """The candidate's live line, or (None, (status, reason)) when it is stale or deleted."""
     entry = candidate.entry
     digest = claim_hash(entry.text)
@@ -246,7 +251,8 @@ def _day(text: str | None) -> Any:
         return None
 
 
-def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], ws: Path, today: Any) -> list[str]:
+def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], other_before: dict[str, str],
+            ws: Path) -> list[str]:
     """Restore supersededBy markers an append fallback (or a crash) left out: an active item that
     a MEMORY.md item `supersedes` gets marked as replaced."""
     newer: dict[str, str] = {}
@@ -263,7 +269,7 @@ def _repair(memory_lines: list[str], other_lines: dict[str, list[str]], ws: Path
             repaired.append(item.id)
     for item in items.all_items(ws):
         if item.path != MEMORY_FILE and item.id in newer and not item.superseded_by:
-            lines = other_lines.setdefault(item.path, items.read_lines(ws / item.path))
+            lines = _note_lines(ws, item.path, other_lines, other_before)
             lines[item.line - 1] = items.line_with_attrs(lines[item.line - 1], item.id, supersededBy=newer[item.id])
             repaired.append(item.id)
     return repaired
@@ -294,6 +300,11 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
     """Write the plan (see the module text for the guard). Returns what was written."""
     if deep.after is None:
         return Applied("nothing", None, {})
+    with documents.locked(workspace):  # the hash check and the write with no writer in between
+        return _apply_locked(workspace, deep)
+
+
+def _apply_locked(workspace: Path, deep: DeepPlan) -> Applied:
     current = read_memory(workspace)
     if sha(current) == sha(deep.before) and deep.loss_refused is None:
         mode, text = "rewrite", deep.after
@@ -303,7 +314,7 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
         base = current if current is not None else f"{memory.MEMORY_HEADING}\n\n"
         text = base + ("" if base.endswith("\n") else "\n") + "\n".join(deep.new_lines) + "\n"
         mode = "append"
-    write_atomic(workspace / MEMORY_FILE, text)
+    write_document(workspace, MEMORY_FILE, text, write_atomic)  # D4: a compare-and-set in PostgreSQL mode
     written_others: dict[str, tuple[str, str]] = {}
     for rel, (before, after) in deep.other_files.items():
         path = workspace / rel
@@ -312,7 +323,7 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
         except (OSError, UnicodeDecodeError):
             unchanged = False
         if unchanged:  # the same guard for a daily note whose old item is now superseded
-            write_atomic(path, after)
+            write_document(workspace, rel, after, write_atomic)
             written_others[rel] = (before, after)
     return Applied(mode, text, written_others)
 

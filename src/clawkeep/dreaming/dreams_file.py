@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 
 from ..errors import StorageError
+from ..memory.documents import write_document
 from ..memory.workspace import DREAMS_FILE
 from .store import write_atomic
 
@@ -116,4 +117,4 @@ def without_backfill(text: str) -> tuple[str, int]:
 
 def write(workspace: Path, text: str | None) -> None:
     """Replace DREAMS.md atomically (None: remove it — a rollback to before it existed)."""
-    write_atomic(dreams_path(workspace), text)
+    write_document(workspace, dreams_path(workspace).relative_to(workspace).as_posix(), text, write_atomic)

@@ -148,8 +148,10 @@ def _hit_lines(live: LiveSources, hit: dict[str, Any]) -> tuple[list[str], list[
 
 # --- daily notes and transcripts -----------------------------------------------------------------
 def ingest_notes(work: Working, live: LiveSources, since_day: str, now: int) -> int:
-    """Read the dated notes from `since_day` on; each claim counts once (a daily signal)."""
+    """Read the dated notes from `since_day` on; each claim counts once (a daily signal). The
+    checkpoint keeps only the notes of the window (older ones are never read again)."""
     files = daily_notes(live.workspace, since_day)
+    checkpoint: dict[str, list[str]] = {}
     for rel in files:
         seen = set(work.ingested.get(rel, ()))
         for line in live.note(rel) or ():
@@ -158,34 +160,43 @@ def ingest_notes(work: Working, live: LiveSources, since_day: str, now: int) -> 
             if digest not in seen:
                 work.daily(entry, day=line.day, now=now)
                 seen.add(digest)
-        work.ingested[rel] = sorted(seen)
+        checkpoint[rel] = sorted(seen)
+    work.ingested = checkpoint
     return len(files)
 
 
 def ingest_transcripts(work: Working, live: LiveSources, since_ms: int, now: int, corpus_dir: Path | None,
                        config: Config) -> int:
-    """The user's statements in direct conversations since `since_ms`; redacted copies go to
-    `session-corpus/<day>.txt` (what Light read, for review)."""
+    """The user's statements in direct conversations since `since_ms`, each message once (a
+    high-water mark per session); redacted copies go to `session-corpus/<day>.txt` (what Light
+    read, for review; kept for `deep.maxAgeDays`)."""
     assert live.store is not None
     corpus: dict[str, list[str]] = {}
-    sessions: set[str] = set()
+    marks: dict[str, dict] = {}
     for line in transcript_lines(live.store, since_ms):
-        sessions.add(line.path)
-        key = f"{line.path}#{line.entry_id}"
-        digest = claim_hash(line.text)
-        seen = work.ingested.setdefault(key, [])
-        entry = work.entry_for(line, "transcript")
-        if digest not in seen:
-            work.daily(entry, day=line.day, now=now)
-            seen.append(digest)
-        if line.at is not None:
-            stamp = datetime.fromtimestamp(line.at / 1000, tz=zone_for(config))
-            corpus.setdefault(stamp.date().isoformat(), []).append(
-                f"{stamp:%H:%M} {line.owner} user: {redacted(line.text)}")
+        session_id = line.path.removeprefix("sessions/")
+        old = work.transcripts.get(session_id) or {"through": 0, "ids": []}
+        at = line.at or 0
+        mark = marks.setdefault(session_id, dict(old, ids=list(old["ids"])))
+        if at > mark["through"]:
+            mark["through"], mark["ids"] = at, []
+        if at == mark["through"] and line.entry_id not in mark["ids"]:
+            mark["ids"].append(line.entry_id)
+        if at > old["through"] or (at == old["through"] and line.entry_id not in old["ids"]):
+            work.daily(work.entry_for(line, "transcript"), day=line.day, now=now)
+        stamp = datetime.fromtimestamp(at / 1000, tz=zone_for(config))
+        corpus.setdefault(stamp.date().isoformat(), []).append(
+            f"{stamp:%H:%M} {line.owner} user: {redacted(line.text)}")
+    work.transcripts = {sid: m for sid, m in {**work.transcripts, **marks}.items() if m["through"] >= since_ms}
     if corpus_dir is not None:
         for day, lines in corpus.items():
             write_atomic(corpus_dir / f"{day}.txt", "\n".join(sorted(lines)) + "\n")
-    return len(sessions)
+        keep = (datetime.fromtimestamp(now / 1000, tz=zone_for(config)).date()
+                - timedelta(days=settings(config).deep.max_age_days)).isoformat()
+        for old_file in corpus_dir.glob("*.txt") if corpus_dir.is_dir() else ():
+            if old_file.stem < keep:
+                old_file.unlink(missing_ok=True)
+    return len(marks)
 
 
 def prune(work: Working, now: int, idle_days: int) -> int:

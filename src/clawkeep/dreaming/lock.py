@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,6 +95,57 @@ class FileSweepLock:
             return None
         finally:
             os.close(fd)
+
+
+LEASE_NAME = "dreaming-sweep"
+LEASE_TTL_MS = 120_000  # renewed every third of this while the sweep runs; a dead holder's lapses
+
+
+class SharedSweepLock:
+    """The file lock of this host plus a database lease (`AgentStore.try_lease`) that every
+    instance on a shared database (PostgreSQL) competes for: two gateways on different machines
+    never sweep at once. The lease is renewed while held; if its holder dies it lapses after
+    LEASE_TTL_MS."""
+
+    def __init__(self, local: FileSweepLock, store: Any, ttl_ms: int = LEASE_TTL_MS):
+        self.local, self.store, self.ttl_ms = local, store, ttl_ms
+
+    def acquire(self, owner: str) -> Lease | None:
+        lease = self.local.acquire(owner)
+        if lease is None:
+            return None
+        holder = f"{socket.gethostname()}:{os.getpid()}:{owner}"
+        if not self.store.try_lease(LEASE_NAME, holder, self.ttl_ms):
+            lease.release()
+            self._elsewhere = True
+            return None
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(self.ttl_ms / 3000):
+                try:
+                    self.store.try_lease(LEASE_NAME, holder, self.ttl_ms)
+                except Exception:  # noqa: BLE001 - a failed renewal only shortens the lease
+                    pass
+
+        renewer = threading.Thread(target=renew, name="clawkeep-dreaming-lease", daemon=True)
+        renewer.start()
+
+        def release() -> None:
+            stop.set()
+            renewer.join(timeout=5)
+            try:
+                self.store.release_lease(LEASE_NAME, holder)
+            finally:
+                lease.release()
+
+        return Lease(owner, lease.acquired_at, _once(release))
+
+    def holder(self) -> dict[str, Any] | None:
+        local = self.local.holder()
+        if local is None and getattr(self, "_elsewhere", False):
+            return {"owner": "another instance on the shared database", "lease": LEASE_NAME}
+        return local
 
 
 def _once(fn):

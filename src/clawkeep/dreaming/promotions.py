@@ -15,11 +15,13 @@ from typing import Any
 
 from ..errors import InputError, NotFoundError
 from ..memory import items
+from ..memory.documents import write_document
 from ..memory.workspace import MEMORY_FILE
 from .deep import Applied, DeepPlan, read_memory, sha
 from .store import DreamsDir, write_atomic
 
 FOLDER = "promotions"
+KEEP_BYTES = 30  # records that keep the bytes of MEMORY.md before their run
 
 
 def record_path(dreams: DreamsDir, run_id: str) -> str:
@@ -27,12 +29,22 @@ def record_path(dreams: DreamsDir, run_id: str) -> str:
 
 
 def begin(dreams: DreamsDir, deep: DeepPlan, now: int) -> None:
+    _forget_old_bytes(dreams)
     dreams.write_json(record_path(dreams, deep.run_id), {
         "runId": deep.run_id, "at": now, "status": "pending", "mode": None, "before": deep.before,
         "plannedSha": sha(deep.after), "afterSha": None, "files": {},
         "items": [{"id": d.item.id, "key": d.ranked.entry.key, "text": d.item.text, "supersedes": d.supersedes,
                    "src": d.item.attrs.get("src"), "undone": False} for d in deep.promoted if d.item is not None],
         "repaired": deep.repaired})
+
+
+def _forget_old_bytes(dreams: DreamsDir) -> None:
+    """Only the newest KEEP_BYTES records keep a copy of MEMORY.md (an older run's undo removes
+    its lines instead: the file has changed since anyway)."""
+    for record in records(dreams)[:-(KEEP_BYTES - 1)]:  # with the record about to be written: KEEP_BYTES
+        if record.get("before") is not None:
+            record.update({"before": None, "afterSha": None, "files": {}})
+            dreams.write_json(record_path(dreams, record["runId"]), record)
 
 
 def finish(dreams: DreamsDir, run_id: str, applied: Applied) -> None:
@@ -100,14 +112,13 @@ def undo(dreams: DreamsDir, workspace: Path, target: str | None) -> dict[str, An
     record, ids = select(dreams, target)
     whole = ids == {i["id"] for i in record["items"] if not i.get("undone")} and not any(
         i.get("undone") for i in record["items"])
-    path = workspace / MEMORY_FILE
     current = read_memory(workspace)
-    if whole and record.get("afterSha") and sha(current) == record["afterSha"]:
-        write_atomic(path, record.get("before"))
+    if whole and record.get("afterSha") and sha(current) == record["afterSha"]:  # (a trimmed record has none)
+        write_document(workspace, MEMORY_FILE, record.get("before"), write_atomic)
         restored = "byte-identical"
     else:
         if current is not None:
-            write_atomic(path, strip(current, ids))
+            write_document(workspace, MEMORY_FILE, strip(current, ids), write_atomic)
         restored = "lines removed"
     for rel, info in (record.get("files") or {}).items():
         other = workspace / rel
@@ -115,7 +126,8 @@ def undo(dreams: DreamsDir, workspace: Path, target: str | None) -> dict[str, An
             text = other.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        write_atomic(other, info["before"] if whole and sha(text) == info.get("afterSha") else strip(text, ids))
+        restore = whole and sha(text) == info.get("afterSha")
+        write_document(workspace, rel, info["before"] if restore else strip(text, ids), write_atomic)
     for item in record["items"]:
         if item["id"] in ids:
             item["undone"] = True

@@ -11,15 +11,18 @@ short-term memory.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import MemorySearched, RecallTraced
-from ..memory import service as memory
 from ..redact import redact_secrets
 from ..routing.keys import parse_key
 from ..runtime import Runtime
-from .claims import redacted
-from .store import DreamsDir
+
+if TYPE_CHECKING:
+    from .store import DreamsDir
+
+# Every engine installs the recorder, most never record (Dreaming is off by default): the
+# memory service, the claim reader and the store load with the first trace, not at open.
 
 SHORT_TERM_PATH = re.compile(r"^memory/(?:[^/]+/)*\d{4}-\d{2}-\d{2}(?:-[^/]+)?\.md$|^sessions/[^/]+$")
 MAX_TRACE_HITS = 20
@@ -44,6 +47,9 @@ def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...]
         return
     if session is not None and parse_key(session).incognito:  # an incognito thread is never stored
         return
+    from ..memory import service as memory  # noqa: PLC0415 - see the note on imports above
+    from .store import DreamsDir  # noqa: PLC0415
+
     if not memory.has_memory(rt):  # a search of an agent that has nothing creates nothing
         return
     # memory_search's snippets are redacted already (every snippet shown is): only the query is
@@ -53,6 +59,7 @@ def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...]
 def record(dreams: DreamsDir, kind: str, query: str, hits: Any, session: str | None, at: int, *,
            snippets_redacted: bool = False, **extra: Any) -> None:
     """Append one trace (also the way tests and imports write past traces with their own times)."""
+    from .claims import redacted  # noqa: PLC0415 - see the note on imports above
 
     def shown(snippet: Any) -> str:
         text = str(snippet or "")[:MAX_SNIPPET_CHARS]

@@ -15,12 +15,13 @@ from ..config.model import write_override
 from ..errors import InputError
 from ..memory import service as memory
 from ..runtime import Runtime
+from ..text.query import MAX_QUERY_CHARS
 from . import backfill, deep, light, promotions, rem
 from .claims import concept_tags
 from .rank import WEIGHTS
 from .schedule import next_run, settings, zone_for
 from .sources import LiveSources
-from .store import DreamsDir, held_sweep_lock
+from .store import DreamsDir, held_sweep_lock, shared_store
 from .sweep import model_for, new_run_id, run_sweep
 from .working import Working, query_hash
 
@@ -116,6 +117,9 @@ def explain(rt: Runtime, query: str) -> dict[str, Any]:
     recall by that very query), with each signal's value, the gates and Deep's decision."""
     if not query or not query.strip():
         raise InputError("promote-explain needs a query (words of the candidate you ask about)")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputError(f"promote-explain query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are "
+                         "allowed (a few words of the candidate are enough)")
     found = preview(rt)
     plan = found["deep"]
     if plan is None:
@@ -146,7 +150,7 @@ def plan_gates(rt: Runtime) -> dict[str, Any]:
 def undo(rt: Runtime, target: str | None) -> dict[str, Any]:
     """Undo a promotion run (default: the last) or one promoted item, under the sweep lock."""
     dreams = dreams_dir(rt)
-    with held_sweep_lock(dreams, "promote-undo"):
+    with held_sweep_lock(dreams, "promote-undo", shared_store(rt)):
         result = promotions.undo(dreams, dreams.workspace, target)
         work = Working.load(dreams, settings(rt.config).light.dedupe_similarity)
         now = rt.now()

@@ -132,8 +132,11 @@ class DreamsDir:
     def log_path(self) -> Path:
         return self.root / "recall-log.jsonl"
 
-    def sweep_lock(self) -> lock.FileSweepLock:
-        return lock.FileSweepLock(self.root / "short-term-promotion.lock")
+    def sweep_lock(self, shared_store: Any = None) -> lock.FileSweepLock | lock.SharedSweepLock:
+        """This workspace's sweep lock; with `shared_store` (a database several instances use)
+        also that database's lease, so sweeps never overlap across hosts either."""
+        local = lock.FileSweepLock(self.root / "short-term-promotion.lock")
+        return local if shared_store is None else lock.SharedSweepLock(local, shared_store)
 
     # --- JSON documents ----------------------------------------------------------------------
     def read_json(self, name: str, default: Any) -> Any:
@@ -213,10 +216,16 @@ class DreamsDir:
         return traces
 
 
+def shared_store(rt: Any) -> Any:
+    """The database several instances share (PostgreSQL), whose lease serialises sweeps across
+    hosts; None for the embedded SQLite home, where the file lock is enough."""
+    return rt.store() if rt.config.storage.is_postgres else None
+
+
 @contextmanager
-def held_sweep_lock(dreams: DreamsDir, owner: str) -> Iterator[None]:
+def held_sweep_lock(dreams: DreamsDir, owner: str, shared_store: Any = None) -> Iterator[None]:
     """The sweep lock for a change outside a sweep (undo, backfill); refused while a sweep runs."""
-    sweep_lock = dreams.sweep_lock()
+    sweep_lock = dreams.sweep_lock(shared_store)
     lease = sweep_lock.acquire(owner)
     if lease is None:
         raise InputError(f"a Dreaming sweep is running ({sweep_lock.holder()}); try again when it has finished")

@@ -23,7 +23,7 @@ from ..runtime import Runtime
 from . import deep, diary, dreams_file, light, promotions, rem
 from .schedule import is_due, settings, zone_for
 from .sources import LiveSources
-from .store import DreamsDir
+from .store import DreamsDir, shared_store
 from .working import Working
 
 PHASES = ("light", "rem", "deep")
@@ -60,7 +60,7 @@ def run_sweep(rt: Runtime, now: int | None = None, *, phases: tuple[str, ...] = 
     if not memory.has_memory(rt):
         return {"status": "no-workspace", "runId": run_id, "workspace": str(ws)}
     dreams = DreamsDir(ensure_workspace(ws))
-    lock = dreams.sweep_lock()
+    lock = dreams.sweep_lock(shared_store(rt))
     lease = lock.acquire(run_id)
     if lease is None:
         return {"status": "locked", "runId": run_id, "holder": lock.holder()}

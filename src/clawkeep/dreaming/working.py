@@ -39,7 +39,8 @@ class Working:
     entries: dict[str, Entry] = field(default_factory=dict)
     folded: list[str] = field(default_factory=list)
     signals: dict[str, PhaseSignal] = field(default_factory=dict)
-    ingested: dict[str, list[str]] = field(default_factory=dict)  # source path -> claim hashes read
+    ingested: dict[str, list[str]] = field(default_factory=dict)  # daily note -> claim hashes read
+    transcripts: dict[str, dict] = field(default_factory=dict)  # session id -> {"through": ms, "ids": [...]}
     touched: set[str] = field(default_factory=set)  # entries that got a signal in this run
     merged: set[str] = field(default_factory=set)  # wordings that joined a near-duplicate entry in this run
     _near: NearDuplicates | None = None
@@ -47,14 +48,15 @@ class Working:
     @classmethod
     def load(cls, dreams: DreamsDir, threshold: float) -> Working:
         entries, folded = dreams.load_store()
-        work = cls(dreams, threshold, entries, folded, dreams.load_signals(),
-                   dreams.read_json("daily-ingestion.json", {}).get("files", {}))
-        return work
+        checkpoint = dreams.read_json("daily-ingestion.json", {})
+        return cls(dreams, threshold, entries, folded, dreams.load_signals(), checkpoint.get("files") or {},
+                   checkpoint.get("sessions") or {})
 
     def save(self, now: int) -> None:
         self.dreams.save_store(self.entries, self.folded, now)
         self.dreams.save_signals({k: v for k, v in self.signals.items() if k in self.entries}, now)
-        self.dreams.write_json("daily-ingestion.json", {"updatedAt": now, "files": self.ingested})
+        self.dreams.write_json("daily-ingestion.json", {"updatedAt": now, "files": self.ingested,
+                                                        "sessions": self.transcripts})
 
     @property
     def near(self) -> NearDuplicates:

@@ -1,6 +1,6 @@
 """The gateway's background work, on one clock thread: warm-up (index sync, embedding model,
 detector), the memory file watcher and transcript indexing, the daily/idle reset clock,
-session maintenance in batches, and the metrics flush. Each job runs as in-flight work, so a
+session maintenance in batches, the metrics flush and the Dreaming schedule. Each job runs as in-flight work, so a
 shutdown waits for it; a failing job is logged and tried again at its next time."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .calls import InFlight, ShuttingDown
 
 log = logging.getLogger("clawkeep.gateway")
 METRICS_FLUSH_SECONDS = 5.0
+DREAMING_CHECK_SECONDS = 30.0  # the cron's resolution is a minute; checking is a file read
 TICK_SECONDS = 0.5  # how often the clock looks at its jobs (each has its own interval)
 
 
@@ -42,6 +43,7 @@ class Background:
             Job("reset-clock", settings.clock_seconds, engine.sessions_roll_over),
             Job("maintenance", settings.maintenance_minutes * 60, self._maintenance),
             Job("metrics-flush", METRICS_FLUSH_SECONDS, engine.runtime.metrics.flush),
+            Job("dreaming", DREAMING_CHECK_SECONDS, self._dream),
         ]
         self.jobs[2].next_at = time.monotonic() + settings.maintenance_minutes * 60  # not at start
 
@@ -105,6 +107,14 @@ class Background:
         classify("what did we decide?")
         return {"indexed": len(report.get("indexed", [])), "chunks": report.get("chunks"),
                 "watching": self.settings.watch}
+
+    def _dream(self) -> dict[str, Any] | None:
+        """The managed Dreaming cron (`dreaming.frequency`): a sweep when one is due."""
+        report = self.engine.dream_if_due()
+        if report is None:
+            return None
+        data = report.to_json()
+        return {"status": data["status"], "runId": data["runId"], "promoted": len(data.get("promoted", []))}
 
     def _maintenance(self) -> dict[str, Any] | None:
         report = self.engine.sessions_cleanup().to_json()

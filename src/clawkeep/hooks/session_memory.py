@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClawkeepError, InputError
+from ..errors import ClawkeepError, ConflictError, InputError
 from ..events import SessionReset
+from ..memory import documents
+from ..memory import service as memory_service
 from ..memory.workspace import workspace_dir
 from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
@@ -75,14 +77,7 @@ def write_session_memory(workspace: Path, session: SessionRecord, store: AgentSt
         return None
     slug = slugger(lines) if slugger else None
     moment = datetime.fromtimestamp(at / 1000, tz=UTC)
-    folder = workspace / "memory"
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = f"{moment:%Y-%m-%d}-{slug or moment.strftime('%H%M')}"
-    path = folder / f"{stem}.md"
-    counter = 2
-    while path.exists():
-        path = folder / f"{stem}-{counter}.md"
-        counter += 1
+    stem = f"memory/{moment:%Y-%m-%d}-{slug or moment.strftime('%H%M')}"
     body = [
         f"# Session: {moment:%Y-%m-%d %H:%M:%S} UTC",
         "",
@@ -95,8 +90,12 @@ def write_session_memory(workspace: Path, session: SessionRecord, store: AgentSt
         *lines,
         "",
     ]
-    path.write_text("\n".join(body), encoding="utf-8")
-    return path
+    docs = documents.for_workspace(workspace)  # the database's documents in PostgreSQL mode (D4)
+    rel, counter = f"{stem}.md", 2
+    while not docs.create(rel, "\n".join(body)):  # never over an existing excerpt
+        rel = f"{stem}-{counter}.md"
+        counter += 1
+    return workspace / rel
 
 
 def install(rt: Runtime) -> None:
@@ -118,10 +117,11 @@ def on_reset(rt: Runtime, event: SessionReset) -> None:
         slugger = (lambda lines: model_slug(model, lines)) if model is not None else None
     workspace = workspace_dir(rt.home, rt.config, session.agent_id)
     try:
+        workspace = memory_service.workspace(rt, session.agent_id)  # attaches the mirror in PostgreSQL mode
         written = write_session_memory(workspace, session, store, after_seq=event.after_seq,
                                        before_seq=event.before_seq, at=event.at, reason=event.reason,
                                        limit=hook.messages, slugger=slugger)
-    except (OSError, InputError) as exc:  # a read-only workspace must not break the reset itself
+    except (OSError, InputError, ConflictError) as exc:  # a read-only workspace must not break the reset itself
         rt.log_warning(f"session-memory hook could not write to {workspace}: {exc}")
         return
     if written is not None:

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..patterns import lazy
+
 Similar = Callable[[str, str], "float | None"]
 SIMILAR_SUBJECTS = 0.8  # cosine of the two subject phrases (bundled local model) to call them one subject
 UNRELATED_VALUES = 0.2  # below this, two things "preferred" are of different kinds and both stand
@@ -62,8 +64,8 @@ _SPELLING = {"favourite": "favorite", "colour": "color", "colours": "colors", "g
 _EN_FILLERS = frozenset("really very so just still actually definitely totally truly absolutely quite pretty "
                         "honestly basically literally".split())
 _EN_STOP = frozenset("a an the my our your his her their of for to in on at with and is are".split())
-_CJK_FILLERS = re.compile(r"真的|真是|非常|特别|十分|很|本当に|とても|すごく|めっちゃ|정말|진짜|너무|완전|참|아주")
-_PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
+_CJK_FILLERS = lazy(r"真的|真是|非常|特别|十分|很|本当に|とても|すごく|めっちゃ|정말|진짜|너무|완전|참|아주")
+_PUNCT = lazy(r"[\s\W_]+", re.UNICODE)
 # Every write compares the new fact with every active item (and a Dreaming sweep does that for
 # each candidate), so the readings of item texts are cached: large enough for a big workspace.
 READ_CACHE = 65_536
@@ -104,18 +106,18 @@ def _subject(text: str, lang: str) -> str:
 
 
 # --- clauses and cues ------------------------------------------------------------------------
-_CLAUSES = re.compile(r"\s*(?:[,;，；、]|\bbut\b|\band\s+now\b|但是|不过|可是|けど|けれど|ですが|지만|는데)\s*",
+_CLAUSES = lazy(r"\s*(?:[,;，；、]|\bbut\b|\band\s+now\b|但是|不过|可是|けど|けれど|ですが|지만|는데)\s*",
                       re.IGNORECASE)
 _LEAD_CUE = {
-    "en": re.compile(r"^(?:(?:actually|well|oh|ok(?:ay)?|so|now|correction|update|fyi|by\s+the\s+way|btw|in\s+fact|"
+    "en": lazy(r"^(?:(?:actually|well|oh|ok(?:ay)?|so|now|correction|update|fyi|by\s+the\s+way|btw|in\s+fact|"
                      r"these\s+days|nowadays|as\s+of\s+(?:today|now)|from\s+now\s+on|anyway|no|sorry|instead)"
                      r"(?:[\s,:;-]+|$))+", re.IGNORECASE),
-    "zh": re.compile(r"^(?:其实|实际上|更正一下|更正|纠正一下|纠正|说错了|不对|现在|目前|如今|最近|"
+    "zh": lazy(r"^(?:其实|实际上|更正一下|更正|纠正一下|纠正|说错了|不对|现在|目前|如今|最近|"
                      r"改一下|以后|从现在起|后来)[，,:：\s]*"),
-    "ja": re.compile(r"^(?:実は|実際は|今は|今では|最近は|最近|やっぱり|訂正(?:です)?|ちなみに)[、,\s]*"),
-    "ko": re.compile(r"^(?:사실은?|이제는?|요즘은?|정정(?:할게요)?|아니(?:요)?|지금은)[,\s]*"),
+    "ja": lazy(r"^(?:実は|実際は|今は|今では|最近は|最近|やっぱり|訂正(?:です)?|ちなみに)[、,\s]*"),
+    "ko": lazy(r"^(?:사실은?|이제는?|요즘은?|정정(?:할게요)?|아니(?:요)?|지금은)[,\s]*"),
 }
-_REPLACES = re.compile(
+_REPLACES = lazy(
     r"\b(?:actually|now|no\s+longer|any\s*more|instead|switched|changed|quit|stopped|gave\s+up|correction|update|"
     r"these\s+days|nowadays|again|moved|from\s+now\s+on)\b"
     r"|其实|实际上|现在|如今|目前|改成|改为|改用|换成|换了|不再|已经不|戒|更正|纠正|以后|搬到|搬去|后来"
@@ -149,22 +151,22 @@ _EN_VERBS: list[tuple[str, str, bool]] = [  # (regex, subject key, single-valued
 _EN_ADVERBS = (r"(?:(?:still|now|really|also|usually|mostly|always|only|actually|just|currently|definitely|totally|"
                r"absolutely|truly|mainly|generally|normally|often|sometimes)\s+)*")
 _EN_NEG = r"(?P<neg>(?:don'?t|do\s+not|no\s+longer|never|can'?t|cannot|won'?t|am\s+not|'m\s+not)\s+)?"
-_EN_VERB = re.compile(
+_EN_VERB = lazy(
     r"^(?:i|we)(?:\s+|(?='))" + _EN_ADVERBS + _EN_NEG + _EN_ADVERBS
     + "(?P<verb>" + "|".join(f"(?:{v})" for v, _, _ in _EN_VERBS) + r")\b\s*(?P<val>.*)$",
     re.IGNORECASE,
 )
-_EN_VERB_PARTS = [(re.compile(f"^(?:{v})$", re.IGNORECASE), key, single) for v, key, single in _EN_VERBS]
-_EN_QUIT = re.compile(r"^(?:i|we)\s+(?:have\s+|'ve\s+)?(?:quit|stopped|gave\s+up(?:\s+on)?|kicked|dropped)\s+"
+_EN_VERB_PARTS = [(lazy(f"^(?:{v})$", re.IGNORECASE), key, single) for v, key, single in _EN_VERBS]
+_EN_QUIT = lazy(r"^(?:i|we)\s+(?:have\s+|'ve\s+)?(?:quit|stopped|gave\s+up(?:\s+on)?|kicked|dropped)\s+"
                       r"(?:(?:drinking|eating|using|playing|smoking|driving)\s+)?(?P<val>.+)$", re.IGNORECASE)
-_EN_SWITCH = re.compile(r"^(?:i|we)\s+(?:have\s+)?(?P<verb>switched|changed|moved|went)\s+from\s+(?P<a>.+?)\s+"
+_EN_SWITCH = lazy(r"^(?:i|we)\s+(?:have\s+)?(?P<verb>switched|changed|moved|went)\s+from\s+(?P<a>.+?)\s+"
                         r"(?:to|for)\s+(?P<b>.+)$", re.IGNORECASE)
-_EN_ATTR = re.compile(r"^(?:my|our)\s+(?P<subj>[a-z0-9' -]{1,40}?)\s+(?P<link>is|are|was|were|has\s+become|"
+_EN_ATTR = lazy(r"^(?:my|our)\s+(?P<subj>[a-z0-9' -]{1,40}?)\s+(?P<link>is|are|was|were|has\s+become|"
                       r"has\s+changed\s+to|changed\s+to|became)\s+(?:now\s+|actually\s+|still\s+)?(?P<val>.+)$",
                       re.IGNORECASE)
-_EN_THE = re.compile(r"^(?:the|our)\s+(?P<subj>[a-z0-9' -]{1,30}?)\s+(?P<link>is|are)\s+(?:now\s+|still\s+)?"
+_EN_THE = lazy(r"^(?:the|our)\s+(?P<subj>[a-z0-9' -]{1,30}?)\s+(?P<link>is|are)\s+(?:now\s+|still\s+)?"
                      r"(?P<val>.+)$", re.IGNORECASE)
-_EN_REVERSED = re.compile(r"^(?P<val>[a-z0-9' -]{1,30}?)\s+is\s+(?:now\s+)?my\s+(?P<subj>[a-z0-9' -]{1,30})$",
+_EN_REVERSED = lazy(r"^(?P<val>[a-z0-9' -]{1,30}?)\s+is\s+(?:now\s+)?my\s+(?P<subj>[a-z0-9' -]{1,30})$",
                           re.IGNORECASE)
 
 
@@ -204,24 +206,24 @@ _ZH_VERBS: list[tuple[str, str, bool]] = [
 ]
 _ZH_ADVERBS = (r"(?:现在|还|也|一直|平时|每天|早上|晚上|通常|一般|最|比较|特别|很|真的|已经|目前|如今|都|经常|"
                r"主要|每天早上|又|重新)*")
-_ZH_VERB = re.compile(
+_ZH_VERB = lazy(
     r"^(?:我们|我)?" + _ZH_ADVERBS + r"(?P<neg>不再|再也不|已经不|不|没有|没)?" + _ZH_ADVERBS
     + "(?P<verb>" + "|".join(v for v, _, _ in _ZH_VERBS) + r")(?P<val>.+)$")
-_ZH_VERB_PARTS = [(re.compile(f"^(?:{v})$"), key, single) for v, key, single in _ZH_VERBS]
-_ZH_WORK = re.compile(r"^(?:我们|我)" + _ZH_ADVERBS + r"在(?P<val>.+?)(?:工作|上班|上学|读书|实习)")
-_ZH_QUIT = re.compile(r"^(?:我们|我)?(?:已经)?(?:戒了|戒掉了?|戒|放弃了?)(?P<val>.+?)(?:了)?$"
+_ZH_VERB_PARTS = [(lazy(f"^(?:{v})$"), key, single) for v, key, single in _ZH_VERBS]
+_ZH_WORK = lazy(r"^(?:我们|我)" + _ZH_ADVERBS + r"在(?P<val>.+?)(?:工作|上班|上学|读书|实习)")
+_ZH_QUIT = lazy(r"^(?:我们|我)?(?:已经)?(?:戒了|戒掉了?|戒|放弃了?)(?P<val>.+?)(?:了)?$"
                       r"|^(?P<val2>.+?)(?:我)?(?:已经)?(?:戒了|戒掉了)$")
-_ZH_ATTR = re.compile(r"^(?:我的|我们的|我)(?P<subj>(?:最)?(?:喜欢|爱)的.{1,6}?|.{1,10}?)(?:现在|其实|已经|目前)?"
+_ZH_ATTR = lazy(r"^(?:我的|我们的|我)(?P<subj>(?:最)?(?:喜欢|爱)的.{1,6}?|.{1,10}?)(?:现在|其实|已经|目前)?"
                       r"(?P<link>是|叫|为|改成了?|换成了?|变成了?|改为)(?P<val>.+)$")
-_ZH_TOPIC = re.compile(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fffA-Za-z]{1,10}?)"
+_ZH_TOPIC = lazy(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fffA-Za-z]{1,10}?)"
                        r"(?:现在|已经|其实|目前)?"
                        r"(?P<link>是|为|叫|定为|定在|改成了?|改为|换成了?|改到|设为|设成|变成了?)(?P<val>.+)$")
 _ZH_NUMBER = r"[零〇一二两三四五六七八九十百千万亿\d.,]+"
-_ZH_QUANTITY = re.compile(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fff]{2,8}?)"
+_ZH_QUANTITY = lazy(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fff]{2,8}?)"
                           r"(?P<val>" + _ZH_NUMBER
                           + r"(?:[万千百亿]|元|块|美元|欧元|人民币|人|天|个|岁|公里|小时|分钟|%)*)"
                           r"(?:左右|以内|以上|以下)?$")
-_ZH_NO_LIMIT = re.compile(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fff]{2,8}?)"
+_ZH_NO_LIMIT = lazy(r"^(?P<subj>(?![我你他她它今明昨后前下上这那])[\u4e00-\u9fff]{2,8}?)"
                           r"(?P<val>(?:不设|不限|没有|无)(?:限|上限|限制|要求)?[\u4e00-\u9fff]{0,4})$")
 
 
@@ -259,17 +261,17 @@ _JA_VERBS: list[tuple[str, str, bool]] = [
     ("話し|話せ|話す", "speak", False), ("乗って|乗り|乗る", "drive", False),
 ]
 _JA_ADVERBS = r"(?:毎朝|毎日|毎晩|いつも|今も|まだ|よく|普段|本当に|とても|すごく|めっちゃ|大|もう|ずっと|主に)*"
-_JA_VERB = re.compile(r"^(?:私は|僕は|俺は|わたしは)?" + _JA_ADVERBS + r"(?P<val>.+?)(?:が|を|に|で|へ|は)"
+_JA_VERB = lazy(r"^(?:私は|僕は|俺は|わたしは)?" + _JA_ADVERBS + r"(?P<val>.+?)(?:が|を|に|で|へ|は)"
                       + _JA_ADVERBS + "(?P<verb>" + "|".join(v for v, _, _ in _JA_VERBS)
                       + r")(?P<tail>[\u3040-\u309f]*)$")
-_JA_VERB_PARTS = [(re.compile(f"^(?:{v})$"), key, single) for v, key, single in _JA_VERBS]
-_JA_QUIT = re.compile(r"^(?:私は|僕は)?(?:もう)?(?P<val>.+?)(?:は|を)(?:もう)?(?:やめ|辞め|止め)")
-_JA_TOPIC = re.compile(r"^(?:私の|僕の|俺の|うちの)?"
+_JA_VERB_PARTS = [(lazy(f"^(?:{v})$"), key, single) for v, key, single in _JA_VERBS]
+_JA_QUIT = lazy(r"^(?:私は|僕は)?(?:もう)?(?P<val>.+?)(?:は|を)(?:もう)?(?:やめ|辞め|止め)")
+_JA_TOPIC = lazy(r"^(?:私の|僕の|俺の|うちの)?"
                        r"(?P<subj>(?!来週|今週|先週|明日|今日|昨日|来月|今月|先月|今年|来年|去年|毎)"
                        r"[^はがをに]{1,15}?)は(?P<val>[^はがを]+?)"
                        r"(?:です|だ|でした|だった|になりました|になった|に変わりました|に変わった|に変更しました|に変更した|"
                        r"に決まりました)?[。！!]?$")
-_JA_NEGATIVE = re.compile(r"ない|ません|なく|なかった")
+_JA_NEGATIVE = lazy(r"ない|ません|なく|なかった")
 
 
 def _ja_claims(clause: str) -> list[Claim]:
@@ -295,19 +297,19 @@ _KO_VERBS: list[tuple[str, str, bool]] = [
     ("써|씁니다|사용해|사용합니다|사용하", "use", False), ("일해|일합니다|일하|다녀|다닙니다|다니", "work at", True),
 ]
 _KO_ADVERBS = r"(?:(?:매일|아침|저녁|항상|요즘|정말|진짜|너무|주로|보통|아직도?|다시|많이|자주|늘)\s*)*"
-_KO_VERB = re.compile(r"^(?:저는|나는|전|난|저희는|우리는)?\s*" + _KO_ADVERBS
+_KO_VERB = lazy(r"^(?:저는|나는|전|난|저희는|우리는)?\s*" + _KO_ADVERBS
                       + r"(?P<val>.+?)(?:을|를|이|가|에서|에|으로|로|도|은|는)?\s+(?P<neg>(?:안|못|더\s?이상)\s?)?"
                       + _KO_ADVERBS + "(?P<verb>" + "|".join(v for v, _, _ in _KO_VERBS)
                       + r")(?P<tail>\S*(?:\s(?:있|않|싶)\S*)?)$")
-_KO_VERB_PARTS = [(re.compile(f"^(?:{v})$"), key, single) for v, key, single in _KO_VERBS]
-_KO_QUIT = re.compile(r"^(?:저는|나는|전|난)?\s*(?P<val>.+?)(?:을|를|은|는)?\s*"
+_KO_VERB_PARTS = [(lazy(f"^(?:{v})$"), key, single) for v, key, single in _KO_VERBS]
+_KO_QUIT = lazy(r"^(?:저는|나는|전|난)?\s*(?P<val>.+?)(?:을|를|은|는)?\s*"
                       r"(?:끊었|끊어|끊고|그만\s?뒀|그만\s?마시|그만\s?먹)")
-_KO_TOPIC = re.compile(r"^(?:제가|내가|저의|나의|제|내|우리)?\s*"
+_KO_TOPIC = lazy(r"^(?:제가|내가|저의|나의|제|내|우리)?\s*"
                        r"(?P<subj>(?!다음|이번|지난|내일|오늘|어제|매)\S.{0,15}?)"
                        r"(?:은|는)\s+(?P<val>.+?)"
                        r"(?:이에요|예요|입니다|이야|야|이다|였어요|이었어요|으로\s?바뀌었어요|로\s?바뀌었어요|"
                        r"으로\s?바꿨어요|로\s?바꿨어요)?[.!]?$")
-_KO_NEGATIVE = re.compile(r"지\s?않|지\s?마|않아|않습")
+_KO_NEGATIVE = lazy(r"지\s?않|지\s?마|않아|않습")
 
 
 def _ko_claims(clause: str) -> list[Claim]:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ..redact import redact_secrets, secret_kinds
+from ..patterns import lazy
 
 KINDS = ("keep", "secret", "operational", "venting")
 
@@ -46,7 +47,7 @@ class Verdict:
 
 
 def _any(*patterns: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), flags)
+    return lazy("|".join(f"(?:{p})" for p in patterns), flags)
 
 
 # --- durable cues: standing instructions, memory requests, reminders ------------------------
@@ -85,11 +86,11 @@ _EN_VERBS = (
     r"submit|approve|reject|notify|invite|review|look\s+at|write|make|add|get|tell|ask|save|sort|organi[sz]e|"
     r"archive|unsubscribe|subscribe|refund|track|pick\s+up|order\s+me|hail|arrange|set"
 )
-_EN_OPERATIONAL = re.compile(rf"^\s*{_EN_LEAD}(?P<cue>(?:{_EN_VERBS}))\b(?!\s+me\s+(?:as\s+)?[A-Z][\w.-]*\s*$)",
+_EN_OPERATIONAL = lazy(rf"^\s*{_EN_LEAD}(?P<cue>(?:{_EN_VERBS}))\b(?!\s+me\s+(?:as\s+)?[A-Z][\w.-]*\s*$)",
                              re.IGNORECASE)
-_EN_ONE_OFF = re.compile(r"\b(?:this|that|these|those|it|now|right\s+now|asap|immediately|again|today|tonight|"
+_EN_ONE_OFF = lazy(r"\b(?:this|that|these|those|it|now|right\s+now|asap|immediately|again|today|tonight|"
                          r"yet|the\s+last|the\s+latest)\b", re.IGNORECASE)
-_EN_NEGATIVE_IMPERATIVE = re.compile(r"^\s*(?:please\s+)?(?:don'?t|do\s+not|never)\b", re.IGNORECASE)
+_EN_NEGATIVE_IMPERATIVE = lazy(r"^\s*(?:please\s+)?(?:don'?t|do\s+not|never)\b", re.IGNORECASE)
 
 _ZH_VERBS = (
     r"订(?!阅|单|婚)|预订|预定|预约|发送|发给|发到|发我|发|转发|转成|转为|转换|寄|打印|扫描|翻译|总结|概括|写|起草|修改|改一下|"
@@ -114,7 +115,7 @@ _JA_OPERATIONAL = _any(
     r"(?:か|かな|よ|ね|な)?[？?！!。\s]*$",
     r"(?P<cue2>しといて|お願い(?:します|いたします|できますか)?)[。！!？?\s]*$",
 )
-_JA_NEGATIVE_REQUEST = re.compile(r"ないで(?:ください|下さい|くれ|ね)?[。！!\s]*$")
+_JA_NEGATIVE_REQUEST = lazy(r"ないで(?:ください|下さい|くれ|ね)?[。！!\s]*$")
 _KO_OPERATIONAL = _any(
     r"(?P<cue1>(?:어|아|여|해|게|워|줘|와|봐|내|려|러|셔)\s?(?:줘|줘요|주세요|줄래|줄래요|주실래요|주시겠어요|주실\s?수\s?있나요|"
     r"줄\s?수\s?있어|주라|주십시오))[?？!.~\s]*$",
@@ -122,7 +123,7 @@ _KO_OPERATIONAL = _any(
     r"^(?P<cue3>지금|당장|빨리|바로|얼른|다시|한\s?번\s?더|좀).*(?:해|려|내|워|봐|줘)[?？!.~\s]*$",
     r"(?P<cue4>(?:한\s?번\s?더|다시|지금|당장|빨리)\s?\S+(?:해|려|내|워|봐))[?？!.~\s]*$",
 )
-_KO_NEGATIVE_REQUEST = re.compile(r"지\s?마(?:세요|요|라|십시오)?[.!\s]*$")
+_KO_NEGATIVE_REQUEST = lazy(r"지\s?마(?:세요|요|라|십시오)?[.!\s]*$")
 
 # --- venting ---------------------------------------------------------------------------------
 _EN_VENT = _any(
@@ -135,17 +136,17 @@ _EN_VENT = _any(
     r"piece\s+of\s+(?:junk|crap|garbage)|not\s+again|again\s*[?!]{2,}|kill\s+me|so\s+done\s+with)\b",
     flags=re.IGNORECASE,
 )
-_ZH_VENT = re.compile(
+_ZH_VENT = lazy(
     r"太烂|烂透|好烂|真烂|垃圾|烦死|好烦|真烦|烦人|气死|气人|受够|崩溃|无语|醉了|服了|什么鬼|坑爹|坑人|太差|真差|太难用|难用|"
     r"什么破|这破|破(?:软件|系统|电脑|手机|玩意|东西|app|App|功能|网)|搞什么|见鬼|妈的|卧槽|我靠|郁闷|心累|累死|离谱|"
     r"又崩|又卡|又挂|卡死|又出错|越更越差|吐了|恶心|烂死|差劲|没救了|服气"
 )
-_JA_VENT = re.compile(
+_JA_VENT = lazy(
     r"最悪|ムカつく|むかつく|ムカムカ|うざ|ウザ|クソ|くそ|ひどい|酷い|使えな|ありえな|有り得な|もう嫌|いやだ|嫌だ|ふざけ|イライラ|"
     r"いらいら|いい加減に|意味わから|意味不明|最低|ダメだ|だめだ|勘弁|腹立|腹が立|頭にくる|なんで(?:こう|いつも|また)|"
     r"動かない|フリーズ|壊れ|しんどい|やってられ|うんざり|ガッカリ|がっかり"
 )
-_KO_VENT = re.compile(
+_KO_VENT = lazy(
     r"짜증|최악|어이없|미치겠|미쳤|열받|열 받|빡치|빡쳐|엉망|쓰레기|답답|지긋지긋|지겨|싫다|"
     r"싫어(?!해|하)|왜\s?이렇게|왜\s?또|또\s?(?:에러|멈|안\s?돼|안\s?되|오류|먹통)|안\s?되는\s?거야|"
     r"망했|개판|구려|구리다|후지다|노답|죽겠|아\s?진짜|진짜\s?왜|어이가\s?없|화나|화가\s?나"

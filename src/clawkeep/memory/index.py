@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..config import MemorySearchConfig
 from ..errors import ClawkeepError, ConflictError
@@ -27,10 +26,16 @@ from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
 from ..text.analyzer import analyze_document
 from . import items
 from .chunking import chunk_lines, text_hash
-from .sessions_source import SessionDoc
+from .sessions_source import DATE_LINE, SessionDoc
 from .workspace import contained_file, walk_markdown
 
-INDEX_FORMAT = "3"  # bump when chunk rendering or token analysis changes (3: memory-file lines redacted)
+if TYPE_CHECKING:
+    import numpy as np  # loaded with the first embedding: a keyword search never needs it
+
+INDEX_FORMAT = "5"  # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean)
+# Above this many lines a file gets chunk vectors only: embedding short lines one by one costs
+# ~1.3-1.6x embedding the same text as chunks, so a 20,000-line file would take minutes.
+MAX_LINE_VECTORS = 5000
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -232,7 +237,7 @@ class MemoryIndex:
             record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
         elif chunks and self.provider is not None:
             try:
-                vectors = self.embed_documents([c.text for c in chunks])
+                vectors = self._embed_chunks(chunks)
                 key = self.vector_key()
             except ClawkeepError as exc:
                 report.embedding_error = str(exc)
@@ -240,8 +245,39 @@ class MemoryIndex:
         self.store.replace_file(record, chunks, vectors, key)
         report.indexed.append(record.path)
 
+    def _embed_chunks(self, chunks: list[ChunkRecord]) -> np.ndarray:
+        """Fact-level vectors: every line that says something gets its own vector (a fact in
+        MEMORY.md is one line, a chat turn is one line), so search can pick the line inside a
+        chunk whose own vector is a blur of a dozen facts; a chunk's vector is the normalised mean
+        of its lines' (one embedding pass over the text, not two). A line shared by overlapping
+        chunks is embedded once (the cache is keyed by text); a chunk without such lines is
+        embedded whole."""
+        import numpy as np  # noqa: PLC0415
+
+        wanted = [(chunk, i, text) for chunk in chunks for i, line in enumerate(chunk.text.split("\n"))
+                  if (text := line_for_vector(line, chunk.source))]
+        if len(wanted) > MAX_LINE_VECTORS:
+            wanted = []  # a huge file: chunk vectors only (one embedding per chunk is cheaper)
+        matrix = self.embed_documents([text for _, _, text in wanted]) if wanted else None
+        grouped: dict[int, list[tuple[int, np.ndarray]]] = {}
+        for row, (chunk, i, _) in enumerate(wanted):
+            grouped.setdefault(id(chunk), []).append((i, matrix[row]))
+        vectors = []
+        bare = [c for c in chunks if id(c) not in grouped]
+        whole = dict(zip(map(id, bare), self.embed_documents([c.text for c in bare]), strict=True)) if bare else {}
+        for chunk in chunks:
+            chunk.line_vectors = tuple(grouped.get(id(chunk), ()))
+            if chunk.line_vectors:
+                mean = np.mean([vec for _, vec in chunk.line_vectors], axis=0)
+                vectors.append(mean / (np.linalg.norm(mean) or 1.0))
+            else:
+                vectors.append(whole[id(chunk)])
+        return np.vstack(vectors).astype(np.float32)
+
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embeddings through the cache keyed by provider+model (fingerprint) and text hash."""
+        import numpy as np  # noqa: PLC0415
+
         key = self.vector_key()
         assert key is not None and self.provider is not None
         hashes = [text_hash(t) for t in texts]
@@ -275,6 +311,20 @@ class MemoryIndex:
             self._write_chunks(FileRecord(doc.path, "sessions", doc.version, 0.0, len(lines)), records, report)
             if progress:
                 progress("sessions", done, len(todo))
+
+
+_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+|^#+\s*")
+MIN_VECTOR_CHARS = 4  # shorter lines ("-", "ok") say nothing a vector could find
+
+
+def line_for_vector(line: str, source: str) -> str:
+    """The text of a chunk line as its line vector sees it ("" for none): list markers and
+    heading marks dropped; transcript date lines and blank lines get no vector."""
+    text = line.strip()
+    if source == "sessions" and DATE_LINE.match(text):
+        return ""
+    text = _MARKER.sub("", text).strip()
+    return text if len(text) >= MIN_VECTOR_CHARS else ""
 
 
 def _redacted_line(line: str) -> str:

@@ -23,18 +23,21 @@ from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from ..errors import InputError, NotFoundError
-from . import filters
+from ..errors import ConflictError, InputError, NotFoundError
+from ..patterns import lazy
+from .documents import for_workspace, memory_files, read_lines, write_lines  # noqa: F401 - re-exported
 from .owners import UNKNOWN_OWNER, visible_to
-from .timeparse import plan_day
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+from .workspace import MEMORY_FILE, NOTES_DIR
 
-_MARKER = re.compile(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
-_MARKER_START = re.compile(r"\s*<!--\s*ck:")
+# The write filters (filters.py) and the plan reader (timeparse.py) compile a few hundred
+# patterns: they load with the first write, not with every search that reads item states.
+
+_MARKER = lazy(r"\s*<!--\s*ck:(?P<body>[^>]*?)\s*-->\s*$")
+_MARKER_START = lazy(r"\s*<!--\s*ck:")
 # Values are percent-encoded where they could end or split the comment or the list, so a
 # sender id such as `x-->` or `a; session=b` can never rewrite a note's attributes.
 _MARKER_UNSAFE = set("%;=<>") | {"\n", "\r", "\t"}
-_BULLET = re.compile(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
+_BULLET = lazy(r"^(?P<indent>\s*)[-*+]\s+(?:\[[ xX]\]\s+)?(?P<text>.+?)\s*$")
 EXPIRY_GRACE_DAYS = 30
 SUPERSEDED_WEIGHT = 0.3
 EXPIRED_WEIGHT = 0.5
@@ -120,8 +123,8 @@ class LineState:
     session: str | None  # the conversation a note came from (flush notes, session excerpts)
 
 
-_SESSION_HEADER = re.compile(r"^- Session key: (\S+)\s*$")
-_EXCERPT_TITLE = re.compile(r"^# Session: \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? UTC\s*$")
+_SESSION_HEADER = lazy(r"^- Session key: (\S+)\s*$")
+_EXCERPT_TITLE = lazy(r"^# Session: \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? UTC\s*$")
 
 
 def is_session_excerpt(lines: list[str]) -> bool:
@@ -183,11 +186,13 @@ def lines_for_reader(lines: list[str], reader_key: str, *, across: bool, today: 
 def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
     """Why `text` must not become long-term memory (None = it may): a secret, a one-off
     operational instruction or venting without a durable fact (`filters.classify`)."""
+    from . import filters  # noqa: PLC0415 - see the note on imports above
+
     return filters.classify(text, allow_secrets=allow_secrets).reason
 
 
 # --- supersession (M8): see facts.py ----------------------------------------------------------
-_REMEMBER_PREFIX = re.compile(
+_REMEMBER_PREFIX = lazy(
     r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+"
     r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)(?:ください|下さい|ね|ほしい)?[、，,:：\s]+"
@@ -204,15 +209,15 @@ def strip_request(text: str) -> str:
 
 # A chat message that asks to be remembered starts with one of these (no bare "note": "note that
 # the build is red" is an observation, not a request) and is not itself a question.
-_CHAT_REQUEST = re.compile(
+_CHAT_REQUEST = lazy(
     r"^\s*(please\s+)?(remember|don't forget|do not forget|keep in mind)(\s+that)?\b"
     r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记一下|记下|别忘了)"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)"
     r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)|잊지\s?마)",
     re.IGNORECASE,
 )
-_QUESTION_END = re.compile(r"(?:[?？]|吗|嗎|か|까|니)\s*[.。!！]?\s*$")
-_REMINISCING = re.compile(r"^\s*(please\s+)?remember\s+(when|how|what|who|where|why|if|whether|the time)\b",
+_QUESTION_END = lazy(r"(?:[?？]|吗|嗎|か|까|니)\s*[.。!！]?\s*$")
+_REMINISCING = lazy(r"^\s*(please\s+)?remember\s+(when|how|what|who|where|why|if|whether|the time)\b",
                           re.IGNORECASE)
 
 
@@ -234,49 +239,24 @@ def new_item_id() -> str:
 def is_time_bound(text: str, today: date) -> date | None:
     """The expiry of a time-bound fact: the day of a future plan. Dated past events ("I was born
     on 1990-03-12") and recurring dates are durable: None (`timeparse.plan_day`)."""
+    from .timeparse import plan_day  # noqa: PLC0415 - see the note on imports above
+
     return plan_day(text, today)
 
 
-# --- file edits -------------------------------------------------------------------------
-def read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    except UnicodeDecodeError:
-        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
-    except OSError as exc:  # unreadable (permissions), a directory, …
-        raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc}); fix its permissions"
-                         ) from None
-
-
-def write_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.replace(path)  # atomic: a crash never leaves half a memory file
-    except OSError as exc:  # a read-only workspace: say which file, never a raw PermissionError
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise InputError(f"memory file {path} cannot be written ({exc.strerror or exc}); make the workspace "
-                         "writable, or set agents.defaults.workspaceAccess to \"ro\" to stop writes") from None
-
-
+# --- file edits (every write goes through the workspace's documents: memory/documents.py) ----
 def item_line(text: str, attrs: dict[str, str]) -> str:
     """The bullet line of a new item: its text (one line, no forged comment) and its state marker."""
     return f"- {neutralise(text)}{render_marker(attrs)}"
 
 
 def append_item(workspace: Path, relpath: str, text: str, attrs: dict[str, str], heading: str | None) -> Item:
-    path = workspace / relpath
-    lines = read_lines(path)
-    if not lines and heading:
-        lines = [heading, ""]
-    lines.append(item_line(text, attrs))
-    write_lines(path, lines)
+    def change(lines: list[str]) -> list[str]:
+        if not lines and heading:
+            lines = [heading, ""]
+        return [*lines, item_line(text, attrs)]
+
+    lines = for_workspace(workspace).update(relpath, change)
     return Item(attrs["id"], relpath, len(lines), neutralise(text), attrs)
 
 
@@ -286,22 +266,29 @@ def line_with_attrs(line: str, item_id: str, **updates: str) -> str:
     return content.rstrip() + render_marker({"id": item_id, **attrs, **updates})
 
 
+def _locate(lines: list[str], item: Item) -> int:
+    """The index of `item`'s line now, found by its id (other writers may have moved it; an id
+    without a marker is the hash of its text, so an edited one is gone); -1 when it is gone."""
+    for found in parse_items(item.path, "\n".join(lines)):
+        if found.id == item.id:
+            return found.line - 1
+    return -1
+
+
+def _changed_meanwhile(item: Item) -> ConflictError:
+    return ConflictError(f"memory item {item.id} was changed or removed by another writer meanwhile; nothing was "
+                         "written (both versions are kept: yours was not applied). List the items again and retry")
+
+
 def set_attr(workspace: Path, item: Item, **updates: str) -> None:
-    path = workspace / item.path
-    lines = read_lines(path)
-    lines[item.line - 1] = line_with_attrs(lines[item.line - 1], item.id, **updates)
-    write_lines(path, lines)
+    def change(lines: list[str]) -> list[str] | None:
+        n = _locate(lines, item)
+        if n < 0:
+            return None  # gone meanwhile: nothing to mark
+        lines[n] = line_with_attrs(lines[n], item.id, **updates)
+        return lines
 
-
-def memory_files(workspace: Path) -> list[str]:
-    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded):
-    regular files whose real path is inside the workspace (M4: no link leads out, no FIFO).
-
-    Runs before every search (the staleness check), so it walks with scandir and plain strings:
-    pathlib's rglob + relative_to cost ~13 µs a file, this ~1 µs."""
-    found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
-    notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
-    return found + sorted(notes)
+    for_workspace(workspace).update(item.path, change)
 
 
 def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[Item]:
@@ -333,42 +320,65 @@ def edit_item(workspace: Path, item_id: str, text: str) -> Item:
     if not text.strip() or "\n" in text:
         raise InputError("new item text must be one non-empty line")
     item = find_item(workspace, item_id)
-    path = workspace / item.path
-    lines = read_lines(path)
-    content, attrs = parse_marker(lines[item.line - 1])
-    bullet = _BULLET.match(content)
-    indent = bullet["indent"] if bullet else ""
-    attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
     text = neutralise(text)
-    lines[item.line - 1] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
-    write_lines(path, lines)
+    done: dict[str, dict[str, str]] = {}
+
+    def change(lines: list[str]) -> list[str]:
+        n = _locate(lines, item)
+        if n < 0 or _BULLET.match(parse_marker(lines[n])[0])["text"] != item.text:
+            raise _changed_meanwhile(item)  # someone else edited this very item: never overwrite it
+        content, attrs = parse_marker(lines[n])
+        bullet = _BULLET.match(content)
+        indent = bullet["indent"] if bullet else ""
+        attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
+        lines[n] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
+        done["attrs"] = attrs
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
+    attrs = done["attrs"]
     return Item(attrs.get("id", item.id), item.path, item.line, text, attrs)
 
 
 def delete_item(workspace: Path, item_id: str) -> Item:
     item = find_item(workspace, item_id)
-    path = workspace / item.path
-    lines = read_lines(path)
-    del lines[item.line - 1]
-    write_lines(path, lines)
+
+    def change(lines: list[str]) -> list[str]:
+        n = _locate(lines, item)
+        if n < 0:
+            raise _changed_meanwhile(item)
+        del lines[n]
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
     return item
 
 
 def sweep_expired(workspace: Path, today: date, grace_days: int = EXPIRY_GRACE_DAYS) -> list[Item]:
-    """Move items expired more than `grace_days` ago into the archive file."""
+    """Move items expired more than `grace_days` ago into the archive file (archive first: a
+    crash in between leaves an item in both places, never in none)."""
     cutoff = (today - timedelta(days=grace_days)).isoformat()
     removed = [i for i in all_items(workspace) if i.expires and i.expires < cutoff]
+    if not removed:
+        return removed
     by_file: dict[str, list[Item]] = {}
     for item in removed:
         by_file.setdefault(item.path, []).append(item)
-    archive = workspace / ARCHIVE
-    archived = read_lines(archive) or ["# Expired memory items (moved here by the sweep)", ""]
+    docs = for_workspace(workspace)
     for rel, items in by_file.items():
-        lines = read_lines(workspace / rel)
-        for item in sorted(items, key=lambda i: i.line, reverse=True):
-            archived.append(f"{lines[item.line - 1]} <!-- from {rel} on {today.isoformat()} -->")
-            del lines[item.line - 1]
-        write_lines(workspace / rel, lines)
-    if removed:
-        write_lines(archive, archived)
+        moved: list[str] = []
+
+        def take(lines: list[str], items: list[Item] = items, moved: list[str] = moved) -> list[str]:
+            moved.clear()
+            for n in sorted((k for k in (_locate(lines, i) for i in items) if k >= 0), reverse=True):
+                moved.insert(0, lines[n])
+                del lines[n]
+            return lines
+
+        current = read_lines(workspace / rel)
+        take(list(current))
+        lines_to_archive = [f"{line} <!-- from {rel} on {today.isoformat()} -->" for line in moved]
+        docs.update(ARCHIVE, lambda lines, add=lines_to_archive: [
+            *(lines or ["# Expired memory items (moved here by the sweep)", ""]), *add])
+        docs.update(rel, take)
     return removed

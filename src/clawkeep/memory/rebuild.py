@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 def _open(rt: Runtime, path: Path) -> MemoryStore:
-    return open_memory_index(path, rt.config.storage,
+    return open_memory_index(path, rt.config.storage, name=rt.agent_id,
                              vector_store=rt.config.agents.defaults.memory_search.vector_store)
 
 

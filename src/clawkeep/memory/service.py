@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..events import MemoryRefused, MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
@@ -18,7 +18,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from . import facts, items
+from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
@@ -45,6 +45,9 @@ MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-s
 MAX_CALLER_FETCH = 50  # a session's search asks for up to this many hits before the owner filter
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from . import facts  # supersession (many patterns): imported by the writes that need it
 MEMORY_HEADING = "# Memory"  # the first line of a MEMORY.md the engine creates
 
 
@@ -76,9 +79,10 @@ def open_index(rt: Runtime) -> MemoryIndex:
     cached = rt.memory_index
     if cached is not None:
         return cached
-    settings = rt.config.agents.defaults.memory_search.model_copy()
-    if not sessions_enabled(rt):
-        settings.sources = [s for s in settings.sources if s != "sessions"] or ["memory"]
+    settings = rt.config.agents.defaults.memory_search
+    # A copy with an update, not an assignment: that would build the section's validator.
+    sources = settings.sources if sessions_enabled(rt) else [s for s in settings.sources if s != "sessions"] or ["memory"]
+    settings = settings.model_copy(update={"sources": list(sources)})
     store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
                         sessions=lambda: transcript_docs(rt.store()))
@@ -98,8 +102,18 @@ def sync_index(rt: Runtime) -> SyncReport:
     return with_index(rt, lambda idx: idx.sync())
 
 
-def workspace(rt: Runtime) -> Path:
-    return workspace_dir(rt.home, rt.config, rt.agent_id)
+def workspace(rt: Runtime, agent_id: str | None = None) -> Path:
+    """The agent's workspace. In PostgreSQL mode it is this instance's mirror of the database's
+    memory documents (D4): attached on first use, and synced (local edits written back, other
+    instances' writes pulled) every time it is asked for."""
+    agent = agent_id or rt.agent_id
+    ws = workspace_dir(rt.home, rt.config, agent)
+    if rt.config.storage.is_postgres:
+        docs = documents.attach(ws, rt.store(agent))
+        docs.sync()
+        while docs.warnings:
+            rt.log_warning(docs.warnings.pop(0))
+    return ws
 
 
 def has_memory(rt: Runtime) -> bool:
@@ -380,6 +394,8 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
         fact = redact_secrets(fact)[0]
     day = day or today(rt)
     active = writable_items(rt, owner, day) if active is None else active
+    from . import facts  # noqa: PLC0415 - writes only
+
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None)
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
@@ -449,6 +465,8 @@ def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
 
 def _conflicts(fact: str, active: list[items.Item], similar: facts.Similar | None) -> list[items.Item]:
     """The active items `fact` gives a new value (M8): same subject, another value (`facts.conflicts`)."""
+    from . import facts  # noqa: PLC0415 - writes only
+
     return [i for i in active if facts.conflicts(fact, i.text, similar=similar)]
 
 
@@ -571,6 +589,11 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store},
     }
+    if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
+        out["index"]["path"] = idx.store.path
+        out["vectorStore"] = {"backend": "pgvector"}
+        out["documents"] = {"backend": "postgresql", "mirror": str(ws),
+                            "conflicts": documents.for_workspace(ws).conflicts()}
     if deep:
         out["provider"] = _provider_health(idx)
         try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from ..patterns import lazy
+
 _EN_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _JA_DAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
@@ -22,36 +24,36 @@ _MONTHS = {
 }
 _ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
-_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_EN_MONTH_DAY = re.compile(
+_ISO = lazy(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_EN_MONTH_DAY = lazy(
     r"\b(?:on\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
     r"(?:,?\s+(\d{4})\b)?"
     r"|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4})\b)?"
 )
 # 1990年3月12日 (zh, ja), 1990년 3월 12일 (ko): with the year, the day is exact.
-_CJK_YEAR_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号일]")
-_KO_MONTH_DAY = re.compile(r"(\d{1,2})\s*월\s*(\d{1,2})\s*일")
-_EN_IN = re.compile(r"\bin\s+(\d{1,3}|a|an|one|two|three)\s+(day|week)s?\b")
-_EN_WEEKDAY = re.compile(r"\b(next|this|on|coming)?\s*(" + "|".join(_EN_DAYS) + r")\b")
-_ZH_MONTH_DAY = re.compile(r"(\d{1,2})月(\d{1,2})[日号]")
-_ZH_WEEKDAY = re.compile(r"(下下|下个?|这个?|本|上个?)?(?:周|星期|礼拜)([一二三四五六日天])")
-_ZH_IN = re.compile(r"([一二两三四五六七八九十\d]{1,3})(天|周|个?星期|个?礼拜)[之以]?后")
-_JA_WEEKDAY = re.compile(r"(来週|今週|再来週|先週)の?([月火水木金土日])曜")
-_KO_WEEKDAY = re.compile(r"(다음\s?주|이번\s?주|다다음\s?주|지난\s?주)\s?([월화수목금토일])요일")
+_CJK_YEAR_DATE = lazy(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号일]")
+_KO_MONTH_DAY = lazy(r"(\d{1,2})\s*월\s*(\d{1,2})\s*일")
+_EN_IN = lazy(r"\bin\s+(\d{1,3}|a|an|one|two|three)\s+(day|week)s?\b")
+_EN_WEEKDAY = lazy(r"\b(next|this|on|coming)?\s*(" + "|".join(_EN_DAYS) + r")\b")
+_ZH_MONTH_DAY = lazy(r"(\d{1,2})月(\d{1,2})[日号]")
+_ZH_WEEKDAY = lazy(r"(下下|下个?|这个?|本|上个?)?(?:周|星期|礼拜)([一二三四五六日天])")
+_ZH_IN = lazy(r"([一二两三四五六七八九十\d]{1,3})(天|周|个?星期|个?礼拜)[之以]?后")
+_JA_WEEKDAY = lazy(r"(来週|今週|再来週|先週)の?([月火水木金土日])曜")
+_KO_WEEKDAY = lazy(r"(다음\s?주|이번\s?주|다다음\s?주|지난\s?주)\s?([월화수목금토일])요일")
 # A weekday alone ("金曜日に", "금요일에"): the next such day, like English "on Friday".
-_JA_BARE_WEEKDAY = re.compile(r"(?<![来今週先])([月火水木金土日])曜日")
-_KO_BARE_WEEKDAY = re.compile(r"(?<![주])\s?([월화수목금토일])요일")
+_JA_BARE_WEEKDAY = lazy(r"(?<![来今週先])([月火水木金土日])曜日")
+_KO_BARE_WEEKDAY = lazy(r"(?<![주])\s?([월화수목금토일])요일")
 
 _RELATIVE = [  # (pattern, days from today)
-    (re.compile(r"\bday before yesterday\b|前天|一昨日|그저께|그제"), -2),
-    (re.compile(r"\byesterday\b|昨天|昨日|昨晚|어제"), -1),
-    (re.compile(r"\blast week\b|上周|上星期|上礼拜|先週|지난\s?주"), -7),
-    (re.compile(r"\blast month\b|上个月|上月|先月|지난\s?달"), -30),
-    (re.compile(r"\bday after tomorrow\b|后天|後天|明後日|모레"), 2),
-    (re.compile(r"\btomorrow\b|明天|明日|明晚|明早|내일"), 1),
-    (re.compile(r"\btoday\b|\btonight\b|今天|今晚|今日|오늘"), 0),
-    (re.compile(r"\bnext week\b|下周|下星期|下礼拜|来週|다음\s?주"), 7),
-    (re.compile(r"\bnext month\b|下个月|下月|来月|다음\s?달"), 30),
+    (lazy(r"\bday before yesterday\b|前天|一昨日|그저께|그제"), -2),
+    (lazy(r"\byesterday\b|昨天|昨日|昨晚|어제"), -1),
+    (lazy(r"\blast week\b|上周|上星期|上礼拜|先週|지난\s?주"), -7),
+    (lazy(r"\blast month\b|上个月|上月|先月|지난\s?달"), -30),
+    (lazy(r"\bday after tomorrow\b|后天|後天|明後日|모레"), 2),
+    (lazy(r"\btomorrow\b|明天|明日|明晚|明早|내일"), 1),
+    (lazy(r"\btoday\b|\btonight\b|今天|今晚|今日|오늘"), 0),
+    (lazy(r"\bnext week\b|下周|下星期|下礼拜|来週|다음\s?주"), 7),
+    (lazy(r"\bnext month\b|下个月|下月|来月|다음\s?달"), 30),
 ]
 
 
@@ -152,14 +154,14 @@ def _event(text: str, today: date) -> tuple[date, bool] | None:
 
 # --- plans and past events ------------------------------------------------------------------
 # A date that comes round again is no plan: birthdays, anniversaries, "every Friday".
-_RECURRING = re.compile(
+_RECURRING = lazy(
     r"\b(?:birthday|anniversary|every|each|weekly|monthly|yearly|annually|daily)\b|\w+days\b"
     r"|生日|纪念日|紀念日|每|誕生日|記念日|毎|생일|기념일|매주|매년|매일|매달|마다",
     re.IGNORECASE,
 )
 # Grammar that puts the event ahead: it wins over anything that looks past ("明天我就走了",
 # "I booked a table for tomorrow").
-_FUTURE = re.compile(
+_FUTURE = lazy(
     r"\b(?:will|shall|going\s+to|gonna|plan(?:ning)?\s+to|intend\s+to|about\s+to|tomorrow|tonight|next|"
     r"upcoming|coming|remind\s+me|due|until|till)\b|'ll\b"
     r"|\b(?:for|(?:moved|changed|rescheduled|postponed|pushed|delayed|set|scheduled|booked|planned|brought)"
@@ -179,7 +181,7 @@ _EN_PAST_VERBS = (
     "thought understood woke wore"
 )
 _EN_ED_NOT_PAST = "need feed speed seed bleed proceed exceed succeed indeed breed embed shred bed red wed shed"
-_PAST = re.compile(
+_PAST = lazy(
     r"\b(?:" + "|".join(_EN_PAST_VERBS.split()) + r")\b"
     r"|\b(?:i|we|he|she|they|you)\s+(?:(?!(?:am|are|is|be|feel|get|will)\b)\w+\s+)?"
     r"(?!(?:" + "|".join(_EN_ED_NOT_PAST.split()) + r")\b)\w{2,}ed\b"
@@ -193,7 +195,7 @@ _PAST = re.compile(
 )
 # Korean past tense: a syllable whose final consonant is ㅆ (했, 갔, 왔, 났, 었…), except 있 (to be,
 # to have) and 겠 (future), followed by an ending.
-_KO_SSANG = re.compile(r"([\uac00-\ud7a3])(?=[어다습지네는고던요음])")
+_KO_SSANG = lazy(r"([\uac00-\ud7a3])(?=[어다습지네는고던요음])")
 
 
 def _korean_past(text: str) -> bool:

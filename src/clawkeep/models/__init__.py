@@ -1,5 +1,4 @@
-"""Model providers: embeddings (SPEC M5); chat models live beside them."""
+"""Model providers: embeddings (SPEC M5); chat models live beside them.
 
-from .embeddings import EmbeddingError, EmbeddingProvider, create_embedding_provider
-
-__all__ = ["EmbeddingError", "EmbeddingProvider", "create_embedding_provider"]
+Nothing is imported here: `clawkeep.models.embeddings` (numpy, the HTTP client) loads only
+when an embedding provider is created, `clawkeep.models.chat` when a chat model is."""

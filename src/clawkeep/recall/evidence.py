@@ -30,6 +30,7 @@ from ..memory.workspace import contained_file
 from ..text import stopwords
 from ..text.analyzer import analyze_document
 from .detector.questions import is_question
+from ..patterns import lazy
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,13 @@ class Evidence:
     said_before: bool = False  # ... strictly before `said` (a session excerpt: its reset time)
 
 
-STALE = re.compile(r"\s*\(stale: planned for (\d{4}-\d{2}-\d{2}), now past\)$")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+STALE = lazy(r"\s*\(stale: planned for (\d{4}-\d{2}-\d{2}), now past\)$")
+_SENTENCE_END = lazy(r"(?<=[.!?。！？])\s*")
 # A transcript window's date line (`sessions_source.DATE_LINE`, "[2026-11-10 09:00 UTC]") or its chunk day.
-_LABEL = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?(?: UTC)?\]$")
-_FILE_DAY = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})[^/]*\.md$")
-_EXCERPT_TITLE = re.compile(r"^# Session: (\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})(?::\d{2})? UTC\s*$")
-_BULLET = re.compile(r"^[\s>*+-]+")
+_LABEL = lazy(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?(?: UTC)?\]$")
+_FILE_DAY = lazy(r"(?:^|/)(\d{4}-\d{2}-\d{2})[^/]*\.md$")
+_EXCERPT_TITLE = lazy(r"^# Session: (\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})(?::\d{2})? UTC\s*$")
+_BULLET = lazy(r"^[\s>*+-]+")
 _ELLIPSIS = "\u2026"
 _STOP = stopwords.ENGLISH | stopwords.CJK
 
@@ -139,7 +140,7 @@ def _file_dates(workspace: Path, path: str) -> _FileDates | None:
 
 
 # --- questions --------------------------------------------------------------------------------
-_LEADING = re.compile(r"^(\s*(?:[-*+>]\s+)?(?:[^\s:：]{1,24}[:：]\s*)?)")
+_LEADING = lazy(r"^(\s*(?:[-*+>]\s+)?(?:[^\s:：]{1,24}[:：]\s*)?)")
 
 
 def without_questions(line: str) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 
 from clawkeep.redact import redact_secrets
 
+from ..patterns import lazy
+
 TEXT_MAX_CHARS = 4000
 MAX_BYTES = 80 * 1024
 TRUNCATION_MARKER = "…(truncated)…"
@@ -49,7 +51,7 @@ def _block_pattern(open_names: str, close_names: str | None = None) -> re.Patter
     close = close_names or r"(?P=name)"
     # `[^<>]*` (not `[^>]*`) keeps many unterminated openers from rescanning the text.
     opener = rf"<(?P<name>{open_names}){_TAG_END}[^<>]*>"
-    return re.compile(rf"{opener}.*?(?:</{close}\s*>|\Z)", _FLAGS)
+    return lazy(rf"{opener}.*?(?:</{close}\s*>|\Z)", _FLAGS)
 
 
 _THINKING_NAMES = r"think|thinking|thought|antthinking"
@@ -62,35 +64,35 @@ _BLOCKS: tuple[re.Pattern[str], ...] = (
     _block_pattern(_TOOL_XML_NAMES),
     _block_pattern(r"minimax:tool_call"),
     # MiniMax invoke XML is often malformed (no `>`), so match from the bare opener.
-    re.compile(rf"<invoke{_TAG_END}.*?(?:</invoke\s*>|\Z)", _FLAGS),
+    lazy(rf"<invoke{_TAG_END}.*?(?:</invoke\s*>|\Z)", _FLAGS),
     # DeepSeek wraps tool calls in full-width control tokens; drop the payload too.
-    re.compile(
+    lazy(
         r"<[|｜]tool[▁_]calls[▁_]begin[|｜]>.*?(?:<[|｜]tool[▁_]calls[▁_]end[|｜]>|\Z)",
         _FLAGS,
     ),
 )
-_STRAY_TAGS = re.compile(
+_STRAY_TAGS = lazy(
     rf"</(?:{_THINKING_NAMES}|{_MEMORY_NAMES}|{_TOOL_XML_NAMES}|minimax:tool_call|invoke)\s*>",
     re.IGNORECASE,
 )
 # A leaked chat-template header takes its role word with it (ChatML, Llama 3).
-_CHAT_HEADER = re.compile(
+_CHAT_HEADER = lazy(
     r"<[|｜](?:im_start|start_header_id)[|｜]>[ \t]*"
     r"(?:(?:system|user|assistant|tool|developer)\b)?(?:<[|｜]end_header_id[|｜]>)?",
     re.IGNORECASE,
 )
 # `<|im_end|>`, `<|endoftext|>`, `<｜end▁of▁sentence｜>`; no whitespace inside, which
 # keeps operator soup such as `a <| b |> c` intact.
-_CONTROL_TOKEN = re.compile(r"<[|｜][^\s|｜<>]{1,64}[|｜]>")
+_CONTROL_TOKEN = lazy(r"<[|｜][^\s|｜<>]{1,64}[|｜]>")
 
-_SCAFFOLD = re.compile(
+_SCAFFOLD = lazy(
     r"\[(?:(?P<tool>Tool Call:|Tool Result\b)|Historical context\b)", re.IGNORECASE
 )
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_GAP_LINE = re.compile(rf"^[ \t]*{_GAP}[{_GAP} \t]*\n", re.MULTILINE)
-_GAP_RUN = re.compile(rf"[ \t]*{_GAP}[{_GAP} \t]*")
-_BLANK_RUN = re.compile(r"\n(?:[ \t]*\n){2,}")
-_WHITESPACE = re.compile(r"\s+")
+_BLANK_LINE = lazy(r"\n[ \t]*\n")
+_GAP_LINE = lazy(rf"^[ \t]*{_GAP}[{_GAP} \t]*\n", re.MULTILINE)
+_GAP_RUN = lazy(rf"[ \t]*{_GAP}[{_GAP} \t]*")
+_BLANK_RUN = lazy(r"\n(?:[ \t]*\n){2,}")
+_WHITESPACE = lazy(r"\s+")
 
 
 def sanitize_text(text: str) -> str:

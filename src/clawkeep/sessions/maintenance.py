@@ -11,15 +11,20 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConflictError
 from ..routing.keys import DURABLE_KINDS
 from ..runtime import Runtime
 from ..storage import AgentStore, SessionRecord
 from ..timeutil import to_iso
 
+MAINTENANCE_LEASE = "session-maintenance"
+LEASE_TTL_MS = 10 * 60_000  # longer than any cleanup; a crashed holder's lease lapses by itself
 DM_SCOPE_SHAPES = {"main": None, "per-peer": 2, "per-channel-peer": 3, "per-account-channel-peer": 4}
 
 
@@ -63,8 +68,12 @@ def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm
     """`sessions cleanup`: report (warn mode / --dry-run) or archive and remove (enforce)."""
     apply = not dry_run and (enforce or rt.config.session.maintenance.mode == "enforce" or fix_dm_scope)
     store = rt.read_store()  # an agent without a database has nothing to clean: create none
-    plan = plan_cleanup(rt, store, fix_dm_scope=fix_dm_scope)
-    archived = [archive_and_remove(rt, store, s) for s in plan.victims()] if apply else []
+    with _maintenance_lease(rt, store, needed=apply) as held:
+        if apply and not held:
+            raise ConflictError("another instance is running session maintenance on this database right now; "
+                                "nothing was changed, try again in a minute")
+        plan = plan_cleanup(rt, store, fix_dm_scope=fix_dm_scope)
+        archived = [archive_and_remove(rt, store, s) for s in plan.victims()] if apply else []
     return {
         "applied": apply,
         "mode": rt.config.session.maintenance.mode,
@@ -83,8 +92,27 @@ def maybe_cleanup_after_create(rt: Runtime) -> None:
         return
     store = rt.store()
     if store.count_sessions() > cfg.max_entries + cfg.high_water_entries:
-        for session in plan_cleanup(rt, store).victims():
-            archive_and_remove(rt, store, session)
+        with _maintenance_lease(rt, store, needed=True) as held:
+            if not held:
+                return  # another instance is cleaning up right now (SPEC D2: one at a time)
+            for session in plan_cleanup(rt, store).victims():
+                archive_and_remove(rt, store, session)
+
+
+@contextmanager
+def _maintenance_lease(rt: Runtime, store: AgentStore, *, needed: bool) -> Iterator[bool]:
+    """Hold the store's maintenance lease while cleaning up, so instances sharing one database
+    never archive and remove the same sessions twice."""
+    if not needed:
+        yield False
+        return
+    if not store.try_lease(MAINTENANCE_LEASE, rt.instance_id, LEASE_TTL_MS):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        store.release_lease(MAINTENANCE_LEASE, rt.instance_id)
 
 
 def _brief(session: SessionRecord) -> dict[str, Any]:

@@ -155,6 +155,10 @@ def append_reset(rt: Runtime, store: AgentStore, session: SessionRecord, at: int
     return entry
 
 
+RESET_CLOCK_LEASE = "reset-clock"
+RESET_CLOCK_TTL_MS = 5 * 60_000
+
+
 def roll_over_due(rt: Runtime, now: int) -> list[str]:
     """The reset clock of a long-running process: close every interval whose daily or idle reset
     is due (and that holds user interaction), so the session-memory excerpt is written on time
@@ -163,6 +167,11 @@ def roll_over_due(rt: Runtime, now: int) -> list[str]:
     if not rt.has_database():
         return []
     store = rt.store()
+    # one instance at a time runs the clock on a shared database (D2); the holder renews it each
+    # tick, another takes over once a crashed holder's lease lapses. (Each reset is also re-checked
+    # under the session's lock, so even two clocks could never reset one interval twice.)
+    if not store.try_lease(RESET_CLOCK_LEASE, rt.instance_id, RESET_CLOCK_TTL_MS):
+        return []
     done = []
     for session in store.list_sessions():
         talked = session.last_interaction_at is not None and session.last_interaction_at >= session.session_started_at

@@ -7,9 +7,12 @@ package per backend (sqlite/) holding all of its SQL.
 
 from __future__ import annotations
 
+from .documents_base import Document, DocumentConflict, DocumentStore
 from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord
 from .factory import (
     agent_database_path,
+    agent_store_exists,
+    known_agent_ids,
     move_aside,
     open_agent_store,
     open_agent_store_file,
@@ -24,6 +27,9 @@ __all__ = [
     "AgentStore",
     "AppliedMigration",
     "ChunkRecord",
+    "Document",
+    "DocumentConflict",
+    "DocumentStore",
     "EntryRecord",
     "FileRecord",
     "MemoryStore",
@@ -34,6 +40,8 @@ __all__ = [
     "TextTerm",
     "VectorFilter",
     "agent_database_path",
+    "agent_store_exists",
+    "known_agent_ids",
     "commit_journal",
     "move_aside",
     "open_agent_store",

@@ -107,6 +107,15 @@ def has_block(content: Any, block_types: Sequence[str]) -> bool:
     return False
 
 
+def describe_entry(entry: EntryRecord) -> str:
+    """An entry as the commit journal names it."""
+    if entry.type == "message":
+        return f"{entry.role or 'a'} message {entry.entry_id} in session {entry.session_id}"
+    if entry.type == "reset":
+        return f"reset boundary {entry.entry_id} ({entry.meta.get('reason', 'reset')}) in session {entry.session_id}"
+    return f"{entry.type} entry {entry.entry_id} in session {entry.session_id}"
+
+
 class AgentStore(abc.ABC):
     """One agent's sessions, transcripts and transcript search index."""
 
@@ -128,6 +137,16 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def applied_migrations(self) -> list[AppliedMigration]:
         """The schema history of this store, oldest first."""
+
+    @abc.abstractmethod
+    def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
+        """Take or renew the lease `name` for `holder` for `ttl_ms`: True when `holder` now holds it
+        (it was free, expired, or already `holder`'s), False while another holder's is current. One
+        instance at a time runs what the lease guards (the reset/maintenance clock, SPEC D2)."""
+
+    @abc.abstractmethod
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up early (only `holder`'s own)."""
 
     # --- sessions -------------------------------------------------------------------
     @abc.abstractmethod
@@ -187,6 +206,10 @@ class AgentStore(abc.ABC):
 
     @abc.abstractmethod
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...
+
+    @abc.abstractmethod
+    def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
+        """Entries of every session in `seq` order (copying a whole store: `clawkeep migrate`)."""
 
     def count_entries(
         self,

@@ -1,7 +1,8 @@
 """The one place stores are opened: every caller asks here, none constructs a backend class.
 
-The backend is chosen by `storage.url`: unset (or `sqlite:`) is the embedded SQLite database
-under the home; `postgresql://…` is SPEC D1's PostgreSQL backend (not in this build yet).
+The backend is chosen by `storage.url`: unset is the embedded SQLite database under the home;
+`postgresql://…` is SPEC D1's PostgreSQL backend (one schema per store, several instances may
+share the database). Incognito stores stay process-local SQLite in memory either way.
 """
 
 from __future__ import annotations
@@ -9,36 +10,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import StorageConfig
-from ..errors import InputError
 from .base import AgentStore
 from .memory_base import MemoryStore
 from .sqlite import SqliteAgentStore, SqliteMemoryStore
 from .sqlite.connection import move_aside
 
-__all__ = ["agent_database_path", "move_aside", "open_agent_store", "open_agent_store_file", "open_in_memory_store",
-           "open_memory_index"]
-
-POSTGRES_SCHEMES = ("postgresql:", "postgres:")
+__all__ = ["agent_database_path", "agent_store_exists", "known_agent_ids", "move_aside", "open_agent_store",
+           "open_agent_store_file", "open_in_memory_store", "open_memory_index"]
 
 
 def agent_database_path(home: Path, agent_id: str) -> Path:
     return home / "agents" / agent_id / "agent.sqlite"
 
 
-def _check_url(config: StorageConfig) -> None:
-    url = config.url
-    if not url or url.startswith("sqlite"):
-        return
-    if url.startswith(POSTGRES_SCHEMES):
-        raise InputError(f"storage.url = {url!r}: the PostgreSQL backend is not available in this build; "
-                         "allowed: unset (embedded SQLite)")
-    raise InputError(f"storage.url = {url!r} is not supported by this build; allowed: unset (embedded SQLite)")
-
-
 def open_agent_store(home: Path, agent_id: str, config: StorageConfig) -> AgentStore:
     """The durable store for one agent, chosen by `storage.url`."""
-    _check_url(config)
+    if config.is_postgres:
+        from .postgres import PgAgentStore  # noqa: PLC0415 - optional driver
+
+        return PgAgentStore(config.url, agent_id, prefix=config.schema_prefix, pool_size=config.pool_size,
+                            connect_timeout_ms=config.connect_timeout_ms, lock_timeout_ms=config.busy_timeout_ms)
     return open_agent_store_file(agent_database_path(home, agent_id), agent_id, config)
+
+
+def known_agent_ids(home: Path, config: StorageConfig) -> set[str]:
+    """Agents that have a durable store (nothing is created)."""
+    if config.is_postgres:
+        from .postgres import catalog_names  # noqa: PLC0415
+
+        return set(catalog_names(config.url, config.schema_prefix, "agent", pool_size=config.pool_size,
+                                 connect_timeout_ms=config.connect_timeout_ms))
+    agents_dir = home / "agents"
+    return {p.parent.name for p in agents_dir.glob("*/agent.sqlite")} if agents_dir.is_dir() else set()
+
+
+def agent_store_exists(home: Path, agent_id: str, config: StorageConfig) -> bool:
+    if config.is_postgres:
+        return agent_id in known_agent_ids(home, config)
+    return agent_database_path(home, agent_id).is_file()
 
 
 def open_agent_store_file(path: Path | str, agent_id: str, config: StorageConfig | None = None) -> AgentStore:
@@ -53,10 +62,15 @@ def open_in_memory_store(agent_id: str) -> AgentStore:
 
 
 def open_memory_index(path: Path | str, config: StorageConfig | None = None, *,
-                      vector_store: str = "numpy") -> MemoryStore:
+                      vector_store: str = "numpy", name: str | None = None) -> MemoryStore:
     """An agent's memory index (derived from its Markdown files), chosen by `storage.url` like
-    the agent store. `vector_store`: the SQLite top-k backend, "numpy" or "sqlite-vec"."""
+    the agent store. SQLite: the file `path`, `vector_store` "numpy" or "sqlite-vec". PostgreSQL:
+    the index called `name` (default: the name of `path`'s directory, the agent id), pgvector."""
     config = config or StorageConfig()
-    _check_url(config)
+    if config.is_postgres:
+        from .postgres import PgMemoryStore  # noqa: PLC0415
+
+        return PgMemoryStore(config.url, name or Path(path).parent.name, prefix=config.schema_prefix,
+                             pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms)
     # synchronous stays NORMAL: the index can always be rebuilt from Markdown
     return SqliteMemoryStore(path, busy_timeout_ms=config.busy_timeout_ms, vector_store=vector_store)

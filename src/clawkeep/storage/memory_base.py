@@ -10,12 +10,13 @@ import abc
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .base import AppliedMigration
 from .query import TextQuery
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -40,6 +41,9 @@ class ChunkRecord:
     day: str | None = None  # YYYY-MM-DD the content belongs to (temporal decay); None = evergreen
     meta: dict = field(default_factory=dict)
     id: int = 0
+    # fact-level vectors: (offset of the line in `text.split("\n")`, its unit vector), written
+    # with the chunk's vector by `replace_file`; a backend without line vectors ignores them
+    line_vectors: tuple[tuple[int, np.ndarray], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,12 @@ class MemoryStore(abc.ABC):
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the `k` stored vectors nearest `query_vec` (unit
         length, like the stored ones), most similar first."""
+
+    def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """{chunk id: (line offsets, float32 matrix of their unit vectors)} of the given chunks,
+        made with `flt.vector_key`. A backend that keeps no line vectors answers {} and search
+        falls back to chunk vectors alone."""
+        return {}
 
     @abc.abstractmethod
     def vector_count(self, flt: VectorFilter) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..patterns import lazy
 from . import stopwords
 from .tokens import (
     CHUNK,
@@ -51,7 +52,7 @@ CJK_RUN_PHRASE_MAX = 8  # an unquoted CJK run up to this length is also tried as
 # Quoted phrases: ASCII, curly and CJK corner quotes (full-width ＂ becomes " under NFKC).
 _QUOTED = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d|\u300c([^\u300d]*)\u300d|\u300e([^\u300f]*)\u300f')
 # Script pieces of a CJK run: Hangul, hiragana, katakana (with ー), everything else is Han.
-_SCRIPT = re.compile(
+_SCRIPT = lazy(
     r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7ff]+|[\u3040-\u309f]+"
     r"|[\u30a0-\u30ff\u31f0-\u31ff]+|[^\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7ff"
     r"\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff]+"

@@ -10,8 +10,9 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
-import snowballstemmer
+from ..patterns import lazy
 
 # Han (with 々〆〇 and compatibility ideographs), kana, Hangul syllables and jamo.
 CJK_CHARS = (
@@ -19,8 +20,10 @@ CJK_CHARS = (
     "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
     "\U00020000-\U0003134f"
 )
-CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
-_HAS_CJK = re.compile(f"[{CJK_CHARS}]")
+# Compiled on first use: a character class this size takes milliseconds to compile, and ASCII
+# text (most queries) never needs it (has_cjk answers without it).
+CJK_RUN = lazy(f"[{CJK_CHARS}]+")
+_HAS_CJK = lazy(f"[{CJK_CHARS}]")
 
 # A chunk: alphanumeric runs glued by single connector characters (INV-2024-0042,
 # v2.3.1, user_id, don't, a@b.com). Underscore counts as a connector, not a letter.
@@ -32,13 +35,29 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 MAX_TOKEN = 64  # longer runs (hashes, base64) are truncated, identically on both sides
 MAX_JOINED = 40  # identifiers longer than this are only findable by their parts
 
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER: Any = None
+
+
+def _english_stemmer() -> Any:
+    """PyStemmer (Snowball in C) when installed, else snowballstemmer (the same algorithm in
+    pure Python: identical stems, a test compares them); loaded when English is first stemmed."""
+    try:
+        import Stemmer  # noqa: PLC0415
+
+        return Stemmer.Stemmer("english")
+    except ImportError:
+        import snowballstemmer  # noqa: PLC0415
+
+        return snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Snowball English stem of an ASCII word; other tokens pass through (cached: 30 us/call)."""
     if word.isascii() and word.isalpha() and len(word) > 2:
+        global _STEMMER
+        if _STEMMER is None:
+            _STEMMER = _english_stemmer()
         return _STEMMER.stemWord(word)
     return word
 
@@ -61,7 +80,7 @@ def normalise(text: str) -> str:
 
 
 def has_cjk(text: str) -> bool:
-    return _HAS_CJK.search(text) is not None
+    return not text.isascii() and _HAS_CJK.search(text) is not None
 
 
 def cjk_bigrams(run: str, tail: bool = True) -> list[str]:

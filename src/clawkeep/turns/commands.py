@@ -175,7 +175,10 @@ def _dreaming(call: CommandCall) -> CommandOutcome:
     if action == "help":
         return CommandOutcome("dreaming", status={"help": DREAMING_HELP})
     if action == "status":
-        return CommandOutcome("dreaming", status=dreaming_service.status(call.rt))
+        status = dreaming_service.status(call.rt)
+        if not call.operator:  # chat participants see the schedule, not paths or process ids
+            status = {k: v for k, v in status.items() if k not in ("lock", "dreamsFile", "model")}
+        return CommandOutcome("dreaming", status=status)
     if not call.operator:
         raise InputError("/dreaming on|off changes the configuration of every conversation and is only accepted "
                          "from the operator (the CLI or a dashboard thread), not from chat participants; nothing "

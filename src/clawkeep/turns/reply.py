@@ -22,13 +22,11 @@ from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
-from ..models.chat import ContextOverflowError
 from ..recall.service import RecallResult, recall
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import zone
-from . import tools
 from .messages import TurnEvent
 
 RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
@@ -221,6 +219,10 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
     so far stays). `context` is reused when nothing changed since it was built. With
     `on_event` each model call is streamed as `token` events and each tool run is a
     `tool_call` event."""
+    # Only with a model: record mode never loads the chat clients (httpx) or the tool registry.
+    from ..models.chat import ContextOverflowError  # noqa: PLC0415
+    from . import tools  # noqa: PLC0415
+
     offered = tools.offered_tools(rt, session)
     limit = rt.config.agents.defaults.tools.max_steps
     if context is None:
@@ -258,6 +260,8 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
 def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: Any, offered: list[dict[str, Any]],
                context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None) -> None:
     """Record the model's tool calls, run each, record each result; the next call sees them."""
+    from . import tools  # noqa: PLC0415 - see reply()
+
     said = strip_reasoning(result.text)
     calls = [call.to_message() for call in result.tool_calls]
     blocks = (transcript.text_blocks(said) if said else []) + [
@@ -397,6 +401,8 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None
     if model is not None:
+        from . import tools  # noqa: PLC0415 - see reply()
+
         context = build_context(rt, store, session, text, recall_result, model, at, tools.offered_tools(rt, session))
         outcome.notices, tokens = context.notices, context.estimated_tokens
     else:  # record mode: nothing to send, so the running counters decide flush and compaction

@@ -59,3 +59,17 @@ def test_search_follows_changes_to_the_index(memory_store):
     assert [c for c, _ in memory_store.vector_search(base[2], 5, flt)] == new
     memory_store.remove_file("a.md")
     assert memory_store.vector_count(flt) == 0
+
+
+def test_line_vectors_round_trip_and_go_with_their_chunk(memory_store):
+    base = unit(np.eye(4))
+    chunks = [ChunkRecord("a.md", "memory", 1, 2, "one\ntwo", "h-a", tokens="one two",
+                          line_vectors=((0, base[0]), (1, base[1])))]
+    memory_store.replace_file(FileRecord("a.md", "memory", "h", 1.0, 1), chunks, base[:1], "model-a")
+    got = memory_store.line_vectors([chunks[0].id, 999_999], VectorFilter("model-a", ("memory",)))
+    assert list(got) == [chunks[0].id]
+    lines, matrix = got[chunks[0].id]
+    assert list(lines) == [0, 1] and np.allclose(matrix, base[:2])
+    assert memory_store.line_vectors([chunks[0].id], VectorFilter("model-b", ("memory",))) == {}
+    memory_store.remove_file("a.md")
+    assert memory_store.line_vectors([chunks[0].id], VectorFilter("model-a", ("memory",))) == {}

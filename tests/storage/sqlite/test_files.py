@@ -8,7 +8,6 @@ import pytest
 from conftest import open_engine
 
 from clawkeep.config import StorageConfig
-from clawkeep.errors import InputError
 from clawkeep.storage import open_agent_store, open_in_memory_store, open_memory_index
 
 from ..records import session
@@ -42,12 +41,11 @@ def test_in_memory_store_never_touches_disk(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_unknown_and_postgres_urls_are_refused_clearly(tmp_path):
-    with pytest.raises(InputError, match="PostgreSQL backend is not available in this build"):
-        open_agent_store(tmp_path, "main", StorageConfig(url="postgresql://db/clawkeep"))
-    with pytest.raises(InputError, match="not supported"):
-        open_agent_store(tmp_path, "main", StorageConfig(url="mysql://db"))
+def test_sqlite_urls_mean_the_embedded_database(tmp_path):
+    for url in ("sqlite:", "sqlite", ""):
+        assert StorageConfig(url=url).url is None
     store = open_agent_store(tmp_path, "main", StorageConfig(url="sqlite:"))
+    assert type(store).__module__ == "clawkeep.storage.sqlite.sessions"
     store.close()
 
 

@@ -29,6 +29,7 @@ class Candidate:
     vector: float | None = None
     text: float | None = None
     coverage: float = 0.0
+    line: float = 0.0  # the best line vector's similarity (fact-level vectors)
 
     def merged(self, wv: float, wt: float) -> float:
         return wv * (self.vector or 0.0) + wt * (self.text or 0.0)
@@ -63,8 +64,10 @@ def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
 
 
 
-def vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list[tuple[int, float]] | None:
-    """(chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks; None when unavailable."""
+def vector(index: MemoryIndex, text: str, sources: list[str], pool: int
+           ) -> tuple[list[tuple[int, float]], Any] | None:
+    """((chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks, the query vector);
+    None when unavailable."""
     try:
         flt = vector_filter(index, sources)
         if not index.store.vector_count(flt):
@@ -72,7 +75,17 @@ def vector(index: MemoryIndex, text: str, sources: list[str], pool: int) -> list
         query = index.provider.embed_query(text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
-    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt)]
+    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt)], query
+
+
+def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str]
+                      ) -> dict[int, dict[int, float]]:
+    """{chunk id: {line offset: cosine similarity ≥ 0}} from the stored line vectors."""
+    out: dict[int, dict[int, float]] = {}
+    for cid, (lines, matrix) in index.store.line_vectors(chunk_ids, vector_filter(index, sources)).items():
+        sims = matrix @ query
+        out[cid] = {int(line): max(0.0, float(sim)) for line, sim in zip(lines, sims, strict=True)}
+    return out
 
 
 def _vector_key(index: MemoryIndex) -> str:

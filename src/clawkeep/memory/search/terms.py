@@ -41,6 +41,7 @@ class Terms:
     search: SearchQuery
     cover: SearchQuery
     lines: SearchQuery
+    small: bool = False  # fewer than SMALL_INDEX chunks: chunk counts say nothing about a word
 
     @classmethod
     def of(cls, index: MemoryIndex, text: str) -> Terms | None:
@@ -61,7 +62,7 @@ class Terms:
         missing = tuple(t for t in parsed.terms if not t.prefix
                         and sum(min(counts.get(tok, 0) for tok in form) for form in t.forms) == 0)
         absent = math.log(1.0 + (max(total, 1) + 0.5) / 0.5)
-        return cls(search, _with(search, missing, absent), _with(lines, missing, absent))
+        return cls(search, _with(search, missing, absent), _with(lines, missing, absent), small)
 
 
 def _term_df(term: Any, counts: dict[str, int]) -> int:

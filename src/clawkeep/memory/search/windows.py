@@ -16,6 +16,7 @@ MMR keep their chunk order; words then only pick the lines.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -55,10 +56,20 @@ class MemoryHit:
 
 LINE_COVERAGE = 0.75
 LINE_CONTEXT = 0.3
+# Line vectors (fact-level): each line's similarity to the query, relative to this query's
+# background (0 at the median line, 1 at the best), adds LINE_VECTOR to its score. Measured on
+# the LoCoMo dev conversations: 0.15 → r@4000c 0.813 → 0.823 (0.3: 0.809, 1.0: 0.735; a cut-off
+# that ignores weak similarities lost too).
+LINE_VECTOR = 0.15
+# List items and headings are independent facts: they give and take no context, and one with
+# less than this share of the best line's evidence is no match (a one-chunk MEMORY.md would
+# otherwise return its neighbours as a window). Transcript lines keep every matching line.
+FACT_MIN_SHARE = 0.3
 LINE_POOL = 30  # best lines placed into windows (at least `limit`)
 CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
 GAP = ELLIPSIS = "\u2026"
 _BULLET = re.compile(r"^[\s>*+-]+")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s")  # list items and headings
 
 
 @dataclass
@@ -73,6 +84,8 @@ class _Lines:
     labels: list[str | None]
     breaks: set[int]  # date lines: never returned as content, never crossed by context
     covs: list[float] = field(default_factory=list)
+    vecs: list[float] = field(default_factory=list)  # line-vector evidence (0 without line vectors)
+    facts: set[int] = field(default_factory=set)  # list items: independent facts, no context given or taken
 
 
 def _line_key(line: str) -> str:
@@ -145,7 +158,7 @@ def _analysed_line(line: str) -> str:
     return f" {analyze_document(line)} "
 
 
-def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
+def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
@@ -166,23 +179,43 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None) -> _Lines:
             continue
         padded = _analysed_line(line)
         terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
+    sims = sims or {}
+    vecs = [sims.get(i, 0.0) for i in range(len(lines))]
+    facts = {i for i, line in enumerate(lines) if _LIST_ITEM.match(line)}
+    return _Lines(lines, numbers, terms, labels, breaks, [], vecs, facts)
+
+
+def _set_coverage(chunk_lines: list[_Lines], query: SearchQuery | None, by_lines: bool) -> None:
+    """Each line's idf-weighted share of the query's terms. `by_lines`: weigh the terms by how
+    many of these lines hold them instead of by the index's chunk counts (in a small index every
+    chunk holds every word, and a word on every line of a one-chunk MEMORY.md tells nothing)."""
     weights = list(query.weights or (1.0,) * len(query.terms)) if query is not None else []
+    if by_lines and weights:
+        counted = [lines for lines in chunk_lines]
+        n = sum(1 for lines in counted for i, t in enumerate(lines.text) if t.strip() and i not in lines.breaks)
+        df = [0] * len(weights)
+        for lines in counted:
+            for held in lines.terms:
+                for t in held:
+                    df[t] += 1
+        weights = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
     total = sum(weights) or 1.0
-    covs = [sum(weights[t] for t in held) / total for held in terms]
-    return _Lines(lines, numbers, terms, labels, breaks, covs)
+    for lines in chunk_lines:
+        lines.covs = [sum(weights[t] for t in held) / total for held in lines.terms]
 
 
 def _line_scores(lines: _Lines) -> list[float]:
     """Own coverage plus context from one of the two lines before (not across a date line)."""
+    own = [LINE_COVERAGE * cov + LINE_VECTOR * vec for cov, vec in zip(lines.covs, lines.vecs, strict=True)]
     out = []
-    for i, cov in enumerate(lines.covs):
+    for i, mine in enumerate(own):
         context = 0.0
-        for back in (1, 2):
+        for back in () if i in lines.facts else (1, 2):
             j = i - back
-            if j < 0 or j in lines.breaks:
+            if j < 0 or j in lines.breaks or j in lines.facts:
                 break
-            context = max(context, lines.covs[j])
-        out.append(LINE_COVERAGE * cov + LINE_CONTEXT * context)
+            context = max(context, own[j])
+        out.append(mine + LINE_CONTEXT / LINE_COVERAGE * context)
     return out
 
 
@@ -216,19 +249,25 @@ def _rendered_size(lines: _Lines, picked: list[int]) -> int:
 
 
 def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, citations: str,
-          reorder: bool) -> list[MemoryHit]:
+          reorder: bool, line_sims: dict[int, dict[int, float]] | None = None,
+          small_index: bool = False) -> list[MemoryHit]:
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
-    chunk_lines = [_chunk_lines(chunk, query) for _, _, chunk in rows]
+    line_sims = line_sims or {}
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id)) for _, _, chunk in rows]
+    _set_coverage(chunk_lines, query, small_index)
+    scores = [_line_scores(lines) for lines in chunk_lines]
+    best = max((x for own in scores for x in own), default=0.0)
+    floor = FACT_MIN_SHARE * best
     shown = _Shown()
     candidates: list[tuple[float, int, int]] = []  # (score, row, line)
-    for r, ((score, _, chunk), lines) in enumerate(zip(rows, chunk_lines, strict=True)):
-        own = _line_scores(lines)
+    for r, ((score, _, chunk), lines, own) in enumerate(zip(rows, chunk_lines, scores, strict=True)):
         # without reordering, the chunk order stands and words only rank lines within a chunk
         base = score if reorder else float(len(rows) - r)
         numbers = lines.numbers or [None] * len(lines.text)
-        matched = any(x > 0 for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
+        least = [floor if i in lines.facts else 0.0 for i in range(len(own))]
+        matched = any(x > least[i] for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
         for i, line in enumerate(lines.text):
-            if i in lines.breaks or not line.strip() or (matched and own[i] <= 0):
+            if i in lines.breaks or not line.strip() or (matched and own[i] <= least[i]):
                 continue  # a chunk with matching lines offers those (and their answers) only
             if not shown.claim(chunk.path, numbers[i], line):
                 continue
@@ -244,7 +283,7 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
                 touching.lines = grown
                 continue
         windows.append(_Window(score, r, [i]))
-    norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT
+    norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT + LINE_VECTOR * (1 + LINE_CONTEXT / LINE_COVERAGE)
     out = []
     for w in windows[:limit]:
         score, cand, chunk = rows[w.row]

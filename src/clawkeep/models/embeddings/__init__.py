@@ -66,18 +66,35 @@ NaN, all-zero vectors, missing local package) → `EmbeddingError`, whose messag
 provider, the model and the problem and never contains the API key.
 """
 
+from typing import TYPE_CHECKING
+
 from .base import EmbeddingError, EmbeddingProvider
 from .factory import AUTO_ORDER, KEY_ENV, PROVIDER_IDS, create_embedding_provider
 from .local import DEFAULT_LOCAL_MODEL, E5_SMALL, LOCAL_MODELS, USE_M3, LocalEmbeddingProvider, LocalModelSpec
-from .remote import (
-    REMOTE_PROVIDERS,
-    GeminiEmbeddingProvider,
-    HttpEmbeddingProvider,
-    MistralEmbeddingProvider,
-    OllamaEmbeddingProvider,
-    OpenAIEmbeddingProvider,
-    VoyageEmbeddingProvider,
-)
+
+if TYPE_CHECKING:
+    from .remote import (
+        REMOTE_PROVIDERS,
+        GeminiEmbeddingProvider,
+        HttpEmbeddingProvider,
+        MistralEmbeddingProvider,
+        OllamaEmbeddingProvider,
+        OpenAIEmbeddingProvider,
+        VoyageEmbeddingProvider,
+    )
+
+_REMOTE_NAMES = ("REMOTE_PROVIDERS", "GeminiEmbeddingProvider", "HttpEmbeddingProvider", "MistralEmbeddingProvider",
+                 "OllamaEmbeddingProvider", "OpenAIEmbeddingProvider", "VoyageEmbeddingProvider")
+
+
+def __getattr__(name: str) -> object:
+    # The remote providers load the HTTP client: imported when one is named, not with the package.
+    if name in _REMOTE_NAMES:
+        from . import remote
+
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AUTO_ORDER",

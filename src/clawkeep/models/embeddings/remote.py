@@ -42,7 +42,7 @@ from ..http import (
     parse_retry_after,
     retrying,
 )
-from .base import EmbeddingError, EmbeddingProvider, Side
+from .base import REMOTE_PROVIDER_IDS, EmbeddingError, EmbeddingProvider, Side
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -386,3 +386,4 @@ REMOTE_PROVIDERS: dict[str, type[HttpEmbeddingProvider]] = {
         MistralEmbeddingProvider,
     )
 }
+assert tuple(REMOTE_PROVIDERS) == REMOTE_PROVIDER_IDS, "base.REMOTE_PROVIDER_IDS names these providers, in order"

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from . import en, ja, ko, zh
 from .detect import detect_language, normalise
 from .rules import Language
+from ...patterns import lazy
 
 __all__ = ["LANGUAGES", "NO_RECALL", "Classification", "classify", "detect_language"]
 
@@ -43,7 +44,7 @@ class Classification:
 
 
 _BY_CODE = {"en": en.LANGUAGE, "zh": zh.LANGUAGE, "ja": ja.LANGUAGE, "ko": ko.LANGUAGE}
-_TWO_LATIN_WORDS = re.compile(r"[A-Za-z]+\W+[A-Za-z]+")
+_TWO_LATIN_WORDS = lazy(r"[A-Za-z]+\W+[A-Za-z]+")
 
 
 # Long pastes (logs, code) are scanned at both ends only: a question about the past sits before

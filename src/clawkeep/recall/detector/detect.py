@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_WS = re.compile(r"\s+")
+from ...patterns import lazy
+
+_WS = lazy(r"\s+")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
 
@@ -14,12 +16,12 @@ def normalise(text: str) -> str:
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().translate(_APOSTROPHES)
 
 
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff]")
-_KANA = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff]")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:'[A-Za-z]+)?")
-_NON_ASCII_LATIN = re.compile(r"[\u00c0-\u024f]")
-_OTHER_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0590-\u06ff\u0900-\u0dff\u0e00-\u0eff]")
+_HANGUL = lazy(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff]")
+_KANA = lazy(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff]")
+_HAN = lazy(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_LATIN_WORD = lazy(r"[A-Za-z\u00c0-\u024f]+(?:'[A-Za-z]+)?")
+_NON_ASCII_LATIN = lazy(r"[\u00c0-\u024f]")
+_OTHER_LETTER = lazy(r"[\u0370-\u03ff\u0400-\u052f\u0590-\u06ff\u0900-\u0dff\u0e00-\u0eff]")
 _EN_FUNCTION_WORDS = frozenset(
     "a an the i me my we our us you your he she it they is are was were am be been do does did "
     "have has had what when where which who whom whose why how can could would will should to "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .rules import Language, Rule, ci
+from ...patterns import lazy
 
 _EN_PRON = r"(?:we|you|i|u)"
 _EN_WH = r"(?:what|which|when|where|who|whom|whose|why|how)"
@@ -25,9 +26,9 @@ _EN_DISCOURSE = frozenset(
     "as like so and but then because since when if well ok okay yes no yeah actually also just "
     "yesterday earlier today before previously again once".split()
 )
-_EN_CLAUSE_BREAK = re.compile(r"[.,;:!?\n()\"]")
-_EN_WORD_BEFORE = re.compile(r"([a-z']+)\s*$")
-_EN_Q_START = re.compile(
+_EN_CLAUSE_BREAK = lazy(r"[.,;:!?\n()\"]")
+_EN_WORD_BEFORE = lazy(r"([a-z']+)\s*$")
+_EN_Q_START = lazy(
     r"(?:^|[.!?;\n]\s*)(?:so\s+|and\s+|but\s+|hey\s+|ok\s+|okay\s+|um\s+)?"
     r"(?:what|what's|which|when|where|where's|who|who's|whom|whose|why|how|do|does|did|have|has|had|"
     r"is|are|was|were|am|can|could|would|will|should|shall)\b"
@@ -62,7 +63,7 @@ def _en_not_capability(m: re.Match[str], text: str, question: bool) -> bool:
     return not _EN_CAPABILITY.search(text)
 
 
-_EN_SELF_AT_END = re.compile(r"\b(?:i|we)\s+(?:still\s+|do\s+|really\s+)?$")
+_EN_SELF_AT_END = lazy(r"\b(?:i|we)\s+(?:still\s+|do\s+|really\s+)?$")
 
 
 def _en_not_first_person_statement(m: re.Match[str], text: str, question: bool) -> bool:

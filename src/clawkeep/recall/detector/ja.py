@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from .rules import Language, Rule
+from ...patterns import lazy
 
-_JA_QUESTION = re.compile(
+_JA_QUESTION = lazy(
     r"[?]|か[。!.]*$|の[。]*$|っけ|何|なに|なん|いつ|どこ|誰|だれ|どれ|どの|どう|いくつ|幾つ|は$|って$|よね[。]*$"
 )
 _JA_ANCHOR = (
@@ -28,9 +29,9 @@ _JA_FACT = (
     r"記念日|約束|会議|フライト|飛行機|便|予約|締め切り|締切|職場|会社|学校|趣味|血液型|サイズ|メール|アカウント|"
     r"仕事|家|ペット|犬|猫)"
 )
-_JA_NOT_A_FACT = re.compile(r"コード|プログラム|バグ|エラー|問題|間違い|意味|方法|ファイル|パソコン|画面|気持ち|せい")
+_JA_NOT_A_FACT = lazy(r"コード|プログラム|バグ|エラー|問題|間違い|意味|方法|ファイル|パソコン|画面|気持ち|せい")
 _JA_FACT_Q = r"(?:[?]|は$|何|なに|なん|いつ|どこ|誰|だれ|どれ|いくつ|何時|ですか|でしたか|だっけ|だった|って$)"
-_JA_PLAN_CMD = re.compile(r"立て|組ん|作っ|考え|決め(?:て|よう|ましょう)|入れ|追加|調整|変更")
+_JA_PLAN_CMD = lazy(r"立て|組ん|作っ|考え|決め(?:て|よう|ましょう)|入れ|追加|調整|変更")
 _JA_TIME = r"(?:明日|あした|あす|明後日|来週|今週|今日|週末|来月|今月|今夜|今晩|午後|午前|[月火水木金土日]曜(?:日)?)"
 
 
@@ -42,7 +43,7 @@ def _ja_reference_or_question(m: re.Match[str], text: str, question: bool) -> bo
     return bool(rest) and rest[0] not in "。.!！、,…~〜" and not rest.startswith(("よ", "ね", "し", "けど", "から"))
 
 
-_JA_SELF_TOPIC_AT_END = re.compile(rf"{_JA_SELF}(?:は|も)[^。]*$")
+_JA_SELF_TOPIC_AT_END = lazy(rf"{_JA_SELF}(?:は|も)[^。]*$")
 
 
 def _ja_remembers(m: re.Match[str], text: str, question: bool) -> bool:
@@ -57,47 +58,47 @@ LANGUAGE = Language(
     code="ja",
     prepare=lambda t: t,
     is_question=lambda t: bool(_JA_QUESTION.search(t)),
-    guards=(re.compile(r"^(?:もし|仮に|もしも)"),),
+    guards=(lazy(r"^(?:もし|仮に|もしも)"),),
     rules=(
         Rule(
             "remember-question",
-            re.compile(
+            lazy(
                 r"覚えて(?:る|ます|いる|います|いますか|ない|ません|た|らっしゃいますか)(?!ように|状態|ことに|ままに)"
             ),
             check=_ja_remembers,
         ),
-        Rule("forgot-question", re.compile(r"忘れ(?:た|ちゃった|てる|てない|ました)(?:の|んですか|ですか)?[?]")),
-        Rule("kke", re.compile(r"(?:た|だ)っけ|っけ[?。!]*$")),
+        Rule("forgot-question", lazy(r"忘れ(?:た|ちゃった|てる|てない|ました)(?:の|んですか|ですか)?[?]")),
+        Rule("kke", lazy(r"(?:た|だ)っけ|っけ[?。!]*$")),
         Rule(
-            "previous-conversation", re.compile(rf"{_JA_ANCHOR}の?(?:会話|チャット|やり取り|やりとり|打ち合わせ|相談)")
+            "previous-conversation", lazy(rf"{_JA_ANCHOR}の?(?:会話|チャット|やり取り|やりとり|打ち合わせ|相談)")
         ),
         Rule(
             "anchor-speech",
-            re.compile(rf"{_JA_ANCHOR}[^。!?]{{0,24}}?{_JA_VERB}(?![いくが])"),
+            lazy(rf"{_JA_ANCHOR}[^。!?]{{0,24}}?{_JA_VERB}(?![いくが])"),
             check=_ja_reference_or_question,
         ),
         Rule(
             "what-did-i-say",
-            re.compile(r"(?:何|なん|なに)(?:て|って|と)言(?:った|ってた|っていた|いました|ってました)"),
+            lazy(r"(?:何|なん|なに)(?:て|って|と)言(?:った|ってた|っていた|いました|ってました)"),
         ),
         Rule(
             "self-speech",
-            re.compile(rf"(?:{_JA_SELF}|{_JA_YOU})(?:が|は|、)?[^。!?]{{0,12}}?{_JA_VERB}(?![いくが])"),
+            lazy(rf"(?:{_JA_SELF}|{_JA_YOU})(?:が|は|、)?[^。!?]{{0,12}}?{_JA_VERB}(?![いくが])"),
             check=_ja_reference_or_question,
         ),
         Rule(
             "was-it",
-            re.compile(
+            lazy(
                 r"(?:何|なん|なに|いつ|どこ|誰|だれ|どれ|どっち|どちら|いくら)[^。!?]{0,8}?だった(?:かな|かしら|け)"
             ),
         ),
         Rule(
             "do-you-know-mine",
-            re.compile(rf"{_JA_SELF}(?:が|の|って|は)[^。!?]{{0,16}}?知って(?:る|ます|いる|います)(?:か|の)?[?]"),
+            lazy(rf"{_JA_SELF}(?:が|の|って|は)[^。!?]{{0,16}}?知って(?:る|ます|いる|います)(?:か|の)?[?]"),
         ),
         Rule(
             "own-thing",
-            re.compile(
+            lazy(
                 rf"{_JA_SELF}の(?P<thing>[^。!?、]{{1,10}}?)(?:は|って)"
                 r"(?:何|なん|なに|いつ|どこ|誰|だれ|どれ|いくつ|何番|何時|何日|何曜)"
             ),
@@ -105,16 +106,16 @@ LANGUAGE = Language(
         ),
         Rule(
             "own-whereabouts",
-            re.compile(rf"{_JA_SELF}(?:が|は|って|、)?どこ(?:に|で)(?:住|働|勤め)"),
+            lazy(rf"{_JA_SELF}(?:が|は|って|、)?どこ(?:に|で)(?:住|働|勤め)"),
         ),
         Rule(
             "own-fact",
-            re.compile(rf"{_JA_SELF}の[^。!?]{{0,10}}?{_JA_FACT}[^。!]{{0,12}}?{_JA_FACT_Q}"),
+            lazy(rf"{_JA_SELF}の[^。!?]{{0,10}}?{_JA_FACT}[^。!]{{0,12}}?{_JA_FACT_Q}"),
             check=lambda m, t, q: not _JA_PLAN_CMD.search(t),
         ),
         Rule(
             "own-schedule",
-            re.compile(
+            lazy(
                 rf"{_JA_TIME}の?(?:{_JA_SELF}の)?(?:予定|スケジュール)(?:は|って)?"
                 r"(?:[?]|何|なに|なん|どう(?:なって)|ある|あった|ありますか|教えて|$)"
             ),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from .rules import Language, Rule
+from ...patterns import lazy
 
-_KO_QUESTION = re.compile(r"[?]|(?:니|냐|나요|까|죠|지요|더라|었지|였지|았지|했지)[.!~]*$")
+_KO_QUESTION = lazy(r"[?]|(?:니|냐|나요|까|죠|지요|더라|었지|였지|았지|했지)[.!~]*$")
 _KO_ANCHOR = (
     r"(?:지난번|지난\s*주|지난\s*달|저번|예전|전에|아까|어제|그저께|엊그제|작년|며칠\s*전|이전에|그때|처음에|"
     r"옛날에)"
@@ -19,19 +20,19 @@ _KO_SPEECH = (
     r"|(?:정|골|알려\s*|말해\s*|고)(?P<e2>했던|했|한|랐|른|줬|준|줬던))"
 )
 _KO_QWORD = r"(?:뭐|뭘|언제|어디|누구|몇|무슨|어느|어떤|얼마)"
-_KO_HAS_QWORD = re.compile(_KO_QWORD)
-_KO_COPULA_END = re.compile(r"(?:야|예요|에요|지|죠|돼)[.!~]*$")
+_KO_HAS_QWORD = lazy(_KO_QWORD)
+_KO_COPULA_END = lazy(r"(?:야|예요|에요|지|죠|돼)[.!~]*$")
 _KO_SELF = r"(?<![가-힣])(?:내가|제가|나는|저는|난|내|제|나의|저의|나|저|우리가|우리는|우리의|우리)(?![가-힣])"
 _KO_FACT = (
     r"(?:일정|스케줄|생일|주소|이름|비밀번호|비번|전화번호|번호|여권|약속|계획|예약|회의|미팅|항공편|비행기|"
     r"기념일|알레르기|취향|좋아하는|직장|회사|학교|마감|주소지)"
 )
 _KO_FACT_Q = r"(?:뭐|뭘|언제|어디|몇|무슨|누구|어느|[?]|이야|였|이었|있(?:어|나|니)\s*[?]|있었|있나요)"
-_KO_CMD = re.compile(
+_KO_CMD = lazy(
     r"짜\s*줘|만들어|세워|정리해|추가|바꿔|어떻게\s*(?:해|하|할|만들|써|쓰)|해야|할까|좋을까|추천해|"
     r"기억해\s*(?:줘|둬|두|놔)"
 )
-_KO_NOT_A_FACT = re.compile(r"코드|버그|오류|에러|문제|잘못|방법|말|생각|기분|컴퓨터|화면|파일")
+_KO_NOT_A_FACT = lazy(r"코드|버그|오류|에러|문제|잘못|방법|말|생각|기분|컴퓨터|화면|파일")
 
 
 _KO_ATTRIBUTIVE = frozenset({"했던", "하던", "한", "해준", "른", "준", "줬던"})
@@ -47,11 +48,11 @@ LANGUAGE = Language(
     code="ko",
     prepare=lambda t: t,
     is_question=lambda t: bool(_KO_QUESTION.search(t)),
-    guards=(re.compile(r"^(?:만약|만일|가령)"),),
+    guards=(lazy(r"^(?:만약|만일|가령)"),),
     rules=(
         Rule(
             "remember-question",
-            re.compile(
+            lazy(
                 r"기억\s*(?:나(?:요|니|냐|지|죠|세요)?|하(?:니|냐|세요|시나요|시죠|지|죠|나요)|해(?:요)?\s*(?=[?])|"
                 r"하고\s*있(?:어|니|냐|나요|어요|으세요)|안\s*나(?:요|니|냐)?\s*(?=[?]))(?![가-힣])"
             ),
@@ -59,38 +60,38 @@ LANGUAGE = Language(
         ),
         Rule(
             "deora",
-            re.compile(r"더라(?!도)(?:요)?(?![가-힣])"),
+            lazy(r"더라(?!도)(?:요)?(?![가-힣])"),
             check=lambda m, t, q: q or bool(_KO_HAS_QWORD.search(t)),
         ),
         Rule(
             "said-that",
-            re.compile(
+            lazy(
                 r"(?:다|라|냐|자)고\s*(?:했|그랬|말했)(?:었)?(?:지|죠|지요|더라|잖아|나|니|어\s*(?=[?])|어요\s*(?=[?]))"
             ),
         ),
         Rule(
             "past-question",
-            re.compile(rf"{_KO_QWORD}[^.!?]{{0,16}}?(?:였|이었|었|았|했)(?:지|죠|지요|더라|나요?)(?![가-힣])"),
+            lazy(rf"{_KO_QWORD}[^.!?]{{0,16}}?(?:였|이었|었|았|했)(?:지|죠|지요|더라|나요?)(?![가-힣])"),
         ),
         Rule(
             "previous-conversation",
-            re.compile(r"(?:지난번|저번|예전|이전|어제|지난)\s*(?:의\s*)?(?:대화|채팅|상담|논의)"),
+            lazy(r"(?:지난번|저번|예전|이전|어제|지난)\s*(?:의\s*)?(?:대화|채팅|상담|논의)"),
             needs_question=True,
         ),
-        Rule("anchor-speech", re.compile(rf"{_KO_ANCHOR}[^.!?]{{0,24}}?{_KO_SPEECH}"), check=_ko_speech_ref),
+        Rule("anchor-speech", lazy(rf"{_KO_ANCHOR}[^.!?]{{0,24}}?{_KO_SPEECH}"), check=_ko_speech_ref),
         Rule(
             "self-speech",
-            re.compile(rf"(?:내가|제가|우리가|네가|니가|너가|당신이)\s*[^.!?]{{0,12}}?{_KO_SPEECH}"),
+            lazy(rf"(?:내가|제가|우리가|네가|니가|너가|당신이)\s*[^.!?]{{0,12}}?{_KO_SPEECH}"),
             check=_ko_speech_ref,
         ),
         Rule(
             "own-fact",
-            re.compile(rf"{_KO_SELF}[^.!?]{{0,10}}?{_KO_FACT}[^.!]{{0,8}}?{_KO_FACT_Q}"),
+            lazy(rf"{_KO_SELF}[^.!?]{{0,10}}?{_KO_FACT}[^.!]{{0,8}}?{_KO_FACT_Q}"),
             check=lambda m, t, q: not _KO_CMD.search(t),
         ),
         Rule(
             "own-thing",
-            re.compile(
+            lazy(
                 r"(?<![가-힣])(?:내|제|나의|저의|우리)\s+(?P<thing>[가-힣]+(?:\s+[가-힣]+){0,2}?)\s*"
                 r"(?:어떻게\s*(?:돼|되|됐)|(?:뭐|뭘|언제|어디|몇|무슨|누구)(?![가-힣]*(?:할까|하지|해야)))"
             ),
@@ -98,14 +99,14 @@ LANGUAGE = Language(
         ),
         Rule(
             "do-you-know-mine",
-            re.compile(
+            lazy(
                 r"(?<![가-힣])(?:내가|제가|내|제)\s[^.!?]{0,16}?(?:알아(?:요)?|아세요|아니|알고\s*있(?:어|니|나요|어요))\s*[?]"
             ),
             check=lambda m, t, q: not _KO_NOT_A_FACT.search(m.group(0)),
         ),
         Rule(
             "own-plans",
-            re.compile(
+            lazy(
                 rf"{_KO_SELF}[^.!?]{{0,12}}?(?:뭐|무슨\s*\S+)\s*있(?:어|나|니|어요|나요|지|었지|었어)\s*(?:[?]|$)"
             ),
             check=lambda m, t, q: not _KO_CMD.search(t),

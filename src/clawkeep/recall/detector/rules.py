@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...patterns import lazy
+
 Check = Callable[[re.Match[str], str, bool], bool]
 
 
@@ -41,4 +43,4 @@ class Language:
 
 def ci(pattern: str) -> re.Pattern[str]:
     """A case-insensitive pattern."""
-    return re.compile(pattern, re.IGNORECASE)
+    return lazy(pattern, re.IGNORECASE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .rules import Language, Rule
+from ...patterns import lazy
 
 # Traditional → simplified for the characters the Chinese rules look at (pairs "繁简").
 _T2S_PAIRS = (
@@ -25,7 +26,7 @@ def _zh_prepare(text: str) -> str:
 
 
 _ZH_QWORD = r"(?:吗|嘛|么|\?|什么|啥|哪|几|多少|谁|没有|是不是|有没有)"
-_ZH_QUESTION = re.compile(r"[?吗嘛呢]|什么|啥|哪|几|多少|谁|是不是|有没有|来着|(?<!怎)么")
+_ZH_QUESTION = lazy(r"[?吗嘛呢]|什么|啥|哪|几|多少|谁|是不是|有没有|来着|(?<!怎)么")
 _ZH_PRON = r"(?:我们|咱们|我|你们|你|您)"
 _ZH_SPEECH = (
     r"(?:讨论|商量|商定|约定|决定|确定|提到|提起|提过|告诉|答应|推荐|建议|介绍|计划|安排|记录|记下|"
@@ -35,9 +36,9 @@ _ZH_PAST = (
     r"(?:之前|以前|上次|上回|曾经|刚才|刚刚|前几天|前两天|那天|昨天|昨晚|前天|上周|上星期|上礼拜|上个月|"
     r"去年|早些时候|先前|此前|当时|那时候?|一开始)"
 )
-_ZH_ADVICE = re.compile(r"应该|应当|该|怎么|怎样|如何|要不要|能不能|可不可以|可以|最好|建议|推荐|帮我|给我|为什么|为啥")
-_ZH_ADVISORY = re.compile(r"应该|该|要不要|能不能|可不可以|最好")
-_ZH_NOT_A_FACT = re.compile(
+_ZH_ADVICE = lazy(r"应该|应当|该|怎么|怎样|如何|要不要|能不能|可不可以|可以|最好|建议|推荐|帮我|给我|为什么|为啥")
+_ZH_ADVISORY = lazy(r"应该|该|要不要|能不能|可不可以|最好")
+_ZH_NOT_A_FACT = lazy(
     r"代码|程序|文件|问题|错误|报错|作业|文章|意思|方法|办法|选择|建议|想法|感觉|电脑|手机|屏幕|网"
 )
 _ZH_FACT = (
@@ -61,48 +62,48 @@ LANGUAGE = Language(
     code="zh",
     prepare=_zh_prepare,
     is_question=lambda t: bool(_ZH_QUESTION.search(t)),
-    guards=(re.compile(r"^(?:如果|假如|假设|要是|万一|假使)"), re.compile(r"(?:请|帮我)?记住[^吗?]*$")),
+    guards=(lazy(r"^(?:如果|假如|假设|要是|万一|假使)"), lazy(r"(?:请|帮我)?记住[^吗?]*$")),
     rules=(
-        Rule("still-remember", re.compile(r"(?<!我)(?<!我们)(?<!咱们)还记得")),
+        Rule("still-remember", lazy(r"(?<!我)(?<!我们)(?<!咱们)还记得")),
         Rule(
             "remember-question",
-            re.compile(rf"(?<!我)(?<!我们)(?<!咱们)记得(?!要|提醒|帮|带|把|给)[^。！!]{{0,24}}?{_ZH_QWORD}"),
+            lazy(rf"(?<!我)(?<!我们)(?<!咱们)记得(?!要|提醒|帮|带|把|给)[^。！!]{{0,24}}?{_ZH_QWORD}"),
         ),
-        Rule("laizhe", re.compile(r"来着")),
-        Rule("help-recall", re.compile(r"回(?:忆|想)(?:一下|下)")),
+        Rule("laizhe", lazy(r"来着")),
+        Rule("help-recall", lazy(r"回(?:忆|想)(?:一下|下)")),
         Rule(
             "previous-conversation",
-            re.compile(rf"{_ZH_PAST}(?:的|那次|那个)?(?:对话|聊天|谈话|会话|聊天记录|对话记录)"),
+            lazy(rf"{_ZH_PAST}(?:的|那次|那个)?(?:对话|聊天|谈话|会话|聊天记录|对话记录)"),
         ),
         Rule(
             "past-marker-speech",
-            re.compile(rf"{_ZH_PAST}[^。！!?，,]{{0,10}}?{_ZH_SPEECH}(?P<tail>好的|好|过|了|的)?"),
+            lazy(rf"{_ZH_PAST}[^。！!?，,]{{0,10}}?{_ZH_SPEECH}(?P<tail>好的|好|过|了|的)?"),
             check=_zh_speech_ref,
         ),
         Rule(
             "said-that-one",
-            re.compile(
+            lazy(
                 rf"{_ZH_PRON}(?:跟你|和你|对你|给你|跟我|和我|对我)?(?:之前|上次|上回|刚才|以前)?"
                 rf"{_ZH_SPEECH}(?:过)?的(?:那|这|是)"
             ),
         ),
         Rule(
             "said-question",
-            re.compile(
+            lazy(
                 rf"{_ZH_PRON}(?:跟你|和你|对你|给你|跟我|和我|对我)?(?:都|也|又|还|有)?{_ZH_SPEECH}(?:过|了)"
                 rf"[^。！!]{{0,20}}?{_ZH_QWORD}"
             ),
         ),
         Rule(
             "past-pronoun-question",
-            re.compile(
+            lazy(
                 rf"(?:{_ZH_PRON}{_ZH_PAST}|{_ZH_PAST}{_ZH_PRON})[^。！!?]{{0,12}}?(?:什么|啥|哪|几|多少|谁|怎么|吗|呢)"
             ),
             check=lambda m, t, q: not _ZH_ADVISORY.search(t),
         ),
         Rule(
             "own-thing",
-            re.compile(
+            lazy(
                 r"(?:我|咱们|我们)的(?P<thing>[^。！!?，,的]{1,8}?)(?:是|叫|在)?"
                 r"(?:多少|什么|啥|哪(?:个|天|里|儿|一)|几(?:点|号|月|个)?|谁)"
             ),
@@ -110,7 +111,7 @@ LANGUAGE = Language(
         ),
         Rule(
             "own-fact",
-            re.compile(rf"(?:我|咱)[^。！!?，,]{{0,10}}?{_ZH_FACT}"),
+            lazy(rf"(?:我|咱)[^。！!?，,]{{0,10}}?{_ZH_FACT}"),
             needs_question=True,
             check=_zh_own_fact,
         ),

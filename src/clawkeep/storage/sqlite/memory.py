@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError
 from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
@@ -20,7 +18,12 @@ from ..query import TextQuery
 from .connection import SqliteConnection
 from .fts import match_expression, vocab_sql
 from .migrations import Migration
-from .vectors import vector_backend
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy (and the vector backends) load with the first vector operation: a keyword-only
+# search in a short-lived process never pays for them.
 
 # Released migrations are never edited: a schema change is a new entry at the end.
 _INITIAL = (
@@ -39,7 +42,13 @@ _INITIAL = (
     """CREATE TABLE IF NOT EXISTS embedding_cache (
         key TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (key, hash))""",
 )
-MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedding cache", _INITIAL),)
+_LINE_VECTORS = (
+    """CREATE TABLE IF NOT EXISTS line_vectors (
+        chunk_id INTEGER NOT NULL, line INTEGER NOT NULL, vector_key TEXT NOT NULL, vec BLOB NOT NULL,
+        PRIMARY KEY (chunk_id, line))""",
+)
+MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedding cache", _INITIAL),
+              Migration(2, "line vectors: one per line of a chunk (fact-level vector search)", _LINE_VECTORS))
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
 
@@ -98,10 +107,13 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             marks = ", ".join("?" for _ in batch)
             self._conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", batch)
             self._conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", batch)
+            self._conn.execute(f"DELETE FROM line_vectors WHERE chunk_id IN ({marks})", batch)
         self._conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
 
     def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
                      vectors: np.ndarray | None, vector_key: str | None) -> None:
+        if vectors is not None or any(chunk.line_vectors for chunk in chunks):
+            import numpy as np  # noqa: PLC0415 - see the note on imports above
         with self.transaction():
             self._check_guard()
             self._delete_chunks(record.path)
@@ -119,6 +131,11 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                         "INSERT INTO vectors(chunk_id, vector_key, source, vec) VALUES (?, ?, ?, ?)",
                         (chunk.id, vector_key, chunk.source, np.asarray(vectors[i], dtype=np.float32).tobytes()),
                     )
+                if chunk.line_vectors and vector_key:
+                    self._conn.executemany(
+                        "INSERT INTO line_vectors(chunk_id, line, vector_key, vec) VALUES (?, ?, ?, ?)",
+                        [(chunk.id, line, vector_key, np.asarray(vec, dtype=np.float32).tobytes())
+                         for line, vec in chunk.line_vectors])
             self._conn.execute(
                 "INSERT OR REPLACE INTO files(path, source, hash, mtime, size) VALUES (?, ?, ?, ?, ?)",
                 (record.path, record.source, record.hash, record.mtime, record.size),
@@ -140,7 +157,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     def clear(self) -> None:
         with self.transaction():
-            for table in ("chunks_fts", "vectors", "chunks", "files"):
+            for table in ("chunks_fts", "vectors", "line_vectors", "chunks", "files"):
                 self._conn.execute(f"DELETE FROM {table}")
             self._bump()
 
@@ -181,18 +198,44 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     # --- vectors ----------------------------------------------------------------
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+        from .vectors import vector_backend  # noqa: PLC0415
+
         ids, sims = vector_backend(self, flt).top_k(query_vec, k)
         return [(int(i), float(s)) for i, s in zip(ids, sims, strict=True)]
 
+    def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        import numpy as np  # noqa: PLC0415
+
+        wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
+        grouped: dict[int, tuple[list[int], list[bytes]]] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start:start + 500]
+            marks = ", ".join("?" for _ in batch)
+            for cid, line, blob in self._rows(
+                    f"SELECT chunk_id, line, vec FROM line_vectors WHERE vector_key = ? AND chunk_id IN ({marks}) "
+                    "ORDER BY chunk_id, line", [flt.vector_key, *batch]):
+                lines, blobs = grouped.setdefault(cid, ([], []))
+                lines.append(line)
+                blobs.append(blob)
+        return {cid: (np.asarray(lines, dtype=np.int64),
+                      np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(lines), -1))
+                for cid, (lines, blobs) in grouped.items()}
+
     def vector_count(self, flt: VectorFilter) -> int:
+        from .vectors import vector_backend  # noqa: PLC0415
+
         return len(vector_backend(self, flt))
 
     def describe_vectors(self, flt: VectorFilter) -> dict[str, Any]:
+        from .vectors import vector_backend  # noqa: PLC0415
+
         return vector_backend(self, flt).describe()
 
     def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, float32 matrix) of every stored vector made with `vector_key` (what the
         top-k backends load; SQLite only)."""
+        import numpy as np  # noqa: PLC0415
+
         marks = ", ".join("?" for _ in sources)
         rows = self._rows(f"SELECT chunk_id, vec FROM vectors WHERE vector_key = ? AND source IN ({marks})",
                           [vector_key, *sources])
@@ -204,6 +247,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     # --- embedding cache --------------------------------------------------------
     def cached_embeddings(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np  # noqa: PLC0415
+
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(hashes))
         for start in range(0, len(unique), 500):
@@ -216,6 +261,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return found
 
     def cache_embeddings(self, key: str, items: dict[str, np.ndarray]) -> None:
+        import numpy as np  # noqa: PLC0415
+
         with self.transaction():
             self._conn.executemany(
                 "INSERT OR REPLACE INTO embedding_cache(key, hash, vec) VALUES (?, ?, ?)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError
 from ...locks import SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord
+from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry
 from ..query import TextQuery
 from .connection import SqliteConnection
 from .fts import match_expression, vocab_sql
@@ -67,6 +68,10 @@ MIGRATIONS = (
     )),
     Migration(4, "running totals for the metrics (counters)", (
         "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0)",
+    )),
+    Migration(5, "leases: one holder at a time for periodic jobs", (
+        "CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL, "
+        "version INTEGER NOT NULL DEFAULT 0)",
     )),
 )
 
@@ -128,6 +133,20 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
         # across processes.
         return self._session_locks.hold(key)
+
+    def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
+        now = int(time.time() * 1000)
+        with self.transaction():
+            rows = self._write(
+                "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "holder = excluded.holder, expires_at = excluded.expires_at, version = leases.version + 1 "
+                "WHERE leases.holder = excluded.holder OR leases.expires_at < ? RETURNING holder",
+                (name, holder, now + int(ttl_ms), now)).fetchall()
+        return bool(rows)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        with self.transaction():
+            self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     def _probe_write_path(self) -> None:
         for sql in _WRITE_PATH_PROBES:
@@ -259,7 +278,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             entry.seq = cursor.lastrowid
             if index_text:
                 self._write("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (entry.seq, index_text))
-            self._note(_describe(entry), minor=entry.type == "session")
+            self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
 
     def _insert_entry(self, entry: EntryRecord) -> sqlite3.Cursor:
@@ -320,6 +339,12 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq {order}{tail}", params
         )
         return (self._entry(r) for r in rows)
+
+    def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE seq > ? ORDER BY seq {order} LIMIT ?",
+                           (int(after_seq), int(limit)))
+        return [self._entry(r) for r in rows]
 
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
         return next(self.iter_entries(session_id, types=types, newest_first=True, limit=1), None)
@@ -411,11 +436,3 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     def counters(self) -> dict[str, int]:
         return dict(self._query("SELECT name, value FROM counters"))
 
-
-def _describe(entry: EntryRecord) -> str:
-    """An entry as the commit journal names it."""
-    if entry.type == "message":
-        return f"{entry.role or 'a'} message {entry.entry_id} in session {entry.session_id}"
-    if entry.type == "reset":
-        return f"reset boundary {entry.entry_id} ({entry.meta.get('reason', 'reset')}) in session {entry.session_id}"
-    return f"{entry.type} entry {entry.entry_id} in session {entry.session_id}"

@@ -1,0 +1,135 @@
+"""`clawkeep import …` and `clawkeep export …` (SPEC G4)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import InputError
+from .app import app, engine, err, out
+from .render import emit, table
+
+import_app = typer.Typer(help="Import sessions, transcripts, memory files and config.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@contextmanager
+def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int], Callable[[int], None]]]:
+    """A Rich bar over bytes read (shown on stderr, not with --json)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
+
+    with Progress(TextColumn(label), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err,
+                  transient=True, disable=quiet) as bar:
+        def start(total: int) -> Callable[[int], None]:
+            task = bar.add_task(label, total=max(total, 1))
+            return lambda n: bar.advance(task, n)
+
+        yield start
+
+
+def render_report(data: dict[str, Any]) -> None:
+    s = data["sessions"]
+    verb = "would import" if data["dryRun"] else "imported"
+    out.print(f"{verb} from {data['source']}: {s['imported']} new sessions, {s['updated']} updated, "
+              f"{s['unchanged']} unchanged, {s['failed']} failed; entries "
+              + (", ".join(f"{k} {v}" for k, v in data["entries"].items()) or "none")
+              + f"; {data['alreadyImportedEntries']} already imported", highlight=False)
+    if data["unmapped"]:
+        rows = [{"kind": k, "count": v["count"], "example": (v["example"] or "")[:100], "where": v["where"]}
+                for k, v in data["unmapped"].items()]
+        out.print(table(rows, ["kind", "count", "example", "where"], "not mapped (reported, not imported)"))
+    if data.get("renamedKeys"):
+        rows = [{"why": k, "count": v["count"], "example": v["example"]} for k, v in data["renamedKeys"].items()]
+        out.print(table(rows, ["why", "count", "example"], "session keys mapped to clawkeep's shapes"))
+    if data.get("memory"):
+        out.print(table(data["memory"], ["file", "action", "lines", "to"], "memory files"))
+    config = data.get("config")
+    if config:
+        out.print(f"config: {config['action']}", highlight=False)
+        if config["unmapped"]:
+            out.print(table(config["unmapped"], ["key", "reason"], "openclaw.json keys with no clawkeep equivalent"))
+    for note in data["notes"] + (config or {}).get("notes", []):
+        out.print(f"note: {note}", highlight=False)
+
+
+def _finish(data: dict[str, Any], as_json: bool) -> None:
+    """The report (JSON or tables); what failed also goes to stderr, and makes the exit code 2."""
+    emit(data, as_json, render_report)
+    for problem in data["errors"]:
+        err.print(f"error: {problem['where']}: {problem['message']}", highlight=False, markup=False)
+    if data["errors"]:
+        raise typer.Exit(2)
+
+
+@import_app.command("openclaw")
+def import_openclaw(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="OpenClaw state directory (default of OpenClaw: ~/.openclaw)."),
+    agent: str | None = typer.Option(None, "--agent", help="Only this OpenClaw agent (default: every agent)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Read and report; write nothing."),
+    force_config: bool = typer.Option(False, "--force-config", help="Replace an existing clawkeep.json5 with the "
+                                      "translated openclaw.json (the old file is kept as a backup)."),
+    skip_config: bool = typer.Option(False, "--skip-config", help="Do not translate openclaw.json."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Import sessions, transcripts, memory files and openclaw.json from an OpenClaw home."""
+    if force_config and skip_config:
+        raise InputError("--force-config and --skip-config exclude each other")
+    eng = engine(ctx)
+    with progress_bar("importing", as_json) as bar:
+        data = eng.import_openclaw(path, agent=agent, dry_run=dry_run, progress=bar,
+                                   config="force" if force_config else "skip" if skip_config else "keep")
+    _finish(data, as_json)
+
+
+@import_app.command("jsonl")
+def import_jsonl(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(..., help="clawkeep export files, or directories of them."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and report; write nothing."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Import transcripts written by `clawkeep export` (idempotent)."""
+    _finish(engine(ctx).import_jsonl(list(paths), dry_run=dry_run), as_json)
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    session: str | None = typer.Argument(None, help="Session key or id (or use --all)."),
+    all_sessions: bool = typer.Option(False, "--all", help="Every session of every agent, one file each in --out."),
+    output_format: str = typer.Option("jsonl", "--format", help="jsonl (the only format)."),
+    out_path: Path | None = typer.Option(None, "--out", help="File (one session; default stdout) or dir (--all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON (needs --out)."),
+) -> None:
+    """Write transcripts in clawkeep's JSONL format (see the README), re-importable losslessly."""
+    if output_format != "jsonl":
+        raise InputError(f"--format {output_format!r} is not supported; allowed: jsonl")
+    if all_sessions == (session is not None):
+        raise InputError("give one SESSION (key or id) or --all")
+    eng = engine(ctx)
+    if all_sessions:
+        if out_path is None:
+            raise InputError("--all needs --out DIR (one file per session)")
+        written = eng.export_all(out_path)
+        emit({"sessions": written}, as_json, lambda d: out.print(
+            f"exported {len(d['sessions'])} sessions to {out_path}", highlight=False))
+        return
+    if out_path is None:
+        if as_json:
+            raise InputError("--json prints a summary; give --out FILE for the export itself")
+        eng.export_session(session, sys.stdout)
+        return
+    if out_path.is_dir():
+        raise InputError(f"--out {out_path} is a directory; give a file for one session (or use --all)")
+    temporary = out_path.with_name(f".{out_path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        summary = eng.export_session(session, handle)
+    temporary.replace(out_path)
+    emit({**summary, "file": str(out_path)}, as_json, lambda d: out.print(
+        f"exported {d['sessionKey']} ({d['entries']} entries) to {d['file']}", highlight=False))

@@ -1,0 +1,379 @@
+"""Where memory files are written: one interface, two implementations (SPEC D4).
+
+Every write of a memory file — remember, edit, delete, sweep, the flush, the session-memory hook,
+Dreaming — is `docs.update(rel, change)`: `change` gets the file's current lines and returns the
+new ones (or None: nothing to write). Reads stay plain file reads of the workspace.
+
+- `FileDocuments` (embedded SQLite mode): the workspace files are the documents; a write is an
+  atomic rename, as always.
+- `MirroredDocuments` (PostgreSQL mode): the documents live in the database (path, text,
+  version); the workspace directory is this instance's mirror of them, for humans and tools.
+  `update` reads the stored version and writes back with a compare-and-set; when another instance
+  wrote in between, `change` runs again on the newer text (so two instances' appends both land,
+  and an edit of an item someone else changed meanwhile is refused by its `change`). `sync` runs
+  before reads: it writes a human's edit of a mirrored file back through the same check, then
+  pulls what other instances wrote. When a human's edit and another write collide, both are
+  kept: the database's version stays the document, the human's goes to
+  `memory/.conflicts/<file>.<time>.<instance>.md`, and the conflict is recorded and reported
+  (`memory status`, a warning) — never a silent overwrite.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConflictError, InputError
+from ..storage import DocumentConflict, DocumentStore
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+
+Change = Callable[[list[str]], "list[str] | None"]
+CONFLICTS_DIR = f"{NOTES_DIR}/.conflicts"
+STATE_FILE = ".clawkeep/mirror.json"
+MAX_ATTEMPTS = 8
+
+
+# --- plain files --------------------------------------------------------------------------
+def read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    except UnicodeDecodeError:
+        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
+    except OSError as exc:  # unreadable (permissions), a directory, …
+        raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc}); fix its permissions"
+                         ) from None
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)  # atomic: a crash never leaves half a memory file
+    except OSError as exc:  # a read-only workspace: say which file, never a raw PermissionError
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise InputError(f"memory file {path} cannot be written ({exc.strerror or exc}); make the workspace "
+                         "writable, or set agents.defaults.workspaceAccess to \"ro\" to stop writes") from None
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def memory_files(workspace: Path) -> list[str]:
+    """MEMORY.md and memory/**/*.md (hidden folders such as .dreams and .archive excluded):
+    regular files whose real path is inside the workspace (M4: no link leads out, no FIFO).
+
+    Runs before every search (the staleness check), so it walks with scandir and plain strings:
+    pathlib's rglob + relative_to cost ~13 µs a file, this ~1 µs."""
+    found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
+    notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
+    return found + sorted(notes)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+WRITE_LOCK = ".clawkeep/write.lock"  # hidden: never indexed or listed
+_HELD = threading.local()  # workspaces this thread holds the write lock of (re-entry is free)
+
+
+@contextmanager
+def locked(workspace: Path) -> Iterator[None]:
+    """The workspace's write lock: every read-modify-write of a memory file (remember, edit,
+    delete, flush, the hook, a Dreaming rewrite and its hash check) runs under it, so two writers
+    — threads of a gateway, a CLI beside it — never interleave and lose one's change. An
+    exclusive `flock`, released by the kernel however the holder exits; a thread that holds it
+    may take it again."""
+    key = str(workspace)
+    held = _HELD.__dict__.setdefault("keys", set())
+    if key in held:
+        yield
+        return
+    path = workspace / WRITE_LOCK
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only workspace: the write itself will fail and say so
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class FileDocuments:
+    """Embedded mode: the files themselves."""
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+
+    def sync(self) -> None:
+        """Nothing to reconcile: the files are the only copy."""
+
+    def update(self, rel: str, change: Change) -> list[str]:
+        path = self.workspace / rel
+        with locked(self.workspace):
+            lines = read_lines(path)
+            new = change(list(lines))
+            if new is None:
+                return lines
+            write_lines(path, new)
+            return new
+
+    def create(self, rel: str, text: str) -> bool:
+        """Write a new file; False (nothing written) when `rel` exists."""
+        path = self.workspace / rel
+        with locked(self.workspace):
+            if path.exists():
+                return False
+            write_text(path, text)
+            return True
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        return []
+
+
+class MirroredDocuments:
+    """PostgreSQL mode: the database's documents mirrored into `workspace` (see the module doc)."""
+
+    def __init__(self, workspace: Path, store: DocumentStore, holder: str | None = None):
+        self.workspace = workspace
+        self.store = store
+        self.holder = holder or f"{socket.gethostname()}:{_digest(str(workspace))[:6]}"
+        self._lock = threading.RLock()
+        self._state_path = workspace / STATE_FILE
+        self._state = self._load_state()
+        self.warnings: list[str] = []
+
+    # --- the mirror's memory of what it wrote --------------------------------------------
+    def _load_state(self) -> dict[str, Any]:
+        try:
+            state = json.loads(self._state_path.read_text(encoding="utf-8"))
+            if isinstance(state, dict) and isinstance(state.get("docs"), dict):
+                return state
+        except (OSError, ValueError):
+            pass
+        return {"seq": 0, "docs": {}}
+
+    def _save_state(self) -> None:
+        write_text(self._state_path, json.dumps(self._state, ensure_ascii=False))
+
+    def _mirror(self, rel: str, text: str | None, version: int) -> None:
+        """Make the local file `text` (None: absent) and remember it as `version`."""
+        path = self.workspace / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+            self._state["docs"].pop(rel, None)
+            return
+        write_text(path, text)
+        st = path.stat()
+        self._state["docs"][rel] = [version, _digest(text), st.st_mtime_ns, st.st_size]
+
+    # --- reconcile -----------------------------------------------------------------------
+    def sync(self) -> None:
+        """Write local (human) edits back, then pull what other instances wrote."""
+        with self._lock:
+            changed = self._push_local_edits()
+            changed |= self._pull()
+            if changed:
+                self._save_state()
+
+    def _local_text(self, rel: str, known: list | None) -> tuple[bool, str | None]:
+        """(changed since mirrored, current text or None when the file is gone)."""
+        path = self.workspace / rel
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return known is not None, None
+        if known is not None and [st.st_mtime_ns, st.st_size] == known[2:4]:
+            return False, None  # untouched: no need to read it
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False, None  # unreadable: left alone (the index reports it)
+        if known is not None and _digest(text) == known[1]:
+            known[2:4] = [st.st_mtime_ns, st.st_size]
+            return False, text
+        return True, text
+
+    def _push_local_edits(self) -> bool:
+        docs = self._state["docs"]
+        changed = False
+        for rel in sorted(set(memory_files(self.workspace)) | set(docs)):
+            if not _safe(rel):
+                continue
+            known = docs.get(rel)
+            edited, text = self._local_text(rel, known)
+            if not edited:
+                continue
+            changed = True
+            try:
+                if text is None:
+                    self.store.doc_delete(rel, known[0], self.holder)
+                    docs.pop(rel, None)
+                else:
+                    doc = self.store.doc_put(rel, text, known[0] if known else None, self.holder)
+                    st = (self.workspace / rel).stat()
+                    docs[rel] = [doc.version, _digest(text), st.st_mtime_ns, st.st_size]
+            except ConflictError:
+                self._keep_both(rel, text, known[0] if known else None)
+        return changed
+
+    def _keep_both(self, rel: str, ours: str | None, base: int | None) -> None:
+        """A local edit lost the race: the database's version stays; ours is kept beside it."""
+        current = self.store.doc_get(rel)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", rel)
+        kept = f"{CONFLICTS_DIR}/{name}.{stamp}.{re.sub(r'[^A-Za-z0-9_-]+', '-', self.holder)}.md"
+        if ours is not None:
+            copy = self.store.doc_put(kept, ours, None, self.holder)
+            self._mirror(kept, ours, copy.version)
+        else:
+            kept = "(a deletion, not applied)"
+        self.store.doc_record_conflict(DocumentConflict(rel, kept, base, current.version if current else None,
+                                                        self.holder, int(time.time() * 1000)))
+        if current is not None and not current.deleted:
+            self._mirror(rel, current.text, current.version)
+        else:
+            self._mirror(rel, None, 0)
+        self.warnings.append(f"memory file {rel} was changed here and by another instance at the same time: the "
+                             f"other version stays in {rel}, this one was kept as {kept}")
+
+    def _pull(self) -> bool:
+        head = self.store.doc_head()
+        if head <= int(self._state.get("seq", 0)):
+            return False
+        for doc in self.store.doc_changes(int(self._state.get("seq", 0))):
+            if not _safe(doc.path):
+                continue
+            known = self._state["docs"].get(doc.path)
+            if known is not None and known[0] >= doc.version:
+                continue
+            self._mirror(doc.path, None if doc.deleted else doc.text, doc.version)
+        self._state["seq"] = head
+        return True
+
+    # --- writes --------------------------------------------------------------------------
+    def update(self, rel: str, change: Change) -> list[str]:
+        with self._lock:
+            self.sync()
+            for _ in range(MAX_ATTEMPTS):
+                doc = self.store.doc_get(rel)
+                lines = doc.text.splitlines() if doc is not None and not doc.deleted else []
+                new = change(list(lines))
+                if new is None:
+                    return lines
+                text = "\n".join(new) + "\n"
+                expected = doc.version if doc is not None and not doc.deleted else None
+                try:
+                    if expected is None and doc is not None:  # a tombstone: bring it back
+                        written = self.store.doc_put(rel, text, None, self.holder)
+                    else:
+                        written = self.store.doc_put(rel, text, expected, self.holder)
+                except ConflictError:
+                    continue  # another instance wrote first: apply the change to its version
+                self._mirror(rel, text, written.version)
+                self._save_state()
+                return new
+        raise ConflictError(f"memory file {rel} kept changing under other writers ({MAX_ATTEMPTS} tries); "
+                            "nothing was written, try again")
+
+    def create(self, rel: str, text: str) -> bool:
+        with self._lock:
+            try:
+                doc = self.store.doc_put(rel, text, None, self.holder)
+            except ConflictError:
+                return False
+            self._mirror(rel, text, doc.version)
+            self._save_state()
+            return True
+
+    def replace(self, rel: str, text: str | None) -> None:
+        """A whole-document write (None: delete) based on what this mirror last held: ConflictError
+        when another instance wrote the document since (nothing is written then)."""
+        with self._lock:
+            known = self._state["docs"].get(rel)
+            if text is None:
+                if known is not None:
+                    self.store.doc_delete(rel, known[0], self.holder)
+                self._mirror(rel, None, 0)
+            else:
+                written = self.store.doc_put(rel, text, known[0] if known else None, self.holder)
+                self._mirror(rel, text, written.version)
+            self._save_state()
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        return [{"path": c.path, "keptAs": c.kept_as, "baseVersion": c.base_version,
+                 "currentVersion": c.current_version, "instance": c.holder, "at": c.at}
+                for c in self.store.doc_conflicts()]
+
+
+def _safe(rel: str) -> bool:
+    """A document path that stays inside the workspace."""
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and ".." not in parts and "" not in parts and "\x00" not in rel
+
+
+_REGISTRY: dict[str, MirroredDocuments] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def attach(workspace: Path, store: Any) -> FileDocuments | MirroredDocuments:
+    """The documents of `workspace`: mirrored when `store` keeps documents (PostgreSQL), else the
+    files. The mirror is shared by every caller in this process."""
+    if not isinstance(store, DocumentStore):
+        return FileDocuments(workspace)
+    key = str(workspace.resolve())
+    with _REGISTRY_LOCK:
+        found = _REGISTRY.get(key)
+        if found is None or found.store is not store:
+            found = _REGISTRY[key] = MirroredDocuments(workspace, store)
+    return found
+
+
+def detach(workspace: Path) -> None:
+    with _REGISTRY_LOCK:
+        _REGISTRY.pop(str(workspace.resolve()), None)
+
+
+def write_document(workspace: Path, rel: str, text: str | None,
+                   write_file: Callable[[Path, str | None], None]) -> None:
+    """A whole-file write of a memory document (Dreaming): `write_file` on the file in embedded
+    mode; in PostgreSQL mode a compare-and-set against the version this instance's mirror holds,
+    then the mirror. ConflictError when another instance changed the document meanwhile."""
+    docs = for_workspace(workspace)
+    if isinstance(docs, MirroredDocuments):
+        docs.replace(rel, text)
+    else:
+        with locked(workspace):
+            write_file(workspace / rel, text)
+
+
+def for_workspace(workspace: Path) -> FileDocuments | MirroredDocuments:
+    """What `attach` gave this workspace (the files when nothing was attached)."""
+    with _REGISTRY_LOCK:
+        return _REGISTRY.get(str(workspace.resolve())) or FileDocuments(workspace)

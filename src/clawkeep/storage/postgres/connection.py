@@ -1,0 +1,295 @@
+"""What every PostgreSQL store shares: one connection pool per server and process, per-thread
+transactions (nested calls join the outer one), numbered migrations in the store's own schema,
+and errors that name the server (never its password) and say what to do.
+
+Each store lives in its own schema (`<prefix>_agent_<id>`, `<prefix>_memory_<id>`), listed in
+the catalog table `<prefix>.stores`, so the SQL of a store reads like the SQLite one and several
+deployments can share one database under different `storage.schema` prefixes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...errors import InputError, StorageError
+from ..base import AppliedMigration
+from ..journal import record_committed
+
+try:  # the optional `postgres` extra
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg_pool import ConnectionPool
+except ImportError:  # pragma: no cover - reported by require_driver()
+    psycopg = None  # type: ignore[assignment]
+
+SCHEMA_LIMIT = 63  # PostgreSQL identifiers
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]  # `{s}` is the store's quoted schema
+
+
+def require_driver() -> None:
+    if psycopg is None:
+        raise InputError("storage.url is a PostgreSQL URL but the PostgreSQL driver is not installed: "
+                         "pip install 'clawkeep[postgres]' (psycopg 3 and psycopg_pool)")
+
+
+def redact(url: str) -> str:
+    """host:port/database of a URL, as every message names the server (no user, no password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not host:
+        found = re.search(r"host=([^&]+)", parts.query or "")
+        host = found.group(1) if found else "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"postgresql://{host}{port}{parts.path or '/'}"
+
+
+def schema_name(prefix: str, kind: str, name: str) -> str:
+    """`<prefix>_<kind>_<name>`, shortened with a hash when it would exceed 63 bytes."""
+    full = f"{prefix}_{kind}_{name}"
+    if len(full) <= SCHEMA_LIMIT:
+        return full
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return f"{full[:SCHEMA_LIMIT - 13]}_{digest}"
+
+
+def quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def lock_id(*parts: str) -> int:
+    """A stable signed 64-bit advisory-lock id for a name."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def translate(url: str, exc: Exception, *, connecting: bool = False) -> Exception:
+    """A psycopg error as a ClawkeepError naming the server and what to do."""
+    where = redact(url)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return InputError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); grant it CREATE "
+                          "on the database (and USAGE/CREATE on clawkeep's schemas), or use a URL whose role may")
+    if isinstance(exc, pg_errors.InvalidAuthorizationSpecification | pg_errors.InvalidPassword):
+        return InputError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+    if isinstance(exc, pg_errors.InvalidCatalogName):
+        return InputError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
+    if isinstance(exc, psycopg.OperationalError):
+        lowered = text.lower()
+        if "password authentication failed" in lowered or "role" in lowered and "does not exist" in lowered:
+            return InputError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+        if "database" in lowered and "does not exist" in lowered:
+            return InputError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
+        if connecting:
+            return StorageError(f"PostgreSQL at {where} cannot be reached ({text}); check that the server runs and "
+                                "that storage.url names it")
+        return StorageError(f"the connection to PostgreSQL at {where} failed ({text}); the step that failed was "
+                            "rolled back (nothing it wrote was kept) and the next call reconnects")
+    return StorageError(f"PostgreSQL at {where}: {text}")
+
+
+class Database:
+    """One pool per (url, size) and process, shared by every store on that server."""
+
+    _pools: dict[tuple[str, int], tuple[Database, int]] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, url: str, size: int, connect_timeout_ms: int):
+        self.url = url
+        timeout = max(1, round(connect_timeout_ms / 1000))
+        try:  # one direct connection first: its error says why (a pool only says "timed out")
+            psycopg.connect(url, connect_timeout=timeout).close()
+        except psycopg.Error as exc:
+            raise translate(url, exc, connecting=True) from None
+        self.pool = ConnectionPool(url, min_size=1, max_size=size, open=True, timeout=connect_timeout_ms / 1000,
+                                   kwargs={"connect_timeout": timeout}, check=ConnectionPool.check_connection,
+                                   name=f"clawkeep {redact(url)}")
+
+    @classmethod
+    def acquire(cls, url: str, size: int, connect_timeout_ms: int) -> Database:
+        with cls._guard:
+            found = cls._pools.get((url, size))
+            if found is None:
+                found = (cls(url, size, connect_timeout_ms), 0)
+            cls._pools[(url, size)] = (found[0], found[1] + 1)
+            return found[0]
+
+    @classmethod
+    def release(cls, db: Database) -> None:
+        with cls._guard:
+            for key, (found, count) in list(cls._pools.items()):
+                if found is db:
+                    if count > 1:
+                        cls._pools[key] = (found, count - 1)
+                    else:
+                        del cls._pools[key]
+                        found.pool.close()
+
+
+class PgConnection:
+    """Base of the PostgreSQL stores: `schema` is created and migrated on first open."""
+
+    migrations: tuple[Migration, ...] = ()
+    kind = "?"
+
+    def __init__(self, url: str, *, prefix: str, name: str, pool_size: int = 8, connect_timeout_ms: int = 10_000,
+                 create: bool = True):
+        require_driver()
+        self.url = url
+        self.prefix, self.name = prefix, name
+        self.schema = schema_name(prefix, self.kind, name)
+        self.s = quote(self.schema)
+        self.path = f"{redact(url)} schema {self.schema}"  # what messages name
+        self._local = threading.local()
+        self.db = Database.acquire(url, pool_size, connect_timeout_ms)
+        self._closed = False
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- transactions -------------------------------------------------------------
+    def _current(self) -> Any:
+        return getattr(self._local, "conn", None)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._current() is not None:
+            yield
+            return
+        self._local.notes = []
+        try:
+            # an explicit outer transaction, so a nested `conn.transaction()` is a savepoint
+            with self.db.pool.connection() as conn, conn.transaction():
+                self._local.conn = conn
+                try:
+                    yield
+                finally:
+                    self._local.conn = None
+        except psycopg.Error as exc:
+            self._local.notes = []
+            raise translate(self.url, exc) from None
+        except BaseException:
+            self._local.notes = []
+            raise
+        notes, self._local.notes = self._local.notes, []
+        if notes:
+            record_committed([w for w, minor in notes if not minor] or [w for w, _ in notes])
+
+    def _note(self, what: str, *, minor: bool = False) -> None:
+        notes = getattr(self._local, "notes", None)
+        if notes is not None:
+            notes.append((what, minor))
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """The thread's transaction connection, or a pooled one for a single read."""
+        current = self._current()
+        if current is not None:
+            yield current
+            return
+        try:
+            with self.db.pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise translate(self.url, exc) from None
+
+    def _query(self, sql: str, params: Sequence[Any] | dict | None = None) -> list[Any]:
+        with self._conn() as conn:
+            try:
+                return conn.execute(sql.replace("{s}", self.s), params).fetchall()
+            except psycopg.Error as exc:
+                if self._current() is not None:
+                    raise
+                raise translate(self.url, exc) from None
+
+    def _write(self, sql: str, params: Sequence[Any] | dict | None = None) -> Any:
+        """Inside `transaction()`."""
+        conn = self._current()
+        assert conn is not None, "writes run inside transaction()"
+        return conn.execute(sql.replace("{s}", self.s), params)
+
+    def _savepoint(self) -> Any:
+        """A nested transaction: an error inside undoes only it (a failed statement would otherwise
+        abort the whole PostgreSQL transaction, unlike SQLite's)."""
+        return self._current().transaction()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            Database.release(self.db)
+
+    # --- schema ---------------------------------------------------------------------
+    @property
+    def schema_version(self) -> int:
+        return self.migrations[-1].version if self.migrations else 0
+
+    def _migrate(self) -> None:
+        catalog = quote(self.prefix)
+        latest = self.schema_version
+        with self.transaction():
+            # one migrator per schema at a time, across processes
+            self._write("SELECT pg_advisory_xact_lock(%s)", (lock_id("migrate", self.schema),))
+            self._write(f"CREATE SCHEMA IF NOT EXISTS {catalog}")
+            self._write(f"CREATE TABLE IF NOT EXISTS {catalog}.stores (kind TEXT NOT NULL, name TEXT NOT NULL, "
+                        "schema_name TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (kind, name))")
+            self._write("CREATE SCHEMA IF NOT EXISTS {s}")
+            self._write("CREATE TABLE IF NOT EXISTS {s}.schema_migrations (version INTEGER PRIMARY KEY, "
+                        "name TEXT NOT NULL, applied_at BIGINT)")
+            done = {row[0] for row in self._write("SELECT version FROM {s}.schema_migrations").fetchall()}
+            newest = max(done, default=0)
+            if newest > latest:
+                raise StorageError(
+                    f"database {self.path} has schema version {newest}, newer than this clawkeep understands "
+                    f"(up to {latest}); it was written by a newer clawkeep: upgrade clawkeep to open it. "
+                    "Nothing was changed")
+            for m in self.migrations:
+                if m.version in done:
+                    continue
+                for statement in m.statements:
+                    self._write(statement)
+                self._write("INSERT INTO {s}.schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                            (m.version, m.name, int(time.time() * 1000)))
+            self._write(f"INSERT INTO {catalog}.stores (kind, name, schema_name, created_at) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT DO NOTHING", (self.kind, self.name, self.schema, int(time.time() * 1000)))
+
+    def applied_migrations(self) -> list[AppliedMigration]:
+        rows = self._query("SELECT version, name, applied_at FROM {s}.schema_migrations ORDER BY version")
+        return [AppliedMigration(*row) for row in rows]
+
+
+def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8, connect_timeout_ms: int = 10_000) -> list[str]:
+    """The names of the stores of one kind under a prefix (no schema is created)."""
+    require_driver()
+    db = Database.acquire(url, pool_size, connect_timeout_ms)
+    try:
+        with db.pool.connection() as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f"{quote(prefix)}.stores",)).fetchone()[0]
+            if exists is None:
+                return []
+            rows = conn.execute(f"SELECT name FROM {quote(prefix)}.stores WHERE kind = %s ORDER BY name",
+                                (kind,)).fetchall()
+            return [r[0] for r in rows]
+    except psycopg.Error as exc:
+        raise translate(url, exc) from None
+    finally:
+        Database.release(db)
+
+
+def clean_text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL: it becomes U+FFFD (only in derived, searchable text)."""
+    return value.replace("\x00", "\ufffd") if value and "\x00" in value else value

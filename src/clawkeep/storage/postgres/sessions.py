@@ -1,0 +1,500 @@
+"""PostgreSQL agent store (SPEC D1/D2): sessions, transcript entries and their full-text index
+in the schema `<prefix>_agent_<id>`, shared by every instance on the database.
+
+Across instances: a turn holds a PostgreSQL advisory lock on its session key (`session_lock`),
+session rows are compare-and-set on `version`, a client message id is unique per conversation
+(a unique index: two instances delivering one message store it once), and `try_lease` elects
+the one instance that runs a periodic job.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from ...errors import ConflictError, DuplicateError, StorageError
+from ...locks import SessionLocks
+from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry, has_block
+from ..documents_base import Document, DocumentConflict, DocumentStore
+from ..query import TextQuery
+from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, translate
+from .fts import df_query, ranked_matches, tsvector_literal
+
+# Released migrations are never edited: a schema change is a new entry at the end.
+MIGRATIONS = (
+    Migration(1, "sessions, entries, their full-text index and leases", (
+        """CREATE TABLE {s}.sessions (
+    session_id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    chat_type TEXT, channel TEXT, account TEXT, peer TEXT, label TEXT,
+    origin TEXT NOT NULL DEFAULT 'chat',
+    parent_session_id TEXT,
+    session_started_at BIGINT NOT NULL,
+    last_interaction_at BIGINT,
+    updated_at BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    archived_at BIGINT,
+    version BIGINT NOT NULL DEFAULT 0,
+    message_count BIGINT NOT NULL DEFAULT 0,
+    model TEXT,
+    meta TEXT NOT NULL DEFAULT '{}'
+)""",
+        "CREATE UNIQUE INDEX sessions_current_key ON {s}.sessions(key) WHERE archived_at IS NULL",
+        "CREATE INDEX sessions_parent ON {s}.sessions(parent_session_id)",
+        "CREATE INDEX sessions_updated ON {s}.sessions(updated_at DESC)",
+        """CREATE TABLE {s}.entries (
+    seq BIGSERIAL PRIMARY KEY,
+    entry_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    parent_entry_id TEXT,
+    type TEXT NOT NULL,
+    role TEXT,
+    ts BIGINT NOT NULL,
+    content TEXT NOT NULL DEFAULT '[]',
+    meta TEXT NOT NULL DEFAULT '{}',
+    client_scope TEXT,
+    client_id TEXT
+)""",
+        "CREATE INDEX entries_session ON {s}.entries(session_id, seq)",
+        "CREATE INDEX entries_session_type ON {s}.entries(session_id, type, seq)",
+        "CREATE UNIQUE INDEX entries_client ON {s}.entries(client_scope, client_id) WHERE client_id IS NOT NULL",
+        "CREATE INDEX entries_client_id ON {s}.entries(client_id) WHERE client_id IS NOT NULL",
+        # id = the entry's seq; session_id copied so visibility filters before the ranking
+        """CREATE TABLE {s}.entry_index (
+    id BIGINT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    tsv TSVECTOR NOT NULL
+)""",
+        "CREATE INDEX entry_index_tsv ON {s}.entry_index USING gin (tsv)",
+        "CREATE INDEX entry_index_session ON {s}.entry_index(session_id)",
+        "CREATE TABLE {s}.leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, "
+        "version BIGINT NOT NULL DEFAULT 0)",
+    )),
+    Migration(2, "memory documents (SPEC D4) and their conflicts", (
+        "CREATE SEQUENCE {s}.document_seq",
+        "CREATE TABLE {s}.documents (path TEXT PRIMARY KEY, text TEXT NOT NULL, version BIGINT NOT NULL, "
+        "seq BIGINT NOT NULL, deleted BOOLEAN NOT NULL DEFAULT FALSE, updated_at BIGINT NOT NULL, updated_by TEXT)",
+        "CREATE INDEX documents_seq ON {s}.documents(seq)",
+        "CREATE TABLE {s}.document_conflicts (id BIGSERIAL PRIMARY KEY, path TEXT NOT NULL, kept_as TEXT NOT NULL, "
+        "base_version BIGINT, current_version BIGINT, holder TEXT NOT NULL, at BIGINT NOT NULL)",
+    )),
+    Migration(3, "running totals for the metrics (counters)", (
+        "CREATE TABLE {s}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL DEFAULT 0)",
+    )),
+)
+_DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
+
+_SESSION_COLUMNS = ("session_id", "key", "agent_id", "kind", "chat_type", "channel", "account", "peer", "label",
+                    "origin", "parent_session_id", "session_started_at", "last_interaction_at", "updated_at",
+                    "created_at", "archived_at", "version", "message_count", "model", "meta")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
+_ENTRY_WIDTH = 11
+# What Python's str.strip() removes: a blank text block never counts as text.
+_BLANKS = "".join(chr(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
+                                   8232, 8233, 8239, 8287, 12288))
+_NUL_ESCAPE = "\\u0000"  # JSON text PostgreSQL's jsonb refuses
+LOCK_POLL_S = (0.002, 0.05)  # first and longest wait between tries of a busy session lock
+
+
+class PgAgentStore(PgConnection, AgentStore, DocumentStore):
+    migrations = MIGRATIONS
+    kind = "agent"
+
+    def __init__(self, url: str, agent_id: str, *, prefix: str = "clawkeep", pool_size: int = 8,
+                 connect_timeout_ms: int = 10_000, lock_timeout_ms: int = 30_000):
+        self.agent_id = agent_id
+        self._session_locks = SessionLocks()
+        self._held: dict[str, int] = {}  # key -> depth, for the advisory lock (re-entrant per thread)
+        self._held_guard = threading.Lock()
+        self._lock_conn: Any = None
+        self._lock_conn_guard = threading.Lock()
+        self.lock_timeout_ms = lock_timeout_ms
+        PgConnection.__init__(self, url, prefix=prefix, name=agent_id, pool_size=pool_size,
+                              connect_timeout_ms=connect_timeout_ms)
+
+    # --- the turn lock across instances ---------------------------------------------
+    def session_lock(self, key: str) -> AbstractContextManager[None]:
+        return self._hold(key)
+
+    @contextmanager
+    def _hold(self, key: str) -> Iterator[None]:
+        # Threads of this process queue on the in-process lock; the one holding it then takes the
+        # advisory lock every instance sees (kept on one connection for all of this store's turns).
+        with self._session_locks.hold(key):
+            with self._held_guard:
+                depth = self._held.get(key, 0)
+                self._held[key] = depth + 1
+            try:
+                if depth == 0:
+                    self._advisory(key, take=True)
+                try:
+                    yield
+                finally:
+                    if depth == 0:
+                        self._advisory(key, take=False)
+            finally:
+                with self._held_guard:
+                    if self._held[key] <= 1:
+                        del self._held[key]
+                    else:
+                        self._held[key] -= 1
+
+    def _lock_connection(self) -> Any:
+        import psycopg  # noqa: PLC0415
+
+        if self._lock_conn is None or self._lock_conn.closed or self._lock_conn.broken:
+            self._lock_conn = psycopg.connect(self.url, autocommit=True)
+        return self._lock_conn
+
+    def _advisory(self, key: str, *, take: bool) -> None:
+        import psycopg  # noqa: PLC0415
+
+        ident = lock_id(self.schema, key)
+        deadline = time.monotonic() + self.lock_timeout_ms / 1000
+        wait = LOCK_POLL_S[0]
+        while True:
+            with self._lock_conn_guard:
+                try:
+                    conn = self._lock_connection()
+                    if not take:
+                        conn.execute("SELECT pg_advisory_unlock(%s)", (ident,))
+                        return
+                    if conn.execute("SELECT pg_try_advisory_lock(%s)", (ident,)).fetchone()[0]:
+                        return
+                except psycopg.Error as exc:
+                    if not take:  # the connection is gone, and with it the lock
+                        return
+                    raise translate(self.url, exc) from None
+            if time.monotonic() > deadline:
+                raise StorageError(f"session {key} is busy in another instance for more than "
+                                   f"{self.lock_timeout_ms} ms (storage.busyTimeoutMs); nothing was changed, try again")
+            time.sleep(wait)
+            wait = min(wait * 2, LOCK_POLL_S[1])
+
+    def close(self) -> None:
+        with self._lock_conn_guard:
+            if self._lock_conn is not None:
+                self._lock_conn.close()
+                self._lock_conn = None
+        PgConnection.close(self)
+
+    # --- leases -----------------------------------------------------------------------
+    def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
+        with self.transaction():
+            rows = self._write(
+                "INSERT INTO {s}.leases AS l (name, holder, expires_at) "
+                "VALUES (%s, %s, clock_timestamp() + %s * interval '1 millisecond') "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, "
+                "version = l.version + 1 WHERE l.holder = excluded.holder OR l.expires_at < clock_timestamp() "
+                "RETURNING holder", (name, holder, int(ttl_ms))).fetchall()
+        return bool(rows)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        with self.transaction():
+            self._write("DELETE FROM {s}.leases WHERE name = %s AND holder = %s", (name, holder))
+
+    # --- counters -------------------------------------------------------------------
+    def add_counters(self, deltas: dict[str, int]) -> None:
+        rows = sorted((name, int(value)) for name, value in deltas.items() if value)  # one lock order: no deadlock
+        if not rows:
+            return
+        with self.transaction():
+            for name, value in rows:
+                self._write("INSERT INTO {s}.counters AS c (name, value) VALUES (%s, %s) "
+                            "ON CONFLICT (name) DO UPDATE SET value = c.value + excluded.value", (name, value))
+            self._note("metrics counters", minor=True)
+
+    def counters(self) -> dict[str, int]:
+        return {name: int(value) for name, value in self._query("SELECT name, value FROM {s}.counters")}
+
+    # --- memory documents (D4) ------------------------------------------------------
+    def doc_get(self, path: str) -> Document | None:
+        rows = self._query(f"SELECT {_DOC_COLUMNS} FROM {{s}}.documents WHERE path = %s", (path,))
+        return Document(*rows[0]) if rows else None
+
+    def doc_put(self, path: str, text: str, expected_version: int | None, holder: str) -> Document:
+        now = int(time.time() * 1000)
+        with self.transaction():
+            if expected_version is None:  # create, or bring a tombstone back
+                rows = self._write(
+                    "INSERT INTO {s}.documents AS d (path, text, version, seq, updated_at, updated_by) "
+                    "VALUES (%s, %s, 1, nextval('{s}.document_seq'), %s, %s) ON CONFLICT (path) DO UPDATE SET "
+                    "text = excluded.text, version = d.version + 1, seq = excluded.seq, deleted = FALSE, "
+                    f"updated_at = excluded.updated_at, updated_by = excluded.updated_by WHERE d.deleted "
+                    f"RETURNING {_DOC_COLUMNS}", (path, clean_text(text), now, holder)).fetchall()
+            else:
+                rows = self._write(
+                    "UPDATE {s}.documents SET text = %s, version = version + 1, seq = nextval('{s}.document_seq'), "
+                    f"deleted = FALSE, updated_at = %s, updated_by = %s WHERE path = %s AND version = %s "
+                    f"RETURNING {_DOC_COLUMNS}", (clean_text(text), now, holder, path, expected_version)).fetchall()
+            if not rows:
+                raise ConflictError(f"memory document {path} was changed by another writer (expected version "
+                                    f"{expected_version}); re-read it and try again")
+            self._note(f"wrote memory document {path}")
+        return Document(*rows[0])
+
+    def doc_delete(self, path: str, expected_version: int, holder: str) -> Document:
+        with self.transaction():
+            rows = self._write(
+                "UPDATE {s}.documents SET text = '', version = version + 1, seq = nextval('{s}.document_seq'), "
+                f"deleted = TRUE, updated_at = %s, updated_by = %s WHERE path = %s AND version = %s AND NOT deleted "
+                f"RETURNING {_DOC_COLUMNS}", (int(time.time() * 1000), holder, path, expected_version)).fetchall()
+            if not rows:
+                raise ConflictError(f"memory document {path} was changed by another writer; not deleted")
+        return Document(*rows[0])
+
+    def doc_head(self) -> int:
+        return int(self._query("SELECT coalesce(max(seq), 0) FROM {s}.documents")[0][0])
+
+    def doc_changes(self, after_seq: int) -> list[Document]:
+        rows = self._query(f"SELECT {_DOC_COLUMNS} FROM {{s}}.documents WHERE seq > %s ORDER BY seq", (after_seq,))
+        return [Document(*r) for r in rows]
+
+    def doc_record_conflict(self, conflict: DocumentConflict) -> None:
+        with self.transaction():
+            self._write("INSERT INTO {s}.document_conflicts (path, kept_as, base_version, current_version, holder, at) "
+                        "VALUES (%s, %s, %s, %s, %s, %s)", (conflict.path, conflict.kept_as, conflict.base_version,
+                                                            conflict.current_version, conflict.holder, conflict.at))
+
+    def doc_conflicts(self, limit: int = 50) -> list[DocumentConflict]:
+        rows = self._query("SELECT path, kept_as, base_version, current_version, holder, at "
+                           "FROM {s}.document_conflicts ORDER BY id DESC LIMIT %s", (int(limit),))
+        return [DocumentConflict(*r) for r in rows]
+
+    # --- sessions -------------------------------------------------------------------
+    @staticmethod
+    def _session(row: Sequence[Any]) -> SessionRecord:
+        values = dict(zip(_SESSION_COLUMNS, row, strict=True))
+        values["meta"] = json.loads(values["meta"] or "{}")
+        return SessionRecord(**values)
+
+    def _select_sessions(self, where: str, params: Sequence[Any]) -> list[SessionRecord]:
+        rows = self._query(f"SELECT {', '.join(_SESSION_COLUMNS)} FROM {{s}}.sessions WHERE {where}", params)
+        return [self._session(r) for r in rows]
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        found = self._select_sessions("session_id = %s", (session_id,))
+        return found[0] if found else None
+
+    def get_session_by_key(self, key: str) -> SessionRecord | None:
+        found = self._select_sessions("key = %s AND archived_at IS NULL", (key,))
+        return found[0] if found else None
+
+    def _session_values(self, record: SessionRecord) -> list[Any]:
+        values = [getattr(record, name) for name in _SESSION_COLUMNS]
+        values[_SESSION_COLUMNS.index("meta")] = json.dumps(record.meta, ensure_ascii=False)
+        return values
+
+    def insert_session(self, record: SessionRecord) -> None:
+        marks = ", ".join("%s" for _ in _SESSION_COLUMNS)
+        with self.transaction():
+            try:
+                with self._savepoint():
+                    self._write(f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks})",
+                                self._session_values(record))
+            except pg_errors.UniqueViolation:
+                raise ConflictError(f"session key {record.key!r} already has a current session") from None
+            self._note(f"created session {record.key} ({record.session_id})")
+
+    def update_session(self, record: SessionRecord) -> None:
+        columns = [c for c in _SESSION_COLUMNS if c not in ("session_id", "version")]
+        values = dict(zip(_SESSION_COLUMNS, self._session_values(record), strict=True))
+        assignments = ", ".join(f"{c} = %s" for c in columns)
+        with self.transaction():
+            try:
+                with self._savepoint():
+                    cursor = self._write(f"UPDATE {{s}}.sessions SET {assignments}, version = version + 1 "
+                                         "WHERE session_id = %s AND version = %s",
+                                         [values[c] for c in columns] + [record.session_id, record.version])
+            except pg_errors.UniqueViolation:
+                raise ConflictError(f"session key {record.key!r} already has a current session") from None
+            if cursor.rowcount != 1:
+                raise ConflictError(f"session {record.session_id} was changed by another writer; reload and retry")
+            self._note(f"updated session {record.key}", minor=True)
+        record.version += 1
+
+    @staticmethod
+    def _session_where(flt: SessionFilter) -> tuple[str, list[Any]]:
+        where, params = ["TRUE" if flt.include_archived else "archived_at IS NULL"], []
+        if flt.kinds is not None:
+            where.append("kind = ANY(%s)")
+            params.append(list(flt.kinds))
+        if flt.label is not None:
+            where.append("lower(coalesce(label, '')) = %s")
+            params.append(flt.label.lower())
+        if flt.updated_since is not None:
+            if flt.updated_since > _INT64_MAX:
+                where.append("FALSE")
+            else:
+                where.append("updated_at >= %s")
+                params.append(max(flt.updated_since, _INT64_MIN))
+        if flt.parent_session_id is not None:
+            where.append("parent_session_id = %s")
+            params.append(flt.parent_session_id)
+        if flt.descendants_of is not None:
+            walk = "" if flt.include_archived else " AND c.archived_at IS NULL"
+            where.append(
+                "session_id IN (WITH RECURSIVE below(id) AS ("
+                f"SELECT c.session_id FROM {{s}}.sessions c WHERE c.parent_session_id = ANY(%s){walk} "
+                f"UNION SELECT c.session_id FROM {{s}}.sessions c JOIN below ON c.parent_session_id = below.id{walk}) "
+                "SELECT id FROM below)")
+            params.append(list(flt.descendants_of))
+        return " AND ".join(where), params
+
+    def list_sessions(self, flt: SessionFilter = SessionFilter()) -> list[SessionRecord]:
+        where, params = self._session_where(flt)
+        tail = f" LIMIT {int(flt.limit)}" if flt.limit is not None else ""
+        return self._select_sessions(f"{where} ORDER BY updated_at DESC, session_id{tail}", params)
+
+    def count_sessions(self, flt: SessionFilter = SessionFilter()) -> int:
+        where, params = self._session_where(flt)
+        count = self._query(f"SELECT count(*) FROM {{s}}.sessions WHERE {where}", params)[0][0]
+        return min(count, flt.limit) if flt.limit is not None else count
+
+    def delete_session(self, session_id: str) -> None:
+        with self.transaction():
+            self._write("DELETE FROM {s}.entry_index WHERE session_id = %s", (session_id,))
+            self._write("DELETE FROM {s}.entries WHERE session_id = %s", (session_id,))
+            self._write("DELETE FROM {s}.sessions WHERE session_id = %s", (session_id,))
+            self._note(f"deleted session {session_id}")
+
+    # --- transcript -----------------------------------------------------------------
+    @staticmethod
+    def _entry(row: Sequence[Any]) -> EntryRecord:
+        seq, entry_id, session_id, parent, etype, role, ts, content, meta, client_scope, client_id = row
+        return EntryRecord(entry_id=entry_id, session_id=session_id, type=etype, timestamp=ts, role=role,
+                           content=json.loads(content), meta=json.loads(meta), parent_entry_id=parent, seq=seq,
+                           client_id=client_id, client_scope=client_scope)
+
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+        with self.transaction():
+            try:
+                with self._savepoint():
+                    row = self._write(
+                        "INSERT INTO {s}.entries (entry_id, session_id, parent_entry_id, type, role, ts, content, "
+                        "meta, client_scope, client_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                        "RETURNING seq",
+                        (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role,
+                         entry.timestamp, json.dumps(entry.content, ensure_ascii=False),
+                         json.dumps(entry.meta, ensure_ascii=False),
+                         entry.client_scope if entry.client_id else None, entry.client_id)).fetchone()
+            except pg_errors.UniqueViolation:
+                what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
+                raise DuplicateError(f"{what} already exists") from None
+            entry.seq = row[0]
+            if index_text and index_text.strip():
+                self._write("INSERT INTO {s}.entry_index (id, session_id, tokens, tsv) VALUES (%s, %s, %s, %s)",
+                            (entry.seq, entry.session_id, index_text, tsvector_literal(index_text)))
+            self._note(describe_entry(entry), minor=entry.type == "session")
+        return entry
+
+    def _one_entry(self, where: str, params: Sequence[Any]) -> EntryRecord | None:
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE {where}", params)
+        return self._entry(rows[0]) if rows else None
+
+    def get_entry(self, entry_id: str) -> EntryRecord | None:
+        return self._one_entry("entry_id = %s", (entry_id,))
+
+    def get_entry_by_client_id(self, client_scope: str, client_id: str) -> EntryRecord | None:
+        return self._one_entry("client_scope = %s AND client_id = %s", (client_scope, client_id))
+
+    def find_client_entry(self, session_id: str, client_id: str) -> EntryRecord | None:
+        return self._one_entry("client_id = %s AND session_id = %s ORDER BY seq DESC LIMIT 1",
+                               (client_id, session_id))
+
+    @staticmethod
+    def _entry_where(session_id: str, after_seq: int | None, before_seq: int | None,
+                     types: Sequence[str] | None) -> tuple[list[str], list[Any]]:
+        where, params = ["session_id = %s"], [session_id]
+        if after_seq is not None:
+            where.append("seq > %s")
+            params.append(max(min(after_seq, _INT64_MAX), _INT64_MIN))
+        if before_seq is not None:
+            where.append("seq < %s")
+            params.append(max(min(before_seq, _INT64_MAX), _INT64_MIN))
+        if types:
+            where.append("type = ANY(%s)")
+            params.append(list(types))
+        return where, params
+
+    def iter_entries(self, session_id: str, *, after_seq: int | None = None, before_seq: int | None = None,
+                     types: Sequence[str] | None = None, newest_first: bool = False,
+                     limit: int | None = None) -> Iterator[EntryRecord]:
+        where, params = self._entry_where(session_id, after_seq, before_seq, types)
+        order = "DESC" if newest_first else "ASC"
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE {' AND '.join(where)} "
+                           f"ORDER BY seq {order}{tail}", params)
+        return (self._entry(r) for r in rows)
+
+    def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE seq > %s ORDER BY seq {order} LIMIT %s",
+                           (int(after_seq), int(limit)))
+        return [self._entry(r) for r in rows]
+
+    def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None:
+        return next(self.iter_entries(session_id, types=types, newest_first=True, limit=1), None)
+
+    def count_entries(self, session_id: str, *, after_seq: int | None = None, before_seq: int | None = None,
+                      types: Sequence[str] | None = None, exclude_roles: Sequence[str] = (),
+                      block_types: Sequence[str] | None = None) -> int:
+        where, params = self._entry_where(session_id, after_seq, before_seq, types)
+        if exclude_roles:
+            where.append("(role IS NULL OR NOT role = ANY(%s))")
+            params.append(list(exclude_roles))
+        if block_types is None:
+            return self._query(f"SELECT count(*) FROM {{s}}.entries WHERE {' AND '.join(where)}", params)[0][0]
+        # jsonb in the server; the rare content holding an escaped NUL (which jsonb refuses) is
+        # counted in Python by the base class's rule.
+        text_ok = "text" in block_types
+        sql_where = where + [
+            "strpos(content, %s) = 0",
+            "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(content::jsonb) WHEN 'array' "
+            "THEN content::jsonb WHEN 'string' THEN jsonb_build_array(jsonb_build_object('type', 'text', "
+            "'text', content::jsonb #>> '{}')) ELSE '[]'::jsonb END) AS b "
+            "WHERE jsonb_typeof(b) = 'object' AND b->>'type' = ANY(%s) "
+            "AND (b->>'type' <> 'text' OR (%s AND btrim(coalesce(b->>'text', ''), %s) <> '')))",
+        ]
+        count = self._query(f"SELECT count(*) FROM {{s}}.entries WHERE {' AND '.join(sql_where)}",
+                            [*params, _NUL_ESCAPE, list(block_types), text_ok, _BLANKS])[0][0]
+        rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE {' AND '.join(where)} "
+                           "AND strpos(content, %s) > 0", [*params, _NUL_ESCAPE])
+        return count + sum(1 for r in rows if has_block(self._entry(r).content, block_types))
+
+    # --- search ---------------------------------------------------------------------
+    def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        where, scope = "", []
+        if session_ids is not None:
+            ids = list(session_ids)
+            if not ids:
+                return []
+            where, scope = " AND m.session_id = ANY(%s)", [ids]  # before the ranking and the limit
+        ranked, params = ranked_matches("{s}.entry_index", query, where)
+        n = len(query.terms)  # bind order: the df counts, the match query, the scope, the per-term ranks
+        params = [*params[:n + 1], *scope, *params[n + 1:]]
+        cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
+        rows = self._query(f"SELECT {cols}, s.key, top.score, top.tokens FROM ({ranked} LIMIT %s) top "
+                           "JOIN {s}.entries e ON e.seq = top.id JOIN {s}.sessions s ON s.session_id = e.session_id "
+                           "ORDER BY top.score, top.id", [*params, int(limit)])
+        w = _ENTRY_WIDTH
+        return [SearchRow(self._entry(r[:w]), r[w], float(r[w + 1]), r[w + 2]) for r in rows]
+
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
+        unique = list(dict.fromkeys(t for t in tokens if t))
+        if not unique:
+            return {t: 0 for t in tokens}
+        sql, params = df_query("{s}.entry_index", unique)
+        counts = self._query(sql, params)[0]
+        return dict(zip(unique, (int(c) for c in counts), strict=True))
+
+    def indexed_documents(self) -> int:
+        return int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0])
