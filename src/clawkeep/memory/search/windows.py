@@ -144,11 +144,19 @@ def _needles(query: SearchQuery) -> tuple[str, ...]:
 
 
 def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
+    plain, squeezed = _plain_forms(line)
+    return any(n in plain or n in squeezed for n in needles)
+
+
+@lru_cache(maxsize=32_768)
+def _plain_forms(line: str) -> tuple[str, str]:
+    """The line normalised, lowercased (with its folded form for non-ASCII text), and the same
+    without connectors (Wi-Fi is also indexed as wifi); cached like `_analysed_line`: the same
+    hit lines come back search after search."""
     plain = normalise(line).casefold()
     if not plain.isascii():
         plain = f"{plain} {fold(plain)}"
-    squeezed = _CONNECTORS.sub("", plain)  # Wi-Fi is also indexed as wifi
-    return any(n in plain or n in squeezed for n in needles)
+    return plain, _CONNECTORS.sub("", plain)
 
 
 @lru_cache(maxsize=32_768)

@@ -7,10 +7,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...errors import CorruptDatabaseError, StorageError
 from ..base import AppliedMigration
@@ -18,6 +18,9 @@ from ..journal import current_journal, record_committed
 from . import migrations as schema
 from .migrations import Migration
 
+T = TypeVar("T")
+
+MAX_CACHED_READS = 4096  # _committed_read entries kept before the cache starts over
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
 
 
@@ -75,6 +78,7 @@ class SqliteConnection:
     migrations: tuple[Migration, ...] = ()
     _ready = False  # set once the schema is in place: the write-path probe needs the tables
     _probed: object = None  # the journal (or True: this connection) the write path was last probed for
+    _commits = 0  # transactions this connection committed (see change_token)
 
     def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int):
         self.path = str(path)
@@ -163,6 +167,7 @@ class SqliteConnection:
                     self._depth -= 1
                 if outer:
                     self._conn.execute("COMMIT")
+                    self._commits += 1
                     self._committed()
             except BaseException as exc:
                 if outer:
@@ -175,6 +180,33 @@ class SqliteConnection:
                 if isinstance(exc, sqlite3.Error):
                     raise storage_error(self.path, exc) from None
                 raise
+
+    def change_token(self) -> tuple[int, int] | None:
+        """A value that differs whenever anything was committed to the file since it was last
+        taken, by this connection or another (SQLite's data_version counts only the others'),
+        for in-process caches of what a query read; None inside a transaction (what it reads may
+        still be rolled back: not cacheable). Call with the lock held."""
+        if self._depth:
+            return None
+        return self._conn.execute("PRAGMA data_version").fetchone()[0], self._commits
+
+    def _committed_read(self, key: Any, read: Callable[[], T]) -> T:
+        """`read()`, kept per `key` until anything is committed to the file (by any connection):
+        for what every search asks again (all file records, document frequencies). The values
+        are shared: callers must not change them."""
+        with self._lock:
+            try:
+                token = self.change_token()
+            except sqlite3.Error as exc:
+                raise storage_error(self.path, exc) from None
+            if token is None:
+                return read()
+            cache = self.__dict__.get("_reads")
+            if cache is None or cache[0] != token or len(cache[1]) > MAX_CACHED_READS:
+                cache = self._reads = (token, {})
+            if key not in cache[1]:
+                cache[1][key] = read()
+            return cache[1][key]
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
