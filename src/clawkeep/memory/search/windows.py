@@ -88,6 +88,7 @@ class _Lines:
     facts: set[int] = field(default_factory=set)  # list items: independent facts, no context given or taken
 
 
+@lru_cache(maxsize=32_768)
 def _line_key(line: str) -> str:
     """Identity of a line's text across files: case, spacing and list markers ignored."""
     return _BULLET.sub("", " ".join(line.split()).casefold())
@@ -166,7 +167,8 @@ def _analysed_line(line: str) -> str:
     return f" {analyze_document(line)} "
 
 
-def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None) -> _Lines:
+def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
+                 needles: tuple[str, ...] = ()) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
@@ -180,7 +182,6 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
                 label = line
             labels[i] = label
     terms: list[frozenset[int]] = []
-    needles = _needles(query) if query is not None else ()
     for i, line in enumerate(lines):
         if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
@@ -261,7 +262,8 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
           small_index: bool = False) -> list[MemoryHit]:
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
     line_sims = line_sims or {}
-    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id)) for _, _, chunk in rows]
+    needles = _needles(query) if query is not None else ()
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles) for _, _, chunk in rows]
     _set_coverage(chunk_lines, query, small_index)
     scores = [_line_scores(lines) for lines in chunk_lines]
     best = max((x for own in scores for x in own), default=0.0)

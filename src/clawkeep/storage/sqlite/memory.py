@@ -170,7 +170,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
     def _chunk(row: tuple) -> ChunkRecord:
         cid, path, source, start, end, digest, text, weight, day, meta = row
         return ChunkRecord(path, source, start, end, text, digest, weight=weight, day=day,
-                           meta=json.loads(meta), id=cid)
+                           meta=json.loads(meta) if meta != "{}" else {}, id=cid)  # most notes: no meta
 
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]:
         wanted = list(dict.fromkeys(int(i) for i in ids))
