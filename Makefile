@@ -21,7 +21,11 @@ run: $(STAMP)
 	$(BIN)/clawkeep status
 	$(BIN)/clawkeep gateway
 
-test: $(STAMP)
+# The UI tests drive Debian's Chromium (never a downloaded browser); a CJK font for readable screenshots.
+/usr/bin/chromium:
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-wqy-microhei
+
+test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	$(BIN)/python -m pytest -q

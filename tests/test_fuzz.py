@@ -206,6 +206,8 @@ API: dict[str, Any] = {
     "sessions_history": lambda d, w: w.engine.sessions_history(
         d.draw(key_strategy(w)), message_id=d.draw(maybe(id_strategy(w.message_ids))),
         include_tools=d.draw(maybe(st.booleans())), caller=d.draw(maybe(key_strategy(w)))),
+    "sessions_timeline": lambda d, w: w.engine.sessions_timeline(
+        d.draw(key_strategy(w)), caller=d.draw(maybe(key_strategy(w)))),
     "sessions_search": lambda d, w: w.engine.sessions_search(
         d.draw(TEXT), limit=d.draw(NUMBERS), caller=d.draw(maybe(key_strategy(w)))),
     "session_status": lambda d, w: w.engine.session_status(
@@ -232,6 +234,7 @@ API: dict[str, Any] = {
     "memory_edit": lambda d, w: w.engine.memory_edit(d.draw(id_strategy(w.item_ids)), d.draw(TEXT)),
     "memory_delete": lambda d, w: w.engine.memory_delete(d.draw(id_strategy(w.item_ids))),
     "memory_sweep": lambda d, w: w.engine.memory_sweep(),
+    "memory_refusals": lambda d, w: w.engine.memory_refusals(days=d.draw(NUMBERS)),
     "memory_index": lambda d, w: w.engine.memory_index(force=d.draw(maybe(st.booleans()))),
     "memory_status": lambda d, w: w.engine.memory_status(deep=d.draw(maybe(st.booleans()))),
     "memory_bootstrap": lambda d, w: w.engine.memory_bootstrap(

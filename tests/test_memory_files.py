@@ -1,5 +1,7 @@
 """Memory files (M1), chunking (M2), remember/items/filters/supersession/expiry (M7-M9), memory_get (M4)."""
 
+import subprocess
+import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -332,3 +334,23 @@ def test_flush_gives_past_events_no_expiry(home, tmp_path):
 ])
 def test_the_memory_request_is_not_part_of_the_fact(text, fact):
     assert items.strip_request(text) == fact
+
+
+def test_concurrent_writers_in_several_processes_lose_nothing(home):
+    """Read-modify-write of MEMORY.md under the workspace's write lock: 4 processes × 3 threads
+    remembering at once, every fact lands (without the lock, writers overwrote each other)."""
+    script = (
+        "import sys, threading\n"
+        "from clawkeep import Engine\n"
+        "engine = Engine.open(home=sys.argv[1], config={'agents': {'defaults': {'memorySearch': {'provider': 'none'}}}})\n"
+        "def write(t):\n"
+        "    for n in range(5):\n"
+        "        engine.memory_remember(f'colleague {sys.argv[2]}-{t}-{n} is called Name{sys.argv[2]}x{t}x{n}', force=True)\n"
+        "threads = [threading.Thread(target=write, args=(t,)) for t in range(3)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(home), str(p)]) for p in range(4)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
+    with open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}) as engine:
+        texts = {i.text for i in engine.memory_items()}
+    assert len([t for t in texts if t.lower().startswith("colleague ")]) == 60

@@ -198,6 +198,14 @@ class Engine:
         return api.History.model_validate(history.sessions_history(
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
+    def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
+        """The session's intervals (reset boundaries) and the compactions inside them."""
+        from .sessions import timeline
+
+        check.ident(session, "session")
+        check.ident(caller, "caller", optional=True)
+        return api.Timeline.model_validate(timeline.sessions_timeline(self.runtime, session, Caller(caller)))
+
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
         from .sessions import search
 
@@ -308,8 +316,16 @@ class Engine:
         check.flag(force, "force")
         check.ident(caller, "caller", optional=True)
         owner = self.runtime.caller_session(Caller(caller)).key if caller else None
-        return api.RememberResult.model_validate(
-            memory.remember(self.runtime, text, force=force, owner=owner).to_json(memory.today(self.runtime)))
+        source = "tool" if caller else "remember"
+        return api.RememberResult.model_validate(memory.remember(
+            self.runtime, text, force=force, owner=owner, source=source).to_json(memory.today(self.runtime)))
+
+    def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
+        """What the write filters refused in the last `days` days (1-30), newest first."""
+        from .memory import refusals as refusal_log
+
+        check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
+        return [api.Refusal.model_validate(row) for row in refusal_log.recent(self.runtime, days, self.runtime.now())]
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
         from .memory import service as memory
@@ -405,7 +421,7 @@ class Engine:
             indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
-            metrics=self.metrics())
+            metrics=self.metrics(), chat_model=rt.config.agents.defaults.model.primary)
 
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of

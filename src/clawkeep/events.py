@@ -100,6 +100,19 @@ class MemoryWritten(Event):
 
 
 @dataclass(frozen=True)
+class MemoryRefused(Event):
+    """A write filter (M7) refused a would-be memory: `remember` (the operator), `tool`
+    (memory_remember called as a session), `chat` (record mode's "remember …") or `flush`.
+    `text` is the refused text in clear: a subscriber that keeps anything redacts it first."""
+
+    agent_id: str
+    source: str
+    reason: str
+    text: str
+    session_key: str | None = None
+
+
+@dataclass(frozen=True)
 class TurnCompleted(Event):
     """A user turn finished (its reply, if any, is recorded): what metrics and logs need."""
 

@@ -7,6 +7,7 @@ schemas and the reply model's tool schemas are generated from them.
 from typing import TYPE_CHECKING
 
 from .shapes import (
+    ArchivedTranscript,
     SEND_TIMEOUT_DEFAULT_S,
     SEND_TIMEOUT_MAX_S,
     BackfillReport,
@@ -20,12 +21,14 @@ from .shapes import (
     BootstrapFile,
     Classification,
     CleanupReport,
+    CompactionMark,
     DeleteResult,
     DoctorReport,
     EngineStatus,
     History,
     HistoryMessage,
     IndexReport,
+    Interval,
     MemoryFile,
     MemoryHit,
     MemoryItem,
@@ -35,6 +38,7 @@ from .shapes import (
     Metrics,
     MessageResult,
     RecallResult,
+    Refusal,
     RememberResult,
     ResetResult,
     SearchHit,
@@ -45,6 +49,7 @@ from .shapes import (
     Shape,
     SweepResult,
     SystemEventResult,
+    Timeline,
     Usage,
 )
 
@@ -56,7 +61,7 @@ __all__ = [
     "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
     "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
-    "SweepReport", "UndoReport",
+    "SweepReport", "UndoReport", "ArchivedTranscript", "CompactionMark", "Interval", "Refusal", "Timeline",
 ]
 
 if TYPE_CHECKING:

@@ -56,6 +56,10 @@ class SessionsHistoryArgs(Args):
     include_tools: bool = False
 
 
+class SessionsTimelineArgs(Args):
+    session_key: str = Field(description="A session key or id.")
+
+
 class SessionsSearchArgs(Args):
     query: str = Field(max_length=4096)
     limit: int | None = Field(None, ge=1, le=25)
@@ -104,6 +108,10 @@ class MemoryGetArgs(Args):
 class MemoryRememberArgs(Args):
     text: str = Field(max_length=2000, description="One durable fact in a single line, in the user's language; "
                       "a dated plan expires after its day. Secrets and one-off requests are refused.")
+
+
+class MemoryRefusalsArgs(Args):
+    days: int = Field(7, ge=1, le=30, description="Refusals of the last N days (the log keeps 30).")
 
 
 class MemoryEditArgs(Args):
@@ -228,6 +236,9 @@ def _ops() -> list[Operation]:
                   SessionsHistoryArgs, shapes.History,
                   lambda e, a, c: e.sessions_history(a.session_key, message_id=a.message_id,
                                                      include_tools=a.include_tools, caller=c), tool=True),
+        Operation("sessions_timeline", "A session's intervals with their reset boundaries and compactions.",
+                  SessionsTimelineArgs, shapes.Timeline,
+                  lambda e, a, c: e.sessions_timeline(a.session_key, caller=c)),
         Operation("sessions_search", "Full-text search over past conversations the caller may see.",
                   SessionsSearchArgs, shapes.SearchResult,
                   lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True),
@@ -258,6 +269,8 @@ def _ops() -> list[Operation]:
                   tool=True, writes=True),
         Operation("memory_items", "The remembered items with their status.", NoArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_items()),
+        Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
+                  MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
         Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_edit(a.item_id, a.text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,

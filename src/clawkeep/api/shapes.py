@@ -143,6 +143,7 @@ class SessionInfo(Shape):
     title: str | None = None
     preview: str | None = None
     recent_messages: list[MessagePreview] | None = None
+    incognito: bool = False  # kept in memory only (listed only when true)
 
 
 class Usage(Shape):
@@ -161,7 +162,6 @@ class SessionStatus(SessionInfo):
     pending_notices: int = 0
     next_reset_at: str | None = None
     usage: Usage | None = None
-    incognito: bool = False
 
 
 class HistoryMessage(Shape):
@@ -183,6 +183,56 @@ class History(Shape):
     content_truncated: bool
     content_redacted: bool
     bytes: int
+
+
+class CompactionMark(Shape):
+    """A compaction inside an interval: the messages before `firstKeptMessageId` were summarised."""
+
+    id: str
+    at: str | None = None
+    reason: str | None = None
+    compacted_messages: int
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    first_kept_message_id: str | None = None
+    summarizer: str | None = None
+    summary: str
+    summary_truncated: bool = False
+
+
+class Interval(Shape):
+    """One interval of a transcript: from a reset boundary (or the start) to the next (or now)."""
+
+    index: int
+    open: bool
+    started_at: str | None = None
+    ended_at: str | None = None
+    closed_by: str | None = None  # the closing reset's reason: manual | daily | idle
+    boundary_id: str | None = None
+    message_count: int
+    first_message_id: str | None = None  # sessions_history messageId=… re-opens the interval
+    last_message_id: str | None = None
+    first_message_at: str | None = None
+    last_message_at: str | None = None
+    preview: str | None = None
+    compactions: list[CompactionMark]
+
+
+class ArchivedTranscript(Shape):
+    session_id: str
+    archived_at: str | None = None
+    message_count: int
+
+
+class Timeline(Shape):
+    """sessions_timeline: the intervals of a session, oldest first (the open one last)."""
+
+    session_key: str
+    session_id: str
+    intervals: list[Interval]
+    omitted_intervals: int = 0
+    forked_from_session_id: str | None = None
+    archived_transcripts: list[ArchivedTranscript] | None = None
 
 
 class SendResult(Shape):
@@ -241,6 +291,16 @@ class MemoryItem(Shape):
     line: int
     text: str
     status: Literal["active", "superseded", "expired"]
+
+
+class Refusal(Shape):
+    """A would-be memory a write filter refused (the refusal log): the excerpt is redacted."""
+
+    at: str
+    source: Literal["remember", "tool", "chat", "flush"]
+    reason: str
+    excerpt: str
+    session_key: str | None = None
 
 
 class RememberResult(Shape):
@@ -339,6 +399,7 @@ class EngineStatus(Shape):
     maintenance_mode: str
     config_warnings: list[str] = Field(default_factory=list)
     metrics: Metrics | None = None
+    chat_model: str | None = None  # agents.defaults.model.primary; null: record mode
 
 
 class DoctorReport(Shape):

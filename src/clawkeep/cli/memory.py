@@ -117,6 +117,17 @@ def memory_items(
          lambda rows: out.print(table(rows, ["id", "status", "path", "line", "text"])))
 
 
+@memory_app.command("refusals")
+def memory_refusals(
+    ctx: typer.Context,
+    days: int = typer.Option(7, "--days", help="1-30 (the log keeps 30 days)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What the write filters refused lately, with the reason (excerpts redacted)."""
+    emit(engine(ctx).memory_refusals(days=days), as_json,
+         lambda rows: out.print(table(rows, ["at", "source", "reason", "excerpt", "sessionKey"])))
+
+
 @memory_app.command("edit")
 def memory_edit(
     ctx: typer.Context,

@@ -60,6 +60,25 @@ def sessions_history(
     emit(data, as_json, render)
 
 
+@sessions_app.command("timeline")
+def sessions_timeline(
+    ctx: typer.Context,
+    ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
+    caller: str | None = typer.Option(None, "--as"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The session's intervals (reset boundaries) and compactions, oldest first."""
+    data = engine(ctx).sessions_timeline(ref, caller=caller)
+
+    def render(view: dict[str, Any]) -> None:
+        rows = [{**i, "compactions": len(i["compactions"]), "closedBy": i["closedBy"] or "(open)"}
+                for i in view["intervals"]]
+        out.print(table(rows, ["index", "startedAt", "endedAt", "closedBy", "messageCount", "compactions",
+                               "firstMessageId"], view["sessionKey"]))
+
+    emit(data, as_json, render)
+
+
 @sessions_app.command("search")
 def sessions_search(
     ctx: typer.Context,

@@ -78,7 +78,7 @@ class FlushResult:
     reason: str
     path: str | None = None
     notes: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (note, the write filter's reason)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -191,8 +191,8 @@ def flush(
         notes = extract_notes(messages, today)
     kept, refused = [], []
     for note in notes:
-        if items.filter_reason(note, allow_secrets=allow_secrets):
-            refused.append(note)
+        if reason := items.filter_reason(note, allow_secrets=allow_secrets):
+            refused.append((note, reason))
         else:  # an allowed secret is written redacted (M7), never in clear
             kept.append(redact_secrets(note)[0] if allow_secrets else note)
     if not kept:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..config import DeepPhaseConfig
 from ..errors import ClawkeepError
-from ..memory import items
+from ..memory import documents, items
 from ..memory.documents import write_document
 from ..memory import service as memory
 from ..memory.workspace import MEMORY_FILE
@@ -300,6 +300,11 @@ def apply(workspace: Path, deep: DeepPlan) -> Applied:
     """Write the plan (see the module text for the guard). Returns what was written."""
     if deep.after is None:
         return Applied("nothing", None, {})
+    with documents.locked(workspace):  # the hash check and the write with no writer in between
+        return _apply_locked(workspace, deep)
+
+
+def _apply_locked(workspace: Path, deep: DeepPlan) -> Applied:
     current = read_memory(workspace)
     if sha(current) == sha(deep.before) and deep.loss_refused is None:
         mode, text = "rewrite", deep.after

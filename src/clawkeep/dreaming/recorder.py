@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import MemorySearched, RecallTraced
 from ..redact import redact_secrets
+from ..routing.keys import parse_key
 from ..runtime import Runtime
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ def install(rt: Runtime) -> None:
 def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...], session: str | None, at: int,
             **extra: Any) -> None:
     if not enabled(rt):
+        return
+    if session is not None and parse_key(session).incognito:  # an incognito thread is never stored
         return
     from ..memory import service as memory  # noqa: PLC0415 - see the note on imports above
     from .store import DreamsDir  # noqa: PLC0415

@@ -28,7 +28,7 @@ from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
-from . import errors, metrics, stream
+from . import control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
 
@@ -110,6 +110,7 @@ class Gateway:
         app.middleware("http")(self._observe)
         guarded = [Depends(self._authorised)]
         _routes(app, self, guarded)
+        control_ui.install(app)
         return app
 
     async def shutdown(self) -> None:
@@ -217,6 +218,13 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("sessions_history", caller, session_key=key, message_id=message_id,
                            include_tools=include_tools)
 
+    @app.get("/v1/sessions/{key:path}/timeline", dependencies=guarded, tags=["sessions"],
+             responses=_doc(api.Timeline))
+    async def session_timeline(key: str, caller: Caller = None) -> Any:
+        """The session's intervals (reset boundaries) and compactions; open a closed interval
+        with `…/history?messageId=<its firstMessageId>`."""
+        return await gw.op("sessions_timeline", caller, session_key=key)
+
     @app.post("/v1/sessions/{key:path}/reset", dependencies=guarded, tags=["sessions"], responses=_doc(api.ResetResult))
     async def reset_session(key: str, caller: Caller = None) -> Any:
         return await gw.op("sessions_reset", caller, session_key=key)
@@ -266,6 +274,12 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
                            status: Annotated[str | None, Query(pattern="^(active|superseded|expired)$")] = None) -> Any:
         gw.operator_only(caller, "listing every memory item")
         return await gw.call(lambda: gw.engine.memory_items(status=status))
+
+    @app.get("/v1/memory/refusals", dependencies=guarded, tags=["memory"], responses=_doc(api.Refusal, many=True))
+    async def memory_refusals(caller: Caller = None, days: Annotated[int, Query(ge=1, le=30)] = 7) -> Any:
+        """What the write filters refused in the last `days` days, newest first (excerpts redacted)."""
+        gw.operator_only(caller, "reading the refusal log")
+        return await gw.op("memory_refusals", None, days=days)
 
     @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
     async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:

@@ -1,4 +1,4 @@
-"""Post-event hooks (session-memory on reset, the G5 metrics counters)."""
+"""Post-event hooks (session-memory on reset, the refusal log, the G5 metrics counters)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,6 @@ def install(rt: Runtime) -> None:
     from .metrics import install as install_metrics  # noqa: PLC0415 - keeps `hooks` cheap to import
 
     install_metrics(rt)
+    from .refusals import install as install_refusal_log  # noqa: PLC0415
+
+    install_refusal_log(rt)

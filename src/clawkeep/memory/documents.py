@@ -20,6 +20,7 @@ new ones (or None: nothing to write). Reads stay plain file reads of the workspa
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -27,7 +28,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,41 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+WRITE_LOCK = ".clawkeep/write.lock"  # hidden: never indexed or listed
+_HELD = threading.local()  # workspaces this thread holds the write lock of (re-entry is free)
+
+
+@contextmanager
+def locked(workspace: Path) -> Iterator[None]:
+    """The workspace's write lock: every read-modify-write of a memory file (remember, edit,
+    delete, flush, the hook, a Dreaming rewrite and its hash check) runs under it, so two writers
+    — threads of a gateway, a CLI beside it — never interleave and lose one's change. An
+    exclusive `flock`, released by the kernel however the holder exits; a thread that holds it
+    may take it again."""
+    key = str(workspace)
+    held = _HELD.__dict__.setdefault("keys", set())
+    if key in held:
+        yield
+        return
+    path = workspace / WRITE_LOCK
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only workspace: the write itself will fail and say so
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class FileDocuments:
     """Embedded mode: the files themselves."""
 
@@ -99,20 +136,22 @@ class FileDocuments:
 
     def update(self, rel: str, change: Change) -> list[str]:
         path = self.workspace / rel
-        lines = read_lines(path)
-        new = change(list(lines))
-        if new is None:
-            return lines
-        write_lines(path, new)
-        return new
+        with locked(self.workspace):
+            lines = read_lines(path)
+            new = change(list(lines))
+            if new is None:
+                return lines
+            write_lines(path, new)
+            return new
 
     def create(self, rel: str, text: str) -> bool:
         """Write a new file; False (nothing written) when `rel` exists."""
         path = self.workspace / rel
-        if path.exists():
-            return False
-        write_text(path, text)
-        return True
+        with locked(self.workspace):
+            if path.exists():
+                return False
+            write_text(path, text)
+            return True
 
     def conflicts(self) -> list[dict[str, Any]]:
         return []
@@ -330,7 +369,8 @@ def write_document(workspace: Path, rel: str, text: str | None,
     if isinstance(docs, MirroredDocuments):
         docs.replace(rel, text)
     else:
-        write_file(workspace / rel, text)
+        with locked(workspace):
+            write_file(workspace / rel, text)
 
 
 def for_workspace(workspace: Path) -> FileDocuments | MirroredDocuments:

@@ -11,7 +11,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..events import MemorySearched, MemoryWritten
+from ..events import MemoryRefused, MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
@@ -24,7 +24,7 @@ from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
-from ..routing.keys import is_session_id
+from ..routing.keys import is_session_id, parse_key
 from ..sessions.service import transcript_visible
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
@@ -412,17 +412,22 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
     return WritePlan(fact, "store", attrs=attrs, conflicts=conflicts, expires=event)
 
 
-def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None) -> RememberResult:
+def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None,
+             source: str = "remember") -> RememberResult:
     """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
-    today's note with an expiry. Write filters (M7) and supersession (M8) apply.
+    today's note with an expiry. Write filters (M7) and supersession (M8) apply; a refusal is
+    published (`MemoryRefused`, with `source`) for the refusal log.
 
     `owner` is the conversation the fact was stated in (a chat's "remember …", the model's
     memory_remember): the line carries it, and it merges with or supersedes only lines that
     conversation owns — one peer's new value never replaces another peer's fact."""
     if rt.config.agents.defaults.workspace_access != "rw":
         raise InputError("the workspace is read-only (agents.defaults.workspaceAccess); nothing was written")
+    if owner is not None and parse_key(owner).incognito:
+        raise InputError("an incognito thread writes nothing to memory: it is never stored; nothing was written")
     plan = plan_remember(rt, text, force=force, owner=owner)
     if plan.status == "refused":
+        rt.events.publish(MemoryRefused(rt.now(), rt.agent_id, source, plan.reason or "", plan.fact, owner))
         return RememberResult("refused", reason=plan.reason)
     ws = ensure_workspace(workspace(rt))
     day = today(rt)

@@ -28,13 +28,7 @@ PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, un
 
 def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, message_id: str | None = None,
                      include_tools: bool = False) -> dict[str, Any]:
-    try:
-        store, session = service.find_session(rt, ref, caller)
-    except NotFoundError:
-        if not is_session_id((ref or "").strip()):
-            raise
-        # a transcript truncateAfterCompaction archived: readable by its own id
-        store, session = service.find_transcript(rt, ref.strip(), caller)
+    store, session = open_transcript(rt, ref, caller)
     around = None
     if message_id is not None:
         session, entry = _locate(store, session, message_id)
@@ -49,6 +43,17 @@ def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, messag
                                            lambda: reader.count_rest(exclude, blocks), include_tools)
     archived = {"archived": True} if session.archived_at is not None else {}
     return {"sessionKey": session.key, "sessionId": session.session_id, **archived, **view.to_json()}
+
+
+def open_transcript(rt: Runtime, ref: str, caller: Caller = Caller()) -> tuple[AgentStore, SessionRecord]:
+    """A session by key or id the caller may see, or a transcript truncateAfterCompaction
+    archived (readable by its own id)."""
+    try:
+        return service.find_session(rt, ref, caller)
+    except NotFoundError:
+        if not is_session_id((ref or "").strip()):
+            raise
+        return service.find_transcript(rt, ref.strip(), caller)
 
 
 def _locate(store: AgentStore, session: SessionRecord, message_id: str) -> tuple[SessionRecord, EntryRecord | None]:

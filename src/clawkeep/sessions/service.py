@@ -221,6 +221,7 @@ def session_json(session: SessionRecord) -> dict[str, Any]:
         "label": session.label, "sessionStartedAt": to_iso(session.session_started_at),
         "lastInteractionAt": to_iso(session.last_interaction_at), "updatedAt": to_iso(session.updated_at),
         "messageCount": session.message_count,
+        **({"incognito": True} if session.meta.get("incognito") else {}),
     }
 
 

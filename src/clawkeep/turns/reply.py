@@ -19,7 +19,7 @@ from ..context import compaction as compaction_mod
 from ..context.assembly import TurnContext, assemble, clear_notices, inter_session_text
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
-from ..events import Compacted, MemoryWritten, MessageRecorded
+from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
 from ..recall.service import RecallResult, recall
@@ -110,6 +110,8 @@ def run_flush(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any
         result = FlushResult(False, f"failed: {exc}")
     if result.path:
         rt.events.publish(MemoryWritten(rt.now(), session.agent_id, "flush", result.path, session_key=session.key))
+    for note, why in result.refused:
+        rt.events.publish(MemoryRefused(rt.now(), session.agent_id, "flush", why, note, session.key))
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
         fresh.meta["memoryFlushCompactionCount"] = fresh.meta.get("compactionCount", 0)
@@ -440,7 +442,7 @@ def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[s
     if fact is None or session.meta.get("incognito"):
         return None
     try:
-        return memory.remember(rt, fact, owner=session.key).to_json(memory.today(rt))
+        return memory.remember(rt, fact, owner=session.key, source="chat").to_json(memory.today(rt))
     except ClawkeepError as exc:  # a read-only workspace, an unwritable file: the message is kept anyway
         return {"status": "failed", "reason": str(exc)}
 

@@ -1,0 +1,115 @@
+// The page: hash routes (#/chat/<key>[?m=<messageId>], #/search?q=…, #/memory, #/status),
+// the sidebar's buttons, session search, and errors shown instead of thrown away.
+import * as api from "./api.js";
+import * as chat from "./chat.js";
+import { $, announce, h, plural, timeEl, toast } from "./dom.js";
+import * as memory from "./memory.js";
+import * as sidebar from "./sidebar.js";
+import * as status from "./status.js";
+
+const VIEWS = ["chat", "search", "memory", "status"];
+
+function parseHash() {
+  const [path, query] = (location.hash.replace(/^#\/?/, "") || "chat").split("?");
+  const [view, ...rest] = path.split("/");
+  return { view: VIEWS.includes(view) ? view : "chat", arg: rest.length ? decodeURIComponent(rest.join("/")) : null,
+    params: new URLSearchParams(query || "") };
+}
+
+function show(view) {
+  for (const name of VIEWS) $(`view-${name}`).hidden = name !== view;
+  for (const link of document.querySelectorAll("nav.views a")) {
+    if (link.dataset.view === view || (view === "search" && link.dataset.view === "chat")) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  if (view !== "status") status.close();
+  closeDrawer();
+}
+
+function closeDrawer() {
+  document.body.classList.remove("sidebar-open");
+  $("menu").setAttribute("aria-expanded", "false");
+}
+
+function homeKey() {
+  const main = sidebar.sessions.find((s) => s.kind === "main");
+  return main ? main.key : null;
+}
+
+async function route() {
+  const { view, arg, params } = parseHash();
+  show(view);
+  if (view === "chat") {
+    const key = arg === sidebar.HOME ? homeKey() : arg || chat.currentKey() || homeKey() || sidebar.sessions[0]?.key || null;
+    await chat.open(key, { messageId: params.get("m") });
+  } else if (view === "search") {
+    await searchSessions(params.get("q") || "");
+  } else if (view === "memory") {
+    await memory.open();
+    $("memory-title").focus();
+  } else if (view === "status") {
+    await status.open();
+    $("status-title").focus();
+  }
+}
+
+async function searchSessions(query) {
+  $("search-q").value = query;
+  const list = $("search-hits");
+  if (!query.trim()) return list.replaceChildren();
+  const found = await api.get("/v1/search", { q: query, limit: 25 });
+  $("search-summary").textContent = `${plural(found.hits.length, "message")} found for “${query}”`;
+  const titles = new Map(sidebar.sessions.map((s) => [s.key, sidebar.sessionTitle(s)]));
+  list.replaceChildren(...found.hits.map((hit) => h("li", { class: "hit" },
+    h("a", { href: `#/chat/${encodeURIComponent(hit.sessionKey)}?m=${encodeURIComponent(hit.messageId)}`, class: "hit-link" },
+      h("span", { class: "hit-session" }, titles.get(hit.sessionKey) || hit.sessionKey),
+      h("span", { class: "hit-meta" }, hit.role || "", " · ", timeEl(hit.timestamp)),
+      h("span", { class: "snippet" }, hit.snippet)))));
+  $("search-title").focus();
+  announce($("search-summary").textContent);
+}
+
+async function newThread(incognito) {
+  const thread = await api.post("/v1/sessions", { incognito });
+  await sidebar.refresh();
+  location.hash = `#/chat/${encodeURIComponent(thread.key)}`;
+  announce(incognito ? "New incognito thread" : "New thread");
+}
+
+function guard(work) {
+  return (...args) => Promise.resolve(work(...args)).catch((error) => { console.error(error); toast(error.message || String(error)); });
+}
+
+async function start() {
+  chat.init();
+  memory.init();
+  status.init();
+  $("new-thread").addEventListener("click", guard(() => newThread(false)));
+  $("new-incognito").addEventListener("click", guard(() => newThread(true)));
+  $("session-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/search?q=${encodeURIComponent($("search-q").value.trim())}`;
+  });
+  $("menu").addEventListener("click", () => {
+    const open = !document.body.classList.contains("sidebar-open");
+    document.body.classList.toggle("sidebar-open", open);
+    $("menu").setAttribute("aria-expanded", String(open));
+    if (open) $("new-thread").focus();
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) {
+      closeDrawer();
+      $("menu").focus();
+    }
+  });
+  $("session-groups").addEventListener("click", (event) => { if (event.target.closest("a")) closeDrawer(); });
+  window.addEventListener("hashchange", guard(route));
+  window.addEventListener("unhandledrejection", (event) => toast(event.reason?.message || String(event.reason)));
+  chat.setStatus(await api.get("/v1/status"));
+  await sidebar.refresh();
+  setInterval(() => { if (!document.hidden) sidebar.refresh().catch(() => {}); }, 15000);
+  await route();
+  document.body.dataset.ready = "true"; // for tests and scripts: the first view is drawn
+}
+
+guard(start)();

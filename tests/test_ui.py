@@ -1,0 +1,334 @@
+"""The Control UI end to end (SPEC G2): Debian's Chromium, headless, driven by Playwright against a
+real `clawkeep gateway` subprocess on loopback. Nothing is mocked: the page talks to the gateway
+over HTTP, the gateway to a scripted model server over HTTP, and the checks read the home's files.
+
+Screenshots go to build/ui-screenshots/ (git-ignored); the README's pictures in docs/ are copies.
+`make test` installs /usr/bin/chromium (apt) when it is missing; no browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from gateway_process import GatewayProcess
+from playwright.sync_api import Page, expect, sync_playwright
+from scripted_server import ScriptedServer
+from test_gateway import model_config, stream_chunks
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "build" / "ui-screenshots"
+NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+SMALL_TAIL = {"agents": {"defaults": {"memorySearch": {"provider": "none"},
+                                      "compaction": {"keepRecentTokens": 30}}}}  # /compact has something to do
+TOKEN = "ui-test-token-0123456789abcdef"
+WAIT_MS = 15_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert CHROMIUM.exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+class UI:
+    """One browser page on one gateway, recording every request the page makes."""
+
+    def __init__(self, browser, gateway: GatewayProcess, width: int = 1280, height: int = 860):
+        self.gateway = gateway
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page: Page = self.context.new_page()
+        self.page.set_default_timeout(WAIT_MS)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def open(self, hash_: str = "") -> Page:
+        self.page.goto(self.gateway.url + "/" + hash_)
+        expect(self.page.locator("body")).to_have_attribute("data-ready", "true")
+        return self.page
+
+    def shot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+    def send(self, text: str) -> None:
+        box = self.page.locator("#message-text")
+        box.fill(text)
+        box.press("Enter")
+        expect(self.page.locator("#send")).to_be_enabled()
+
+    def close(self) -> None:
+        self.context.close()
+        assert not self.errors, f"JavaScript errors on the page: {self.errors}"
+        outside = [url for url in self.requests if not url.startswith((self.gateway.url, "data:"))]
+        assert not outside, f"the page fetched something from elsewhere: {outside}"
+
+
+@pytest.fixture
+def record_gateway(home):
+    running = GatewayProcess(home, config=SMALL_TAIL)
+    yield running
+    running.stop()
+
+
+def files_containing(root: Path, needle: str) -> list[str]:
+    """Every file under `root` (databases, WAL, logs, notes) whose bytes contain `needle`."""
+    probes = {needle.encode(), needle.lower().encode()}
+    return [str(p) for p in root.rglob("*") if p.is_file() and any(probe in p.read_bytes() for probe in probes)]
+
+
+# --- the whole journey in record mode -----------------------------------------------------------
+def test_record_mode_journey_threads_reset_search_memory_incognito(browser, record_gateway, home):
+    ui = UI(browser, record_gateway)
+    page = ui.open()
+    expect(page.locator("#record-banner")).to_be_visible()  # no model configured: record mode says so
+
+    # a new dashboard thread, listed under Threads with its count
+    page.click("#new-thread")
+    expect(page.locator("#chat-badges")).to_contain_text("dashboard")
+    ui.send("Our launch codename is Bluefinch 4471")
+    expect(page.locator("#transcript .msg.user .text")).to_have_text(["Our launch codename is Bluefinch 4471"])
+    expect(page.locator(".turn-note")).to_contain_text("record mode")
+    threads = page.locator(".group-threads")
+    expect(threads.locator(".session-meta")).to_contain_text("1 message")
+    page.select_option("#message-role", "assistant")  # record mode: the operator supplies the reply
+    ui.send("Bluefinch noted, launch on Friday. " + " ".join(
+        f"Step {n}: check the release notes, the pricing page and the onboarding emails." for n in range(1, 9)))
+    page.select_option("#message-role", "user")
+    ui.send("what did we say about the launch codename last time?")
+    page.click("#trace-toggle")  # the /verbose-style toggle: Active Memory's trace per turn
+    expect(page.locator("#trace-toggle")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(".trace").last).to_be_visible()
+    expect(page.locator(".trace-line").last).to_contain_text("Active Memory:")
+    expect(page.locator(".trace-line").last).to_contain_text("past question")
+    ui.shot("chat-record-mode")
+
+    # /compact: a divider marks where the summarised part ends and the kept messages start
+    ui.send("/compact")
+    expect(page.locator(".turn-note").last).to_contain_text("Compacted 2 earlier messages")
+    divider = page.locator(".interval.open .compaction-divider")
+    expect(divider).to_have_count(1)
+    expect(divider).to_contain_text("Compacted 2 earlier messages (manual)")
+    expect(page.locator(".interval.open .compaction-divider + .msg .text")).to_have_text(
+        "what did we say about the launch codename last time?")
+    divider.locator("summary").click()
+    expect(divider.locator(".summary")).to_contain_text("Summary of 2 earlier messages")
+
+    # reset: the interval closes into a divider, the new one starts empty
+    page.click("#reset-session")
+    closed = page.locator(".interval.closed")
+    expect(closed).to_have_count(1)
+    expect(closed.locator(".interval-toggle")).to_contain_text("3 messages")
+    expect(closed.locator(".reset-divider")).to_contain_text("Reset (manual)")
+    expect(closed.locator(".interval-body")).to_be_hidden()
+    ui.send("After the reset we talk about invoices")
+    expect(page.locator(".interval.open .msg .text")).to_have_text(["After the reset we talk about invoices"])
+
+    # the closed interval opens on click (here: from the keyboard), and closes again
+    toggle = closed.locator(".interval-toggle")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".interval.closed .interval-toggle")).to_have_attribute("aria-expanded", "true")
+    expect(page.locator(".interval.closed .interval-body .msg .text")).to_have_count(3)
+    expect(page.locator(".interval.closed .interval-body .compaction-divider")).to_have_count(1)
+    ui.shot("chat-interval-open")
+    page.locator(".interval.closed .interval-toggle").click()
+    expect(page.locator(".interval.closed .interval-body")).to_be_hidden()
+
+    # session search, then jump into the closed interval with the message highlighted
+    page.fill("#search-q", "Bluefinch")
+    page.press("#search-q", "Enter")
+    hits = page.locator("#search-hits .hit-link")
+    expect(hits).to_have_count(2)
+    ui.shot("search")
+    hits.filter(has=page.locator(".snippet", has_text="codename is Bluefinch")).click()
+    target = page.locator(".msg.highlight")
+    expect(target).to_have_count(1)
+    expect(target).to_contain_text("Our launch codename is Bluefinch 4471")
+    expect(target).to_be_focused()
+    expect(page.locator(".interval.closed .interval-toggle")).to_have_attribute("aria-expanded", "true")
+    assert target.locator("xpath=ancestor::section[contains(@class,'closed')]").count() == 1
+
+    # a fork: a new thread that continues from this one
+    page.click("#fork-session")
+    expect(page.locator("#chat-title")).to_contain_text("fork of")
+    expect(page.locator(".interval.open .msg .text")).to_have_text(["After the reset we talk about invoices"])
+    expect(page.locator(".group-threads .session")).to_have_count(2)
+
+    # memory written from chat (record mode's "remember …"), one fact superseding another, one refused
+    page.goto(record_gateway.url + "/#/chat")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    ui.send("Remember that my favourite colour is blue")
+    ui.send("Remember that actually my favourite colour is green")
+    ui.send("Remember that my password is Hunter2-quokka-77")
+    expect(page.locator(".turn-note").last).to_contain_text("refused")
+
+    page.click("nav.views >> text=Memory")
+    items = page.locator("#memory-items .item")
+    expect(items).to_have_count(2)
+    old = page.locator(".item.status-superseded")
+    expect(old.locator(".badge")).to_have_text("superseded")
+    expect(old.locator(".successor")).to_contain_text("green")
+    old.locator(".successor").click()  # superseded → linked to its successor
+    successor = page.locator(".item.status-active", has_text="green")
+    expect(successor).to_be_focused()
+    refusal = page.locator("#memory-refusals tbody tr")
+    expect(refusal).to_have_count(1)
+    expect(refusal).to_contain_text("secret")
+    expect(refusal).to_contain_text("[REDACTED]")
+    assert "quokka-77" not in page.content()  # the refused secret is not shown in the log…
+    refusal_log = home / "agents" / "main" / "memory-refusals.jsonl"
+    assert "[REDACTED]" in refusal_log.read_text()  # …nor kept in it or in a memory file in clear
+    assert not files_containing(home / "workspace", "quokka-77") and "quokka-77" not in refusal_log.read_text()
+
+    # hybrid search with scores and citations
+    page.fill("#memory-q", "favourite colour")
+    page.press("#memory-q", "Enter")
+    first = page.locator("#memory-hits .memory-hit").first
+    expect(first.locator(".cite")).to_contain_text("MEMORY.md#L")
+    assert re.fullmatch(r"[01]\.\d\d", first.locator(".score").inner_text())
+    ui.shot("memory")
+
+    # edit lands in MEMORY.md and is re-indexed; delete removes the line
+    successor.locator("button", has_text="Edit").click()
+    field = page.locator(".item-edit textarea")
+    expect(field).to_be_focused()
+    field.fill("My favourite colour is teal")
+    page.locator(".item-edit button", has_text="Save").click()
+    expect(page.locator(".item.status-active .item-text")).to_have_text("My favourite colour is teal")
+    memory_md = (home / "workspace" / "MEMORY.md").read_text()
+    assert "teal" in memory_md and "is green" not in memory_md
+    page.fill("#memory-q", "teal")
+    page.press("#memory-q", "Enter")
+    expect(page.locator("#memory-hits .snippet").first).to_contain_text("teal")
+    page.locator(".item.status-active button", has_text="Delete").click()
+    page.locator(".item.status-active button", has_text="Yes, delete").click()
+    expect(page.locator(".item.status-active")).to_have_count(0)
+    assert "teal" not in (home / "workspace" / "MEMORY.md").read_text()
+
+    # incognito: marked, usable, and nothing of it reaches the disk
+    page.click("#new-incognito")
+    expect(page.locator("#chat-badges .incognito-badge")).to_be_visible()
+    expect(page.locator("#incognito-note")).to_be_visible()
+    ui.send("quokkazanzibar 9917 is my incognito secret plan")
+    expect(page.locator("#transcript .msg.user .text")).to_have_text(["quokkazanzibar 9917 is my incognito secret plan"])
+    expect(page.locator(".group-threads .session.incognito")).to_have_count(1)
+    ui.shot("chat-incognito")
+    assert not files_containing(home, "quokkazanzibar")
+
+    # status: health, counts and the G5 metrics as charts
+    page.click("nav.views >> text=Status")
+    expect(page.locator("#status-cards .card")).to_have_count(4)
+    expect(page.locator("#status-cards")).to_contain_text("none — record mode")
+    expect(page.locator("#status-rates svg[role=img]")).to_have_count(3)
+    expect(page.locator("#status-requests svg[role=img]")).to_have_count(2)
+    assert "turns" in page.locator("#status-rates").inner_text()
+    page.set_viewport_size({"width": 1280, "height": 1400})  # the whole page in one picture
+    ui.shot("status")
+    ui.close()
+    record_gateway.stop()
+    assert not files_containing(home, "quokkazanzibar")  # not after shutdown either
+
+
+# --- keyboard and narrow windows -----------------------------------------------------------------
+def test_keyboard_focus_order_and_a_narrow_window(browser, record_gateway):
+    ui = UI(browser, record_gateway)
+    page = ui.open()
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip")).to_be_focused()
+    order = []
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id || document.activeElement.textContent.trim()"))
+    assert order == ["Chat", "Memory", "Status", "search-q", "Search", "new-thread"]  # the menu button is hidden here
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")  # visible focus
+    page.keyboard.press("Enter")  # a new thread, from the keyboard
+    expect(page.locator("#chat-badges")).to_contain_text("dashboard")
+    expect(page.locator("#message-text")).to_be_focused()
+    page.keyboard.type("typed and sent with Enter")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    page.keyboard.press("Enter")
+    expect(page.locator("#transcript .msg.user .text")).to_have_text(["typed and sent with Enter\nsecond line"])
+
+    page.set_viewport_size({"width": 380, "height": 780})
+    expect(page.locator("#sidebar")).to_be_hidden()
+    expect(page.locator("#menu")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380  # nothing runs off the side
+    page.click("#menu")
+    expect(page.locator("#sidebar")).to_be_visible()
+    expect(page.locator("#menu")).to_have_attribute("aria-expanded", "true")
+    ui.shot("narrow-sidebar")
+    page.locator(".group-threads .session").first.click()
+    expect(page.locator("#sidebar")).to_be_hidden()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380
+    ui.shot("narrow-chat")
+    ui.close()
+
+
+# --- a real model streaming its reply ---------------------------------------------------------------
+def test_reply_streams_in_with_its_tool_call(browser, home):
+    call = [{"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "memory_search", "arguments": '{"query": "tea"}'}}]
+    with ScriptedServer() as model:
+        slow = stream_chunks("You drink ", "green tea ", "every ", "morning.")
+        slow.stream_delay = 0.4  # slow enough to watch the reply arrive piece by piece
+        model.add(stream_chunks(calls=call), slow)
+        running = GatewayProcess(home, config=model_config(model))
+        try:
+            ui = UI(browser, running)
+            page = ui.open()
+            expect(page.locator("#record-banner")).to_be_hidden()
+            page.click(".group-home >> text=Open Home")  # Home before the main session exists
+            expect(page.locator("#chat-title")).to_have_text("Home")
+            page.locator("#message-text").fill("what do I drink in the morning?")
+            page.locator("#message-text").press("Enter")
+            streaming = page.locator(".msg.assistant.streaming")
+            expect(streaming.locator(".tool-chip")).to_have_text("tool: memory_search")
+            expect(streaming.locator(".text")).to_contain_text("You drink")  # part of the reply, still streaming
+            assert "morning." not in streaming.locator(".text").inner_text()
+            ui.shot("chat-streaming")
+            expect(page.locator(".msg.assistant:not(.streaming) .text")).to_have_text("You drink green tea every morning.")
+            expect(page.locator(".group-home .session")).to_contain_text("Main session")  # the message started it
+            expect(page.locator("#chat-key")).to_have_text("agent:main:main")
+            page.click("#trace-toggle")
+            expect(page.locator(".msg.user .trace")).to_be_visible()
+            assert len(model.requests) == 2 and model.requests[1].json()["stream"] is True
+            ui.close()
+        finally:
+            running.stop()
+
+
+# --- a gateway with a token --------------------------------------------------------------------------
+def test_the_page_asks_for_the_token_once_and_keeps_it(browser, home):
+    running = GatewayProcess(home, config=NO_VECTORS, env={"CLAWKEEP_GATEWAY_TOKEN": TOKEN})
+    try:
+        ui = UI(browser, running)
+        page = ui.page
+        page.goto(running.url + "/")
+        dialog = page.locator("#token-dialog")
+        expect(dialog).to_be_visible()
+        expect(page.locator("#token-input")).to_be_focused()
+        page.fill("#token-input", "not-the-token-at-all")
+        page.press("#token-input", "Enter")
+        expect(dialog.locator(".wrong")).to_be_visible()  # refused: asked again
+        page.fill("#token-input", TOKEN)
+        page.press("#token-input", "Enter")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        expect(dialog).to_be_hidden()
+        assert page.evaluate("localStorage.getItem('clawkeep.token')") == TOKEN
+        page.reload()
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        expect(dialog).to_be_hidden()  # kept: not asked again
+        ui.close()
+    finally:
+        running.stop()
