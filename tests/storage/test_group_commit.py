@@ -113,6 +113,29 @@ def test_a_failing_writer_loses_only_its_own_writes(store):
     assert store.get_entry("e3") is None
 
 
+def test_a_writer_failing_first_in_its_group_spares_the_writers_queued_behind_it(store):
+    inside = threading.Event()
+
+    def failing() -> None:
+        with pytest.raises(RuntimeError):
+            with store.transaction():
+                store.append_entry(entry(5), index_text="m 5")
+                inside.set()
+                time.sleep(0.2)  # the good writer queues behind this one
+                raise RuntimeError("the caller's own failure")
+
+    def good() -> None:
+        inside.wait(5)
+        store.append_entry(entry(6), index_text="m 6")
+
+    threads = [threading.Thread(target=f) for f in (failing, good)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen_elsewhere(store.path) == {"e6"}
+
+
 def test_a_failing_writer_alone_releases_the_write_lock(store):
     store.append_entry(EntryRecord("x", "s1", "message", 1))
     with pytest.raises(DuplicateError):

@@ -84,10 +84,10 @@ class SqliteConnection:
     change is a new migration at the end).
 
     Group commit (`group_commit=True`, the agent store): concurrent writers of this process share
-    one COMMIT — one fsync under `synchronous=FULL`. Each outermost `transaction()` runs as a
-    SAVEPOINT inside a group transaction (its failure rolls back only its own writes); when it
-    is done the caller waits until a COMMIT that includes it has returned, so nothing is
-    acknowledged before it is durable under the configured mode. The last writer of a burst
+    one COMMIT — one fsync under `synchronous=FULL`. Each outermost `transaction()` runs inside
+    a group transaction, as a SAVEPOINT once the group holds others' writes (its failure rolls
+    back only its own writes); when it is done the caller waits until a COMMIT that includes it
+    has returned, so nothing is acknowledged before it is durable under the configured mode. The last writer of a burst
     commits: a writer whose group still has writers queued behind it lets them join first, up to
     GROUP_MAX members. A read outside any transaction first commits an open group, so readers
     only ever see committed rows."""
@@ -218,8 +218,9 @@ class SqliteConnection:
 
     # --- group commit ----------------------------------------------------------------------
     def _grouped(self) -> Iterator[None]:
-        """The body of one outermost transaction as a savepoint of the open group (opened here
-        if none is). Returns (the group, or None for a nested call; this transaction's notes)."""
+        """The body of one outermost transaction inside the open group (opened here if none is),
+        as a savepoint when the group already holds others' writes. Returns (the group, or None
+        for a nested call; this transaction's journal notes)."""
         me = threading.get_ident()
         if self._owner == me:  # nested: this thread is inside its own transaction body
             self._depth += 1
@@ -234,19 +235,30 @@ class SqliteConnection:
             with self._queue_lock:
                 self._queued -= 1
             group = self._join_group()
+            alone = not group.members  # nothing of others to keep: no savepoint, a failure rolls all back
+            if not alone:
+                try:
+                    self._conn.execute("SAVEPOINT ck_write")
+                except sqlite3.Error as exc:
+                    self._leave_group(group)
+                    raise storage_error(self.path, exc) from None
             self.__dict__.pop("_pending", None)
             self._owner, self._depth = me, 1
             try:
                 yield
-                self._conn.execute("RELEASE ck_write")
+                if not alone:
+                    self._conn.execute("RELEASE ck_write")
             except BaseException as exc:
                 self.__dict__.pop("_pending", None)
-                try:
-                    self._conn.execute("ROLLBACK TO ck_write")
-                    self._conn.execute("RELEASE ck_write")
-                except sqlite3.Error:  # SQLite rolled the whole transaction back: the group is lost
-                    self._fail_group(exc)
-                self._leave_group(group)
+                if alone:
+                    self._rollback_group()
+                else:
+                    try:
+                        self._conn.execute("ROLLBACK TO ck_write")
+                        self._conn.execute("RELEASE ck_write")
+                    except sqlite3.Error:  # SQLite rolled the whole transaction back: the group is lost
+                        self._fail_group(exc)
+                    self._leave_group(group)
                 if isinstance(exc, sqlite3.Error):
                     raise storage_error(self.path, exc) from None
                 raise
@@ -257,7 +269,7 @@ class SqliteConnection:
         return group, [what for what, minor in pending if not minor] or [what for what, _ in pending]
 
     def _join_group(self) -> _Group:
-        """Open a savepoint in the current group (a new one when none is open or it is full)."""
+        """The group this writer joins (a new one when none is open or it is full)."""
         try:
             if self._group is not None and self._group.members >= self.GROUP_MAX:
                 self._commit_group()
@@ -266,7 +278,6 @@ class SqliteConnection:
                 self._group = _Group()
             group = self._group
             self._maybe_probe()
-            self._conn.execute("SAVEPOINT ck_write")
             return group
         except BaseException as exc:  # this writer never joined: the members already in stay
             if self._group is not None:
