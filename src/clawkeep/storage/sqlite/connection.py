@@ -181,7 +181,7 @@ class SqliteConnection:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT; nested calls join the outer transaction. With group
-        commit the outermost one is a savepoint of the group, acknowledged once the group commits."""
+        commit the outermost one runs inside the open group and returns once the group committed."""
         if self._group_commit:
             group, notes = yield from self._grouped()
             if group is not None:  # the outermost call: answered once its group is durable
