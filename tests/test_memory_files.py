@@ -122,6 +122,9 @@ def test_an_edit_from_a_stale_text_is_refused_not_written_over_the_newer_one(mem
         mem.memory_edit(item["id"], "My dentist is Dr. Ng", base_text="My dentist is Dr. Alvarez")
     text = (workspace(mem) / "MEMORY.md").read_text()
     assert "Okafor" in text and "Ng" not in text
+    same = mem.memory_edit(item["id"], "My dentist is Dr. Okafor", base_text="My dentist is Dr. Alvarez")
+    assert same["text"] == "My dentist is Dr. Okafor"  # the same edit twice is no conflict
+    assert (workspace(mem) / "MEMORY.md").read_text() == text
 
 
 def test_hand_written_bullets_are_items_too(mem):

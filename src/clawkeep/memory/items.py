@@ -343,9 +343,13 @@ def edit_item(workspace: Path, item_id: str, text: str, base_text: str | None = 
         done["attrs"] = attrs
         return [*lines[:n], f"{indent}- {text}" + (render_marker(attrs) if attrs else ""), *lines[n + 1:]]
 
-    def change(lines: list[str]) -> list[str]:
+    def change(lines: list[str]) -> list[str] | None:
         n = _locate(lines, item)
-        if n < 0 or _BULLET.match(parse_marker(lines[n])[0])["text"] not in expected:
+        now = _BULLET.match(parse_marker(lines[n])[0])["text"] if n >= 0 else None
+        if now == text:  # the other writer made the same edit: nothing to write, nothing lost
+            done["attrs"] = parse_marker(lines[n])[1]
+            return None
+        if now not in expected:
             raise _Superseded  # someone else edited this very item: never overwrite it
         return edited(lines, n)
 
