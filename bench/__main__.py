@@ -8,7 +8,8 @@ property-based fuzz suite with its long profile; `--quick` runs the CI profile) 
 (requests/s and latency over HTTP at 1/10/50 clients, memory_search over HTTP vs in process) and `mcp`
 (memory_search / sessions_search through `clawkeep mcp`, stdio and HTTP, beside the in-process call) and
 `dreaming` (a sweep over 30 days × 200 note lines and 10k recall traces: time, peak memory) and
-`postgres` (PostgreSQL beside SQLite: append, sessions_search, memory_search, 1-3 instances). Each section of
+`postgres` (PostgreSQL beside SQLite: append, sessions_search, memory_search, 1-3 instances) and
+`cold` (CPU and peak RSS of one cold CLI command beside the library import and OpenClaw's CLI). Each section of
 latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
 NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
-         "tool-loop", "gateway", "mcp", "dreaming", "postgres")
+         "tool-loop", "gateway", "mcp", "dreaming", "postgres", "cold")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -139,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 section = postgres_bench(progress, quick=args.quick,
                                          search_size=sizes["search_sizes"][-1] if args.search_sizes else None)
+            elif name == "cold":
+                from .cli_perf import run_bench as cold_bench
+
+                section = cold_bench(progress, quick=args.quick)
             elif name == "mcp":
                 from .mcp_bench import run_bench as mcp_bench
 

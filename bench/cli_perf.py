@@ -120,17 +120,36 @@ def openclaw_env(base: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def run_child(argv: list[str], env: dict[str, str], check: bool = True) -> dict[str, float]:
-    """One child process: its CPU seconds (user + system) and peak RSS (MiB)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    assert proc.stderr is not None
+# Linux carries a forked child's page-table high-water mark across exec into ru_maxrss, so a
+# child forked straight from this (model-loaded) process would report this process's RSS. The
+# children are forked by a small spawner process instead, whose own footprint is ~10 MiB.
+SPAWNER = """
+import json, os, subprocess, sys
+for line in sys.stdin:
+    job = json.loads(line)
+    proc = subprocess.Popen(job["argv"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=job["env"])
     _, status, usage = os.wait4(proc.pid, 0)
     err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    if check and code != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {code}: {err[-500:]}")
-    return {"cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+    print(json.dumps({"code": os.waitstatus_to_exitcode(status), "err": err[-500:],
+                      "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}), flush=True)
+"""
+_spawner: subprocess.Popen[str] | None = None
+
+
+def run_child(argv: list[str], env: dict[str, str], check: bool = True) -> dict[str, float]:
+    """One child process: its CPU seconds (user + system) and peak RSS (MiB)."""
+    global _spawner
+    if _spawner is None or _spawner.poll() is not None:
+        _spawner = subprocess.Popen([sys.executable, "-S", "-c", SPAWNER], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, text=True)
+    assert _spawner.stdin is not None and _spawner.stdout is not None
+    _spawner.stdin.write(json.dumps({"argv": argv, "env": env}) + "\n")
+    _spawner.stdin.flush()
+    result = json.loads(_spawner.stdout.readline())
+    if check and result["code"] != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {result['code']}: {result['err']}")
+    return {"cpu": result["cpu"], "rss": result["rss"]}
 
 
 def commands(home: Path, base: Path | None) -> dict[str, list[list[str]]]:

@@ -117,6 +117,8 @@ class MemoryRefusalsArgs(Args):
 class MemoryEditArgs(Args):
     item_id: str
     text: str
+    base_text: str | None = Field(None, description="The item's text the edit started from: when another writer "
+                                  "changed it since, the edit is refused as a conflict (409) instead of overwriting.")
 
 
 class MemoryItemArgs(Args):
@@ -138,6 +140,10 @@ class DreamArgs(Args):
 
 class DreamingEnableArgs(Args):
     enabled: bool
+
+
+class DreamingReviewArgs(Args):
+    limit: int = Field(20, ge=1, le=200, description="The newest N promotion runs and diary entries.")
 
 
 class PromoteArgs(Args):
@@ -272,7 +278,7 @@ def _ops() -> list[Operation]:
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
         Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
-                  lambda e, a, c: e.memory_edit(a.item_id, a.text), writes=True),
+                  lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
@@ -284,6 +290,9 @@ def _ops() -> list[Operation]:
                   shapes.DreamingStatus, lambda e, a, c: e.dreaming_status()),
         Operation("dreaming_enable", "Switch Dreaming on or off (the overrides file).", DreamingEnableArgs,
                   shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True),
+        Operation("dreaming_review", "What Dreaming did: DREAMS.md's phase blocks, the diary, each promotion run.",
+                  DreamingReviewArgs, shapes.DreamsReview,
+                  lambda e, a, c: e.dreaming_review(limit=a.limit, caller=c)),
         Operation("dream", "Run a Dreaming sweep now (Light → REM → Deep, or one phase).", DreamArgs,
                   shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True),
         Operation("memory_promote", "The ranked promotion candidates and Deep's would-be decisions.", PromoteArgs,
