@@ -88,6 +88,7 @@ class _Lines:
     facts: set[int] = field(default_factory=set)  # list items: independent facts, no context given or taken
 
 
+@lru_cache(maxsize=32_768)
 def _line_key(line: str) -> str:
     """Identity of a line's text across files: case, spacing and list markers ignored."""
     return _BULLET.sub("", " ".join(line.split()).casefold())
@@ -144,11 +145,19 @@ def _needles(query: SearchQuery) -> tuple[str, ...]:
 
 
 def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
+    plain, squeezed = _plain_forms(line)
+    return any(n in plain or n in squeezed for n in needles)
+
+
+@lru_cache(maxsize=32_768)
+def _plain_forms(line: str) -> tuple[str, str]:
+    """The line normalised, lowercased (with its folded form for non-ASCII text), and the same
+    without connectors (Wi-Fi is also indexed as wifi); cached like `_analysed_line`: the same
+    hit lines come back search after search."""
     plain = normalise(line).casefold()
     if not plain.isascii():
         plain = f"{plain} {fold(plain)}"
-    squeezed = _CONNECTORS.sub("", plain)  # Wi-Fi is also indexed as wifi
-    return any(n in plain or n in squeezed for n in needles)
+    return plain, _CONNECTORS.sub("", plain)
 
 
 @lru_cache(maxsize=32_768)
@@ -158,7 +167,8 @@ def _analysed_line(line: str) -> str:
     return f" {analyze_document(line)} "
 
 
-def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None) -> _Lines:
+def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
+                 needles: tuple[str, ...] = ()) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
@@ -172,7 +182,6 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
                 label = line
             labels[i] = label
     terms: list[frozenset[int]] = []
-    needles = _needles(query) if query is not None else ()
     for i, line in enumerate(lines):
         if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
@@ -253,7 +262,8 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
           small_index: bool = False) -> list[MemoryHit]:
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
     line_sims = line_sims or {}
-    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id)) for _, _, chunk in rows]
+    needles = _needles(query) if query is not None else ()
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles) for _, _, chunk in rows]
     _set_coverage(chunk_lines, query, small_index)
     scores = [_line_scores(lines) for lines in chunk_lines]
     best = max((x for own in scores for x in own), default=0.0)
