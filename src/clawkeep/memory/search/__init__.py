@@ -13,7 +13,9 @@ strong match out of the results.
 
 Every line of a chunk also has its own vector (a fact in MEMORY.md is one line, a chat turn is
 one line): the lines of the best chunks are compared with the query, the best line lifts its
-chunk (mean of chunk and line similarity), and each line's similarity helps pick it.
+chunk (mean of chunk and line similarity), and each line's similarity helps pick it. A fact line
+(a list item) is scored on its own, like a one-line chunk (windows.py), and the chunks of the
+query's `limit` most similar lines stay below minScore.
 
 Results are windows of lines, not whole chunks (see "windows" below): the lines that match
 the question and the turns that answer it, each line returned once, transcript windows
@@ -26,6 +28,7 @@ decay, MMR), `windows` (the lines returned, MemoryHit); `memory_search` here run
 
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -90,7 +93,7 @@ def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> 
     question and its English fact: cosine ≈ 0.3), and keeping only the single best line lost the
     right line whenever another fact was a little more similar (fact set 0.67 → 0.71 alone, 0.85
     with fact lines scored on their own, see windows.py)."""
-    best = sorted((v for sims in line_sims.values() for v in sims.values()), reverse=True)[:count]
+    best = heapq.nlargest(count, (v for sims in line_sims.values() for v in sims.values()))
     return best[-1] if best else 0.0
 
 

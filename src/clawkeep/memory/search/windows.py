@@ -69,9 +69,10 @@ FACT_MIN_SHARE = 0.3
 # keyword weights applied to its own cosine similarity and its own share of the query's words,
 # not its chunk's score (a MEMORY.md chunk holds ~20 facts, so the chunk's score says little
 # about one of them; across languages a fact's chunk ranks by its other facts). On the
-# bilingual fact set (bench/bilingual.py, top-3 line, dev / held-out): 0.71 / 0.74 with the
+# bilingual fact set (bench/bilingual.py, top-3 line, dev / held-out): 0.69 / 0.74 with the
 # chunk's score → 0.88 / 0.82; the line's similarity alone (no keyword share) 0.90 / 0.84 but
-# blind to names and numbers; chunk score + fused line 0.83 / 0.77.
+# blind to names and numbers; chunk score + fused line 0.83 / 0.77. Such a line is a result of
+# its own: it never grows a window with a neighbouring fact (the line, not the file, answers).
 LINE_POOL = 30  # best lines placed into windows (at least `limit`)
 CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
 GAP = ELLIPSIS = "\u2026"
