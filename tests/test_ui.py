@@ -8,10 +8,12 @@ Screenshots go to build/ui-screenshots/ (git-ignored); the README's pictures in 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from dreamed_home import ALICE, BACKUP, EDITOR, INCOGNITO_WORD, INITIAL_MEMORY, SEATS, dream_home, dreaming_config
 from gateway_process import GatewayProcess
 from playwright.sync_api import Page, expect, sync_playwright
 from scripted_server import ScriptedServer
@@ -245,10 +247,10 @@ def test_keyboard_focus_order_and_a_narrow_window(browser, record_gateway):
     page.keyboard.press("Tab")
     expect(page.locator(".skip")).to_be_focused()
     order = []
-    for _ in range(6):
+    for _ in range(7):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id || document.activeElement.textContent.trim()"))
-    assert order == ["Chat", "Memory", "Status", "search-q", "Search", "new-thread"]  # the menu button is hidden here
+    assert order == ["Chat", "Memory", "Dreams", "Status", "search-q", "Search", "new-thread"]  # the menu button is hidden here
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none")  # visible focus
     page.keyboard.press("Enter")  # a new thread, from the keyboard
@@ -329,6 +331,117 @@ def test_the_page_asks_for_the_token_once_and_keeps_it(browser, home):
         page.reload()
         expect(page.locator("body")).to_have_attribute("data-ready", "true")
         expect(dialog).to_be_hidden()  # kept: not asked again
+        ui.close()
+    finally:
+        running.stop()
+
+
+# --- the Dreams tab ------------------------------------------------------------------------------------
+def test_dreams_tab_shows_a_real_sweep_and_undo_removes_the_line_from_memory(browser, home):
+    dreamed = dream_home(home)  # notes + searches through the engine, the sweep by `clawkeep memory dream`
+    running = GatewayProcess(home, config=dreaming_config())
+    try:
+        ui = UI(browser, running)
+        page = ui.open()
+        page.click("nav.views >> text=Dreams")
+        expect(page.locator("#dreams-title")).to_be_focused()
+        expect(page.locator("nav.views a[data-view=dreams]")).to_have_attribute("aria-current", "page")
+        expect(page.locator("#dreams-toggle")).to_have_attribute("aria-checked", "true")
+        expect(page.locator("#dreams-off")).to_be_hidden()
+        expect(page.locator("#dreams-state .card h2")).to_have_text("Dreaming is on")
+        expect(page.locator("#dreams-state")).to_contain_text(dreamed.run_id)  # the last sweep
+
+        # what the sweep promoted, each line with where it came from and an undo
+        items = page.locator("#dreams-runs .promoted-item")
+        expect(items).to_have_count(2)
+        expect(page.locator("#dreams-runs .run-head h3")).to_contain_text(dreamed.run_id)
+        seats = items.filter(has_text=SEATS)
+        expect(seats.locator(".item-meta")).to_contain_text(ALICE)  # stated in alice's DM, kept hers
+        editor = items.filter(has_text=EDITOR)
+        expect(editor.locator(".badge")).to_have_text("in MEMORY.md")
+        expect(editor.locator(".item-meta")).to_contain_text(dreamed.promoted[EDITOR])
+
+        # the phase blocks of DREAMS.md and the diary
+        expect(page.locator("#dreams-blocks .phase")).to_have_count(3)
+        expect(page.locator(".phase-light")).to_contain_text(EDITOR)
+        expect(page.locator(".phase-rem .phase-summary")).to_contain_text("theme(s)")
+        expect(page.locator(".phase-deep")).to_contain_text(f"promoted “{SEATS}”")
+        expect(page.locator(".phase-deep code").first).to_contain_text("clawkeep memory promote-undo")
+        diary = page.locator("#dreams-diary .diary-entry")
+        expect(diary).to_have_count(1)
+        expect(diary.locator("h3")).to_contain_text(dreamed.run_id)
+        expect(diary).to_contain_text("I kept 2 thing(s) for the long run")
+        text = page.locator("#view-dreams").inner_text()
+        assert BACKUP not in text and INCOGNITO_WORD not in text  # a cron job's line, an incognito search: never
+        page.set_viewport_size({"width": 1280, "height": 1500})
+        ui.shot("dreams")
+        page.set_viewport_size({"width": 380, "height": 780})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 380  # nothing runs off the side
+        page.set_viewport_size({"width": 1280, "height": 860})
+
+        # undo one line with the mouse: asked first, then gone from MEMORY.md, the rest kept
+        editor.get_by_role("button", name=f"Undo: {EDITOR}").click()
+        keep = editor.get_by_role("button", name="Keep it")
+        expect(keep).to_be_focused()
+        editor.get_by_role("button", name="Yes, undo").click()
+        expect(editor.locator(".badge")).to_have_text("undone")
+        expect(editor).to_be_focused()
+        expect(editor.get_by_role("button")).to_have_count(0)
+        memory_md = dreamed.memory_md.read_text()
+        assert EDITOR not in memory_md and SEATS in memory_md and "I live in Berlin" in memory_md
+        expect(page.locator("#announce")).to_contain_text("removed from MEMORY.md")
+
+        # the other one from the keyboard; then MEMORY.md is what it was before the sweep
+        seats.get_by_role("button", name=f"Undo: {SEATS}").focus()
+        page.keyboard.press("Enter")
+        expect(seats.get_by_role("button", name="Keep it")).to_be_focused()
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Enter")
+        expect(seats.locator(".badge")).to_have_text("undone")
+        assert SEATS not in dreamed.memory_md.read_text()
+        assert dreamed.memory_md.read_text().rstrip("\n") == INITIAL_MEMORY.rstrip("\n")
+
+        # sweep now: a second diary entry, and an undone claim is not promoted again
+        page.click("#dreams-sweep")
+        expect(diary).to_have_count(2)
+        expect(page.locator("#dreams-runs .promoted-item")).to_have_count(2)
+        assert EDITOR not in dreamed.memory_md.read_text()
+
+        # switched off from the tab: it says so and how to switch it back on
+        page.click("#dreams-toggle")
+        expect(page.locator("#dreams-toggle")).to_have_attribute("aria-checked", "false")
+        expect(page.locator("#dreams-off")).to_be_visible()
+        expect(page.locator("#dreams-off")).to_contain_text("clawkeep memory dreaming on")
+        overrides = json.loads((home / "clawkeep.overrides.json").read_text())
+        assert overrides["plugins"]["entries"]["memory-core"]["config"]["dreaming"]["enabled"] is False
+        ui.close()
+    finally:
+        running.stop()
+
+
+def test_dreams_tab_with_dreaming_off_says_how_to_turn_it_on(browser, home):
+    running = GatewayProcess(home, config=dreaming_config(enabled=False))
+    try:
+        ui = UI(browser, running)
+        page = ui.open("#/dreams")
+        banner = page.locator("#dreams-off")
+        expect(banner).to_be_visible()
+        expect(banner).to_contain_text("Dreaming is off")
+        for way in ("clawkeep memory dreaming on", "/dreaming on", "plugins.entries.memory-core.config.dreaming.enabled"):
+            expect(banner).to_contain_text(way)
+        expect(page.locator("#dreams-state .card h2")).to_have_text("Dreaming is off")
+        expect(page.locator("#dreams-state")).to_contain_text("none — Dreaming is off")  # no next sweep
+        expect(page.locator("#dreams-runs")).to_have_text("Nothing promoted yet.")
+        expect(page.locator("#dreams-blocks .phase .muted")).to_have_text(["Not run yet."] * 3)
+        expect(page.locator("#dreams-diary")).to_contain_text("No diary entry yet")
+        ui.shot("dreams-off")
+        switch = page.locator("#dreams-toggle")
+        switch.focus()
+        page.keyboard.press("Space")  # a switch from the keyboard
+        expect(switch).to_have_attribute("aria-checked", "true")
+        expect(banner).to_be_hidden()
+        with running.client() as http:
+            assert http.get("/v1/dreaming").json()["enabled"] is True
         ui.close()
     finally:
         running.stop()

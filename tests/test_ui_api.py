@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import open_engine, run_cli
+from dreamed_home import ALICE, BACKUP, BOB, EDITOR, INCOGNITO_WORD, SEATS, dream_home, dreaming_config
 from gateway_process import GatewayThread
 
 from clawkeep import api
@@ -209,3 +210,68 @@ def test_static_files_reference_only_themselves_and_ship_in_the_wheel():
     patterns = pyproject["tool"]["setuptools"]["package-data"]["clawkeep.ui"]
     shipped = {p for pattern in patterns for p in root.parent.glob(pattern)}
     assert set(files) <= shipped  # every static file is package data, so the wheel carries it
+
+
+# --- the Dreams tab: dreaming_review and the /v1/dreaming routes -----------------------------------
+def test_dreaming_review_lists_blocks_diary_and_runs_and_hides_other_peoples_items(home):
+    dreamed = dream_home(home)
+    with open_engine(home, dreaming_config()) as eng:
+        review = eng.dreaming_review()
+        assert isinstance(review, api.DreamsReview) and review.enabled is True
+        (run,) = review.runs
+        assert run.run_id == dreamed.run_id and run.status == "applied"
+        by_text = {item.text: item for item in run.items}
+        assert set(by_text) == {EDITOR, SEATS} and all(i.in_memory and not i.undone for i in run.items)
+        assert by_text[SEATS].owner == ALICE and by_text[EDITOR].owner is None
+        assert by_text[EDITOR].src.startswith("memory/") and by_text[EDITOR].src.endswith("#L3")
+        assert set(review.blocks) == {"light", "rem", "deep"} and f"promoted “{SEATS}”" in review.blocks["deep"]
+        (entry,) = review.diary
+        assert entry.run_id == dreamed.run_id and "I kept 2 thing(s)" in entry.text and not entry.backfill
+        everything = json.dumps(review.to_json())
+        assert BACKUP not in everything  # a cron job's line is never a candidate …
+        assert INCOGNITO_WORD not in everything  # … and an incognito thread left nothing to review
+
+        as_alice = eng.dreaming_review(caller=ALICE).to_json()
+        assert {i["text"] for i in as_alice["runs"][0]["items"]} == {EDITOR, SEATS}  # hers and the shared one
+        as_bob = eng.dreaming_review(caller=BOB).to_json()
+        assert [i["text"] for i in as_bob["runs"][0]["items"]] == [EDITOR]  # shared, never alice's
+        assert "blocks" not in as_bob and "diary" not in as_bob and "dreamsFile" not in as_bob
+        with pytest.raises(InputError, match="limit"):
+            eng.dreaming_review(limit=0)
+
+        eng.memory_promote_undo(dreamed.promoted[SEATS])
+        after = {i.text: i for i in eng.dreaming_review().runs[0].items}
+        assert after[SEATS].undone and not after[SEATS].in_memory and not after[EDITOR].undone
+        assert {i.text: i.undone for i in eng.dreaming_review(caller=ALICE).runs[0].items} == {SEATS: True, EDITOR: False}
+    cli = run_cli(home, "memory", "dreams", "--json", "--as", BOB, config=dreamed.config)
+    assert cli.code == 0 and [i["text"] for i in cli.json()["runs"][0]["items"]] == [EDITOR]
+
+
+def test_dreaming_routes_status_toggle_sweep_review_undo(home):
+    dreamed = dream_home(home)
+    running = GatewayThread(home, dreaming_config())
+    try:
+        with running.client() as http:
+            status = http.get("/v1/dreaming").json()
+            assert status["enabled"] is True and status["lastRunId"] == dreamed.run_id
+            review = http.get("/v1/dreaming/review", params={"limit": 5}).json()
+            assert review == running.engine.dreaming_review(limit=5).to_json()
+            as_bob = http.get("/v1/dreaming/review", headers={"X-Clawkeep-Session": BOB}).json()
+            assert SEATS not in json.dumps(as_bob)
+            assert http.get("/v1/dreaming/review", params={"limit": 0}).status_code == 422
+            for method, path, body in (("GET", "/v1/dreaming", None), ("PUT", "/v1/dreaming", {"enabled": False}),
+                                       ("POST", "/v1/dreaming/sweep", {}), ("POST", "/v1/dreaming/undo", {})):
+                refused = http.request(method, path, json=body, headers={"X-Clawkeep-Session": BOB})
+                assert refused.status_code == 403, (method, path)  # the operator's controls
+            undone = http.post("/v1/dreaming/undo", json={"target": dreamed.promoted[EDITOR]}).json()
+            assert undone["restored"] == "lines removed" and EDITOR not in dreamed.memory_md.read_text()
+            assert http.post("/v1/dreaming/undo", json={"target": "m-nothere0"}).status_code == 404
+            swept = http.post("/v1/dreaming/sweep", json={}).json()
+            assert swept["status"] == "ok" and swept["promoted"] == []  # an undone claim stays out
+            assert http.post("/v1/dreaming/sweep", json={"phase": "nap"}).status_code == 422
+            off = http.put("/v1/dreaming", json={"enabled": False}).json()
+            assert off["enabled"] is False and http.get("/v1/dreaming").json()["enabled"] is False
+            assert json.loads(Path(off["config"]).read_text())["plugins"]["entries"]["memory-core"]["config"][
+                "dreaming"]["enabled"] is False
+    finally:
+        running.stop()

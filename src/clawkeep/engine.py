@@ -446,6 +446,14 @@ class Engine:
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
 
+    def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
+        """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""
+        from .dreaming import review
+
+        check.integer(limit, "limit", 1, review.MAX_LIMIT, optional=False)
+        check.ident(caller, "caller", optional=True)
+        return api.DreamsReview.model_validate(review.review(self.runtime, limit=limit, caller=caller))
+
     def dream_if_due(self) -> api.SweepReport | None:
         """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
         due and Dreaming is enabled; None otherwise."""

@@ -12,10 +12,14 @@ from .shapes import (
     SEND_TIMEOUT_MAX_S,
     BackfillReport,
     DreamingStatus,
+    DiaryEntry,
     DreamingToggle,
+    DreamsReview,
     ExplainReport,
     HarnessReport,
     PromoteReport,
+    PromotedItem,
+    PromotionRun,
     SweepReport,
     UndoReport,
     BootstrapFile,
@@ -61,6 +65,7 @@ __all__ = [
     "SessionStatus",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
     "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
+    "DiaryEntry", "DreamsReview", "PromotedItem", "PromotionRun",
     "SweepReport", "UndoReport", "ArchivedTranscript", "CompactionMark", "Interval", "Refusal", "Timeline",
 ]
 

@@ -140,6 +140,10 @@ class DreamingEnableArgs(Args):
     enabled: bool
 
 
+class DreamingReviewArgs(Args):
+    limit: int = Field(20, ge=1, le=200, description="The newest N promotion runs and diary entries.")
+
+
 class PromoteArgs(Args):
     limit: int | None = Field(None, ge=1, le=1000)
     min_score: float | None = Field(None, ge=0, le=1)
@@ -284,6 +288,9 @@ def _ops() -> list[Operation]:
                   shapes.DreamingStatus, lambda e, a, c: e.dreaming_status()),
         Operation("dreaming_enable", "Switch Dreaming on or off (the overrides file).", DreamingEnableArgs,
                   shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True),
+        Operation("dreaming_review", "What Dreaming did: DREAMS.md's phase blocks, the diary, each promotion run.",
+                  DreamingReviewArgs, shapes.DreamsReview,
+                  lambda e, a, c: e.dreaming_review(limit=a.limit, caller=c)),
         Operation("dream", "Run a Dreaming sweep now (Light → REM → Deep, or one phase).", DreamArgs,
                   shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True),
         Operation("memory_promote", "The ranked promotion candidates and Deep's would-be decisions.", PromoteArgs,

@@ -488,6 +488,47 @@ class BackfillReport(Shape):
     dreams_file: str | None = None
 
 
+class PromotedItem(Shape):
+    """One line a Deep run added to MEMORY.md. `owner`: the conversation it was stated in (null:
+    shared); `inMemory`: MEMORY.md still holds it (a person may have deleted it since)."""
+
+    id: str
+    text: str
+    src: str | None = None  # the note line (or message) it was promoted from: path#Lline
+    supersedes: list[str] = Field(default_factory=list)
+    owner: str | None = None
+    undone: bool = False
+    in_memory: bool = False
+
+
+class PromotionRun(Shape):
+    run_id: str
+    at: int | None = None
+    status: Literal["applied", "undone"]
+    mode: str | None = None  # how MEMORY.md was written: rewrite | append | recovered
+    items: list[PromotedItem]
+
+
+class DiaryEntry(Shape):
+    heading: str
+    text: str
+    run_id: str | None = None  # the sweep that wrote it (none for a backfill entry)
+    backfill: bool = False
+
+
+class DreamsReview(Shape):
+    """dreaming_review: what Dreaming did, newest first. The DREAMS.md blocks and the diary are
+    the operator's (absent for a session caller, who sees only the promotions visible to it)."""
+
+    enabled: bool
+    runs: list[PromotionRun] = Field(default_factory=list)
+    omitted_runs: int = 0
+    dreams_file: str | None = None
+    blocks: dict[str, str | None] | None = None  # light | rem | deep: the block's Markdown, null if none yet
+    diary: list[DiaryEntry] | None = None
+    omitted_diary: int = 0
+
+
 class UndoReport(Shape):
     run_id: str
     restored: Literal["byte-identical", "lines removed"]

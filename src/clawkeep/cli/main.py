@@ -85,7 +85,7 @@ OVERVIEW = [
     ("memory search QUERY", "hybrid search over memory (and transcripts if enabled)"),
     ("memory get|items|edit|delete|sweep", "read and correct what is remembered"),
     ("memory status|index", "provider, vector store and index health; (re)build the index"),
-    ("memory dream|dreaming|promote …", "Dreaming: sweep now, status/on/off, promotion candidates, explain, undo"),
+    ("memory dream|dreaming|dreams|promote …", "Dreaming: sweep now, status/on/off, promotion candidates, explain, undo"),
     ("recall TEXT --session KEY", "Active Memory for a would-be message; --classify to test the detector"),
     ("import openclaw PATH", "sessions, transcripts, memory files and config from an OpenClaw home"),
     ("export SESSION|--all", "transcripts as clawkeep JSONL (re-import with `import jsonl`)"),

@@ -272,6 +272,28 @@ def memory_promote_undo(
         f"undid {len(d['items'])} promotion(s) of {d['runId']} ({d['restored']})", highlight=False))
 
 
+@memory_app.command("dreams")
+def memory_dreams(
+    ctx: typer.Context,
+    limit: int = typer.Option(20, "--limit", help="The newest N promotion runs and diary entries (1-200)."),
+    caller: str | None = typer.Option(None, "--as", help="Calling session (visibility)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What Dreaming promoted, run by run (each item undoable with promote-undo), and the diary."""
+    def render(d: dict[str, Any]) -> None:
+        for run in d["runs"]:
+            out.print(f"[bold]{run['runId']}[/bold] ({run['status']})", highlight=False)
+            for item in run["items"]:
+                state = "undone" if item["undone"] else "in MEMORY.md" if item["inMemory"] else "gone from MEMORY.md"
+                out.print(f"  {item['id']}  {item['text']} [dim]{state}[/dim]", highlight=False)
+        if not d["runs"]:
+            out.print("nothing promoted yet", highlight=False)
+        for entry in d.get("diary") or ():
+            out.print(f"\n[bold]{entry['heading']}[/bold]\n{entry['text']}", highlight=False)
+
+    emit(engine(ctx).dreaming_review(limit=limit, caller=caller), as_json, render)
+
+
 @memory_app.command("rem-harness")
 def memory_rem_harness(
     ctx: typer.Context,

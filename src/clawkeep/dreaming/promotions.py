@@ -34,7 +34,8 @@ def begin(dreams: DreamsDir, deep: DeepPlan, now: int) -> None:
         "runId": deep.run_id, "at": now, "status": "pending", "mode": None, "before": deep.before,
         "plannedSha": sha(deep.after), "afterSha": None, "files": {},
         "items": [{"id": d.item.id, "key": d.ranked.entry.key, "text": d.item.text, "supersedes": d.supersedes,
-                   "src": d.item.attrs.get("src"), "undone": False} for d in deep.promoted if d.item is not None],
+                   "src": d.item.attrs.get("src"), "owner": d.item.attrs.get("session"), "undone": False}
+                  for d in deep.promoted if d.item is not None],
         "repaired": deep.repaired})
 
 

@@ -295,6 +295,36 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def memory_status(deep: bool = False) -> Any:
         return await gw.call(lambda: gw.engine.memory_status(deep=deep))
 
+    # --- dreaming (the Control UI's Dreams tab) ---------------------------------------
+    @app.get("/v1/dreaming", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamingStatus))
+    async def dreaming_status(caller: Caller = None) -> Any:
+        """Dreaming's schedule, next run, last sweep, lock holder and counts."""
+        gw.operator_only(caller, "Dreaming's state")
+        return await gw.op("dreaming_status")
+
+    @app.put("/v1/dreaming", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamingToggle))
+    async def dreaming_enable(body: ops.DreamingEnableArgs, caller: Caller = None) -> Any:
+        """Switch Dreaming on or off (written to the overrides file beside the config file)."""
+        gw.operator_only(caller, "switching Dreaming on or off")
+        return await gw.op("dreaming_enable", args=body)
+
+    @app.post("/v1/dreaming/sweep", dependencies=guarded, tags=["dreaming"], responses=_doc(api.SweepReport))
+    async def dreaming_sweep(body: ops.DreamArgs, caller: Caller = None) -> Any:
+        """A sweep now; `"status": "locked"` (with the holder) when another one is running."""
+        gw.operator_only(caller, "running a Dreaming sweep")
+        return await gw.op("dream", args=body)
+
+    @app.get("/v1/dreaming/review", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamsReview))
+    async def dreaming_review(caller: Caller = None, limit: Annotated[int, Query(ge=1, le=200)] = 20) -> Any:
+        """DREAMS.md's phase blocks, the Dream Diary and the promotion runs, newest first."""
+        return await gw.op("dreaming_review", caller, limit=limit)
+
+    @app.post("/v1/dreaming/undo", dependencies=guarded, tags=["dreaming"], responses=_doc(api.UndoReport))
+    async def dreaming_undo(body: ops.PromoteUndoArgs, caller: Caller = None) -> Any:
+        """Undo a promotion run or one promoted item (`target`; default the last run)."""
+        gw.operator_only(caller, "undoing a promotion")
+        return await gw.op("memory_promote_undo", args=body)
+
     # --- recall, status, metrics ------------------------------------------------------
     @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))
     async def recall(body: ops.RecallArgs, caller: Caller = None) -> Any:

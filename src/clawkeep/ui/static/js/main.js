@@ -1,13 +1,14 @@
-// The page: hash routes (#/chat/<key>[?m=<messageId>], #/search?q=…, #/memory, #/status),
+// The page: hash routes (#/chat/<key>[?m=<messageId>], #/search?q=…, #/memory, #/dreams, #/status),
 // the sidebar's buttons, session search, and errors shown instead of thrown away.
 import * as api from "./api.js";
 import * as chat from "./chat.js";
 import { $, announce, h, plural, timeEl, toast } from "./dom.js";
+import * as dreams from "./dreams.js";
 import * as memory from "./memory.js";
 import * as sidebar from "./sidebar.js";
 import * as status from "./status.js";
 
-const VIEWS = ["chat", "search", "memory", "status"];
+const VIEWS = ["chat", "search", "memory", "dreams", "status"];
 
 function parseHash() {
   const [path, query] = (location.hash.replace(/^#\/?/, "") || "chat").split("?");
@@ -47,6 +48,9 @@ async function route() {
   } else if (view === "memory") {
     await memory.open();
     $("memory-title").focus();
+  } else if (view === "dreams") {
+    await dreams.open();
+    $("dreams-title").focus();
   } else if (view === "status") {
     await status.open();
     $("status-title").focus();
@@ -83,6 +87,7 @@ function guard(work) {
 async function start() {
   chat.init();
   memory.init();
+  dreams.init();
   status.init();
   $("new-thread").addEventListener("click", guard(() => newThread(false)));
   $("new-incognito").addEventListener("click", guard(() => newThread(true)));
