@@ -418,8 +418,28 @@ def db_path(home: Path) -> Path:
     return home / "agents" / "main" / "agent.sqlite"
 
 
+def _resume_point(home: Path, want: dict[str, Any], sessions: int) -> tuple[list[str], int] | None:
+    """An interrupted seed of the same corpus (its progress file matches `want`): the session ids
+    by group and the number of the next bulk message (the batches are committed whole)."""
+    progress_file = home / "seed-progress.json"
+    if not progress_file.exists() or json.loads(progress_file.read_text()) != want or not db_path(home).exists():
+        return None
+    conn = sqlite3.connect(str(db_path(home)))
+    try:
+        keys = dict(conn.execute("SELECT key, session_id FROM sessions").fetchall())
+        last = conn.execute("SELECT max(entry_id) FROM entries WHERE entry_id LIKE 'seed-%'").fetchone()[0]
+    finally:
+        conn.close()
+    by_group = {key.rsplit(":", 1)[-1]: sid for key, sid in keys.items()}
+    ids = [by_group.get(f"g{i:04d}") for i in range(sessions)]
+    if None in ids:
+        return None
+    return [str(i) for i in ids], max(sessions, int(last[5:]) + 1) if last else sessions
+
+
 def seed_store(home: Path, total: int, sessions: int, progress: Progress) -> dict[str, Any]:
-    """Seed `home` with `total` messages over `sessions` group sessions (cached by manifest)."""
+    """Seed `home` with `total` messages over `sessions` group sessions (cached by manifest; an
+    interrupted seed resumes where its last committed batch ended)."""
     want = {"corpus_version": CORPUS_VERSION, "messages": total, "sessions": sessions, "batch": SEED_BATCH}
     manifest_file = _manifest_path(home)
     if manifest_file.exists():
@@ -427,9 +447,11 @@ def seed_store(home: Path, total: int, sessions: int, progress: Progress) -> dic
         if all(manifest.get(k) == v for k, v in want.items()) and db_path(home).exists():
             manifest["cached"] = True
             return manifest
-    if home.exists():
+    resume = _resume_point(home, want, sessions)
+    if resume is None and home.exists():
         shutil.rmtree(home)
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "seed-progress.json").write_text(json.dumps(want))
     task = progress.add_task(f"seed {total:,} messages", total=total)
     start = time.perf_counter()
     rng = random.Random(total)
@@ -440,17 +462,29 @@ def seed_store(home: Path, total: int, sessions: int, progress: Progress) -> dic
     eng = Engine.open(home=home, config={"storage": {"synchronous": "NORMAL"}})
     session_ids: list[str] = []
     counts: dict[str, int] = {}
-    for i in range(sessions):  # the first message of every session goes through the real pipeline
-        r = eng.message(next(texts), channel="telegram", chat_type="group", group=f"g{i:04d}",
-                        sender=f"user{i % 97}", message_id=f"seed-{i:08d}", at=base_ms + i * step_ms)
-        session_ids.append(r.session_id)
-        counts[r.session_id] = 1
-    progress.update(task, completed=sessions)
+    current = ""
+    if resume is None:
+        for i in range(sessions):  # the first message of every session goes through the real pipeline
+            r = eng.message(next(texts), channel="telegram", chat_type="group", group=f"g{i:04d}",
+                            sender=f"user{i % 97}", message_id=f"seed-{i:08d}", at=base_ms + i * step_ms)
+            session_ids.append(r.session_id)
+            counts[r.session_id] = 1
+        first, current = sessions, session_ids[0]
+    else:  # replay the generator and the session choices up to the first missing batch
+        session_ids, first = resume
+        counts = dict.fromkeys(session_ids, 1)
+        for _ in range(sessions):
+            next(texts)
+        for j in range(sessions, first):
+            if j % BURST == 0:
+                current = session_ids[rng.randrange(sessions)]
+            next(texts)
+            counts[current] += 1
+    progress.update(task, completed=first)
     create_seconds = time.perf_counter() - start
 
     store = eng.runtime.store()
-    i = sessions
-    current = session_ids[0]
+    i = first
     while i < total:
         end = min(total, i + SEED_BATCH)
         with store.transaction():
@@ -480,7 +514,10 @@ def seed_store(home: Path, total: int, sessions: int, progress: Progress) -> dic
     manifest = {**want, "seconds": seconds, "session_create_seconds": create_seconds,
                 "rate": total / seconds, "db_bytes": db_path(home).stat().st_size,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "cached": False}
+    if resume is not None:
+        manifest["resumed_at"] = resume[1]
     manifest_file.write_text(json.dumps(manifest, indent=2))
+    (home / "seed-progress.json").unlink()
     return manifest
 
 

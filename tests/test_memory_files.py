@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import open_engine
 
-from clawkeep.errors import InputError, NotFoundError
+from clawkeep.errors import ConflictError, InputError, NotFoundError
 from clawkeep.memory import items
 from clawkeep.memory.chunking import chunk_lines, estimate_tokens
 from clawkeep.memory.timeparse import event_day
@@ -111,6 +111,20 @@ def test_edit_and_delete_go_to_markdown_and_reindex(mem):
     assert mem.memory_search("dentist Okafor")["results"] == []
     with pytest.raises(NotFoundError, match="not found"):
         mem.memory_delete(item["id"])
+
+
+def test_an_edit_from_a_stale_text_is_refused_not_written_over_the_newer_one(mem):
+    """Two editors opened the same item; the second save names the text it started from, which
+    is no longer the item's: refused (409 over HTTP), the first edit stays."""
+    item = mem.memory_remember("My dentist is Dr. Alvarez")["item"]
+    mem.memory_edit(item["id"], "My dentist is Dr. Okafor", base_text="My dentist is Dr. Alvarez")
+    with pytest.raises(ConflictError, match="changed or removed by another writer meanwhile; nothing was written"):
+        mem.memory_edit(item["id"], "My dentist is Dr. Ng", base_text="My dentist is Dr. Alvarez")
+    text = (workspace(mem) / "MEMORY.md").read_text()
+    assert "Okafor" in text and "Ng" not in text
+    same = mem.memory_edit(item["id"], "My dentist is Dr. Okafor", base_text="My dentist is Dr. Alvarez")
+    assert same["text"] == "My dentist is Dr. Okafor"  # the same edit twice is no conflict
+    assert (workspace(mem) / "MEMORY.md").read_text() == text
 
 
 def test_hand_written_bullets_are_items_too(mem):
