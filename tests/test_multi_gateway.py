@@ -28,7 +28,7 @@ CLIENTS, PEERS, PER_CLIENT = 30, 10, 20
 
 
 @contextmanager
-def started_gateways(tmp_path, pgvector_url, count: int):
+def started_gateways(tmp_path, pgvector_url, count: int, config: dict = CONFIG):
     """`count` gateway processes, each with its own home (and workspace mirror), on one database."""
     prefix = "gw" + uuid.uuid4().hex[:10]
     env = {"CLAWKEEP_STORAGE_URL": pgvector_url, "CLAWKEEP_STORAGE_SCHEMA": prefix}
@@ -37,7 +37,7 @@ def started_gateways(tmp_path, pgvector_url, count: int):
         for n in range(count):
             home = tmp_path / f"gw{n}"
             home.mkdir()
-            started.append(GatewayProcess(home, config=CONFIG, env=env))
+            started.append(GatewayProcess(home, config=config, env=env))
         yield started, prefix
     finally:
         for gw in started:
@@ -57,6 +57,14 @@ def gateways(tmp_path, pgvector_url):
 @pytest.fixture
 def two_gateways(tmp_path, pgvector_url):
     with started_gateways(tmp_path, pgvector_url, 2) as (started, prefix):
+        yield started, prefix
+
+
+@pytest.fixture
+def two_unwatched_gateways(tmp_path, pgvector_url):
+    """No file watcher: a mirror syncs only when a request uses memory, so the test decides
+    whether a human's save lands before or after the mirror learns of the other gateway's write."""
+    with started_gateways(tmp_path, pgvector_url, 2, {**CONFIG, "gateway": {"watch": False}}) as (started, prefix):
         yield started, prefix
 
 
@@ -209,11 +217,14 @@ def test_one_item_edited_on_two_gateways_at_once_ends_as_a_reported_conflict(two
         assert "Lisbon" not in docs["MEMORY.md"]
 
 
-def test_a_human_edit_of_one_mirror_against_an_http_write_on_the_other_gateway(two_gateways, pgvector_url):
+def test_a_human_edit_of_one_mirror_against_an_http_write_on_the_other_gateway(two_unwatched_gateways, pgvector_url):
     """A human edits gateway b's mirrored MEMORY.md while gateway a writes the same document over
-    HTTP: a's write stays the document, the human's file is kept as a conflict copy, and both
-    gateways report it."""
-    (gw_a, gw_b), prefix = two_gateways
+    HTTP, and saves before b has pulled a's write: a's write stays the document, the human's file
+    is kept as a conflict copy, and both gateways report it. (A save after b pulled a's write is an
+    edit of the newer file as far as the mirror can tell: the editor is what warns that the file
+    changed on disk. With the watcher on, b pulls within its debounce, so the order is up to
+    timing; it is off here.)"""
+    (gw_a, gw_b), prefix = two_unwatched_gateways
     a, b = gw_a.client(), gw_b.client()
     with a, b:
         assert a.post("/v1/memory/remember", json={"text": "Remember that the wifi is called Gull"}).status_code == 200

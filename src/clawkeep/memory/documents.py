@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import ConflictError, InputError
 from ..storage import DocumentConflict, DocumentStore
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown, walk_markdown_stats
 
 Change = Callable[[list[str]], "list[str] | None"]
 CONFLICTS_DIR = f"{NOTES_DIR}/.conflicts"
@@ -84,6 +84,19 @@ def memory_files(workspace: Path) -> list[str]:
     found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
     notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
     return found + sorted(notes)
+
+
+def memory_file_stats(workspace: Path) -> list[tuple[str, os.stat_result | OSError]]:
+    """`memory_files` in the same order, each with its stat (or the OSError stat raised), in one
+    walk: the staleness check before every search stats every file anyway."""
+    found: list[tuple[str, os.stat_result | OSError]] = []
+    if contained_file(workspace / MEMORY_FILE, workspace):
+        try:
+            found.append((MEMORY_FILE, os.stat(workspace / MEMORY_FILE)))
+        except OSError as exc:
+            found.append((MEMORY_FILE, exc))
+    notes = [(f"{NOTES_DIR}/{rel}", st) for rel, st in walk_markdown_stats(workspace / NOTES_DIR, workspace)]
+    return found + sorted(notes, key=lambda note: note[0])
 
 
 def _digest(text: str) -> str:

@@ -97,6 +97,7 @@ class _Lines:
     facts: set[int] = field(default_factory=set)  # list items: independent facts, no context given or taken
 
 
+@lru_cache(maxsize=32_768)
 def _line_key(line: str) -> str:
     """Identity of a line's text across files: case, spacing and list markers ignored."""
     return _BULLET.sub("", " ".join(line.split()).casefold())
@@ -153,11 +154,19 @@ def _needles(query: SearchQuery) -> tuple[str, ...]:
 
 
 def _may_hold(line: str, needles: tuple[str, ...]) -> bool:
+    plain, squeezed = _plain_forms(line)
+    return any(n in plain or n in squeezed for n in needles)
+
+
+@lru_cache(maxsize=32_768)
+def _plain_forms(line: str) -> tuple[str, str]:
+    """The line normalised, lowercased (with its folded form for non-ASCII text), and the same
+    without connectors (Wi-Fi is also indexed as wifi); cached like `_analysed_line`: the same
+    hit lines come back search after search."""
     plain = normalise(line).casefold()
     if not plain.isascii():
         plain = f"{plain} {fold(plain)}"
-    squeezed = _CONNECTORS.sub("", plain)  # Wi-Fi is also indexed as wifi
-    return any(n in plain or n in squeezed for n in needles)
+    return plain, _CONNECTORS.sub("", plain)
 
 
 @lru_cache(maxsize=32_768)
@@ -168,7 +177,7 @@ def _analysed_line(line: str) -> str:
 
 
 def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
-                 cosines: dict[int, float] | None = None) -> _Lines:
+                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None) -> _Lines:
     lines = chunk.text.split("\n")
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
@@ -182,7 +191,6 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
                 label = line
             labels[i] = label
     terms: list[frozenset[int]] = []
-    needles = _needles(query) if query is not None else ()
     for i, line in enumerate(lines):
         if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
             terms.append(frozenset())
@@ -272,7 +280,8 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
     (vector, keyword) weights, which score a fact line of its own (see FACT_MIN_SHARE)."""
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
-    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), fact_sims.get(chunk.id))
+    needles = _needles(query) if query is not None else ()
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id))
                    for _, _, chunk in rows]
     _set_coverage(chunk_lines, query, small_index)
     scores = [_line_scores(lines) for lines in chunk_lines]
