@@ -30,6 +30,8 @@ from .common import REPO, Section, fmt_ms, md_table, percentile, scratch_dir
 
 FULL = {"turns": {1: 600, 10: 3000, 50: 5000}, "sessions": 200, "notes": 3000, "queries": 200}
 QUICK = {"turns": {1: 100, 10: 400, 50: 500}, "sessions": 50, "notes": 300, "queries": 30}
+FULL_SYNC_CLIENTS = 10  # the synchronous FULL rows (group commit off / on)
+TARGET_TURNS = 2_000  # record-mode user turns/s at 10 clients, FULL, group commit on
 RECORD_CONFIG = {"session": {"dmScope": "per-peer", "reset": {"mode": "none"}},
                  "plugins": {"entries": {"active-memory": {"enabled": False}}}}
 WORDS = ("invoice budget kayak lisbon venue garden roof parcel train ticket sister birthday dentist "
@@ -142,12 +144,30 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
                 data["turns"][clients] = {"per_s": len(lat) / elapsed, **stats(lat)}
         finally:
             stop_gateway(proc)
+        clients = FULL_SYNC_CLIENTS
+        for group in (False, True):  # durable against power loss: the same turns with synchronous FULL
+            full_home = scratch / f"turns-full-{'group' if group else 'single'}"
+            full_home.mkdir()
+            proc, url = start_gateway(full_home, {**RECORD_CONFIG,
+                                                  "storage": {"synchronous": "FULL", "groupCommit": group}})
+            try:
+                elapsed, lat = asyncio.run(_turns(url, clients, sizes["turns"][clients], sizes["sessions"], "full"))
+                data["turns"][f"FULL-{'on' if group else 'off'}"] = {"per_s": len(lat) / elapsed, **stats(lat)}
+            finally:
+                stop_gateway(proc)
         base = data["turns"]["in-process"]
         rows.append(["record-mode turns, in process (`Engine.message`, 1 caller): baseline",
                      f"{base['per_s']:,.0f}", fmt_ms(base["p50"]), fmt_ms(base["p95"]), "1.00×"])
         for clients in sizes["turns"]:
             d = data["turns"][clients]
             rows.append([f"record-mode turns over HTTP, {clients} concurrent client{'s' if clients > 1 else ''}",
+                         f"{d['per_s']:,.0f}", fmt_ms(d["p50"]), fmt_ms(d["p95"]),
+                         f"{d['per_s'] / base['per_s']:.2f}×"])
+        for mode in ("off", "on"):
+            d = data["turns"][f"FULL-{mode}"]
+            verdict = "✅" if d["per_s"] >= TARGET_TURNS else "✗"
+            rows.append([f"record-mode turns over HTTP, {FULL_SYNC_CLIENTS} clients, `synchronous: FULL`, group commit "
+                         f"{mode} (target ≥ {TARGET_TURNS:,}/s {verdict if mode == 'on' else 'n/a'})",
                          f"{d['per_s']:,.0f}", fmt_ms(d["p50"]), fmt_ms(d["p95"]),
                          f"{d['per_s'] / base['per_s']:.2f}×"])
         # --- memory_search over HTTP vs in process ---------------------------------------------
@@ -174,7 +194,9 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
         shutil.rmtree(scratch, ignore_errors=True)
     table = md_table(["what", "per s", "p50 ms", "p95 ms", "vs baseline"], rows)
     notes = (f"`clawkeep gateway` in its own process on loopback, record mode (no chat model; Active Memory off; "
-             f"dmScope per-peer, {sizes['sessions']} senders), SQLite `synchronous: NORMAL`. Clients: asyncio + "
+             f"dmScope per-peer, {sizes['sessions']} senders), SQLite `synchronous: NORMAL` (the default; group "
+             "commit on) except the two `FULL` rows (a fresh gateway each, `storage.groupCommit` off then on). "
+             "Clients: asyncio + "
              "httpx in the bench process, one connection per client, sharing the same 2 cores as the gateway — "
              "so the figures include the client's own CPU. memory_search: "
              f"{sizes['notes']:,} note lines in {max(1, sizes['notes'] // 20)} daily notes, {sizes['queries']} "

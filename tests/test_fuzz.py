@@ -231,7 +231,8 @@ API: dict[str, Any] = {
     "memory_remember": lambda d, w: w.engine.memory_remember(d.draw(TEXT), force=d.draw(maybe(st.booleans()))),
     "memory_items": lambda d, w: w.engine.memory_items(
         status=d.draw(maybe(st.sampled_from(["active", "superseded", "expired"])))),
-    "memory_edit": lambda d, w: w.engine.memory_edit(d.draw(id_strategy(w.item_ids)), d.draw(TEXT)),
+    "memory_edit": lambda d, w: w.engine.memory_edit(d.draw(id_strategy(w.item_ids)), d.draw(TEXT),
+                                                     base_text=d.draw(maybe(TEXT))),
     "memory_delete": lambda d, w: w.engine.memory_delete(d.draw(id_strategy(w.item_ids))),
     "memory_sweep": lambda d, w: w.engine.memory_sweep(),
     "memory_refusals": lambda d, w: w.engine.memory_refusals(days=d.draw(NUMBERS)),

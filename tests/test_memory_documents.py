@@ -99,16 +99,37 @@ def test_a_human_edit_colliding_with_another_write_keeps_both_and_is_reported(tw
     assert (ws(a) / conflicts[0]["keptAs"]).read_text() == human
 
 
-def test_an_edit_of_an_item_another_instance_changed_is_refused(two):
+def test_an_edit_of_an_item_another_instance_changed_is_refused_and_kept(two):
     a, b = two
-    item = a.memory_remember("Remember that the garage code word is marigold").to_json()
+    a.memory_remember("Remember that the garage code word is marigold")
     item_id = a.memory_items()[0].id
     b.memory_items()  # b's mirror holds the old text
     a.memory_edit(item_id, "the garage code word is sunflower")
-    with pytest.raises(ConflictError, match="changed or removed by another writer"):
+    with pytest.raises(ConflictError, match="your edit was not applied to MEMORY.md but kept as") as refused:
         items.edit_item(ws(b), item_id, "the garage code word is tulip")  # b still shows the old text
     assert [i.text for i in b.memory_items()] == ["the garage code word is sunflower"]
-    assert item
+    for engine in (a, b):  # the refused edit is a conflict copy every instance reports and mirrors
+        [conflict] = engine.memory_status().to_json()["documents"]["conflicts"]
+        assert conflict["path"] == "MEMORY.md" and conflict["keptAs"] in str(refused.value)
+        assert "code word is tulip" in (ws(engine) / conflict["keptAs"]).read_text()
+
+
+def test_an_edit_from_a_stale_base_text_is_kept_as_a_conflict(two):
+    """The Control UI sends the text its editor showed: a save after another instance's edit of
+    the same item, even seconds later, is a conflict and never overwrites it."""
+    a, b = two
+    a.memory_remember("Remember that the boat is called Osprey")
+    [item] = b.memory_items()
+    a.memory_edit(item.id, "the boat is called Heron", base_text=item.text)
+    with pytest.raises(ConflictError, match="kept as memory/.conflicts/"):
+        b.memory_edit(item.id, "the boat is called Petrel", base_text=item.text)  # b synced: no race, still stale
+    with pytest.raises(ConflictError, match="kept as memory/.conflicts/"):  # again, within the same second
+        b.memory_edit(item.id, "the boat is called Gannet", base_text=item.text)
+    assert [i.text for i in a.memory_items()] == ["the boat is called Heron"]
+    second, first = a.memory_status().to_json()["documents"]["conflicts"]  # newest first, each its own copy
+    assert first["keptAs"] != second["keptAs"]
+    assert "the boat is called Petrel" in (ws(a) / first["keptAs"]).read_text()
+    assert "the boat is called Gannet" in (ws(a) / second["keptAs"]).read_text()
 
 
 def test_two_instances_never_sweep_at_once(two):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import open_engine
 
-from clawkeep.errors import InputError, NotFoundError
+from clawkeep.errors import ConflictError, InputError, NotFoundError
 from clawkeep.memory import items
 from clawkeep.memory.chunking import chunk_lines, estimate_tokens
 from clawkeep.memory.timeparse import event_day
@@ -111,6 +111,20 @@ def test_edit_and_delete_go_to_markdown_and_reindex(mem):
     assert mem.memory_search("dentist Okafor")["results"] == []
     with pytest.raises(NotFoundError, match="not found"):
         mem.memory_delete(item["id"])
+
+
+def test_an_edit_from_a_stale_text_is_refused_not_written_over_the_newer_one(mem):
+    """Two editors opened the same item; the second save names the text it started from, which
+    is no longer the item's: refused (409 over HTTP), the first edit stays."""
+    item = mem.memory_remember("My dentist is Dr. Alvarez")["item"]
+    mem.memory_edit(item["id"], "My dentist is Dr. Okafor", base_text="My dentist is Dr. Alvarez")
+    with pytest.raises(ConflictError, match="changed or removed by another writer meanwhile; nothing was written"):
+        mem.memory_edit(item["id"], "My dentist is Dr. Ng", base_text="My dentist is Dr. Alvarez")
+    text = (workspace(mem) / "MEMORY.md").read_text()
+    assert "Okafor" in text and "Ng" not in text
+    same = mem.memory_edit(item["id"], "My dentist is Dr. Okafor", base_text="My dentist is Dr. Alvarez")
+    assert same["text"] == "My dentist is Dr. Okafor"  # the same edit twice is no conflict
+    assert (workspace(mem) / "MEMORY.md").read_text() == text
 
 
 def test_hand_written_bullets_are_items_too(mem):
@@ -354,3 +368,28 @@ def test_concurrent_writers_in_several_processes_lose_nothing(home):
     with open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}) as engine:
         texts = {i.text for i in engine.memory_items()}
     assert len([t for t in texts if t.lower().startswith("colleague ")]) == 60
+
+
+def test_the_staleness_walk_stats_what_memory_files_lists(tmp_path):
+    """`memory_file_stats` (the one walk before each search) names the same files in the same
+    order as `memory_files`, each with the stat of the file itself (a link: of its target)."""
+    import os
+
+    from clawkeep.memory.documents import memory_file_stats, memory_files
+
+    ws = tmp_path / "ws"
+    (ws / "memory" / "deep").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("- bees\n")
+    (ws / "memory" / "2026-01-02.md").write_text("- walk\n")
+    (ws / "memory" / "deep" / "a.md").write_text("- nested note\n" * 3)
+    (ws / "memory" / ".hidden.md").write_text("- not indexed\n")
+    (ws / "memory" / "notes.txt").write_text("- not markdown\n")
+    (ws / "memory" / "link.md").symlink_to(ws / "memory" / "deep" / "a.md")
+    outside = tmp_path / "outside.md"
+    outside.write_text("- secret\n")
+    (ws / "memory" / "out.md").symlink_to(outside)
+    stats = memory_file_stats(ws)
+    assert [rel for rel, _ in stats] == memory_files(ws) == [
+        "MEMORY.md", "memory/2026-01-02.md", "memory/deep/a.md", "memory/link.md"]
+    for rel, st in stats:
+        assert (st.st_mtime, st.st_size, st.st_ino) == ((o := os.stat(ws / rel)).st_mtime, o.st_size, o.st_ino)

@@ -2,12 +2,15 @@
 PostgreSQL database, 30 concurrent HTTP clients spreading every session's messages over all
 three, one gateway SIGKILLed mid-load. Clients retry a failed request at another gateway with
 the same message id. Afterwards every acknowledged message is stored, none twice, each client's
-messages in order; a memory written on one gateway is read on another."""
+messages in order; a memory written on one gateway is read on another; a memory edited on two
+gateways at once (two HTTP edits, or a human's edit of one mirror against the other gateway's
+HTTP write) ends as a reported conflict with both versions kept (D4)."""
 
 from __future__ import annotations
 
 import signal
 import threading
+from contextlib import contextmanager
 import time
 import uuid
 from collections import defaultdict
@@ -24,17 +27,18 @@ CONFIG = {"session": {"dmScope": "per-peer", "reset": {"mode": "none"}},
 CLIENTS, PEERS, PER_CLIENT = 30, 10, 20
 
 
-@pytest.fixture
-def gateways(tmp_path, pgvector_url):
+@contextmanager
+def started_gateways(tmp_path, pgvector_url, count: int, config: dict = CONFIG):
+    """`count` gateway processes, each with its own home (and workspace mirror), on one database."""
     prefix = "gw" + uuid.uuid4().hex[:10]
     env = {"CLAWKEEP_STORAGE_URL": pgvector_url, "CLAWKEEP_STORAGE_SCHEMA": prefix}
     started = []
     try:
-        for n in range(3):
+        for n in range(count):
             home = tmp_path / f"gw{n}"
             home.mkdir()
-            started.append(GatewayProcess(home, config=CONFIG, env=env))
-        yield started
+            started.append(GatewayProcess(home, config=config, env=env))
+        yield started, prefix
     finally:
         for gw in started:
             gw.stop()
@@ -42,6 +46,26 @@ def gateways(tmp_path, pgvector_url):
             for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
                                         (prefix + "%",)).fetchall():
                 conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+@pytest.fixture
+def gateways(tmp_path, pgvector_url):
+    with started_gateways(tmp_path, pgvector_url, 3) as (started, _prefix):
+        yield started
+
+
+@pytest.fixture
+def two_gateways(tmp_path, pgvector_url):
+    with started_gateways(tmp_path, pgvector_url, 2) as (started, prefix):
+        yield started, prefix
+
+
+@pytest.fixture
+def two_unwatched_gateways(tmp_path, pgvector_url):
+    """No file watcher: a mirror syncs only when a request uses memory, so the test decides
+    whether a human's save lands before or after the mirror learns of the other gateway's write."""
+    with started_gateways(tmp_path, pgvector_url, 2, {**CONFIG, "gateway": {"watch": False}}) as (started, prefix):
+        yield started, prefix
 
 
 def run_clients(urls: list[str], dead: set[int], acked: dict[str, list[int]], latencies: list[float],
@@ -125,3 +149,99 @@ def test_memory_written_on_one_gateway_is_read_on_another(gateways):
         items = b.get("/v1/memory/items").json()
         texts = [i["text"] for i in (items["items"] if isinstance(items, dict) else items)]
         assert any("rotates on Mondays" in t for t in texts)
+
+
+def _items(http: httpx.Client) -> list[dict]:
+    found = http.get("/v1/memory/items")
+    assert found.status_code == 200, found.text
+    body = found.json()
+    return body["items"] if isinstance(body, dict) else body
+
+
+def _conflicts(http: httpx.Client) -> list[dict]:
+    status = http.get("/v1/memory/status")
+    assert status.status_code == 200, status.text
+    return status.json()["documents"]["conflicts"]
+
+
+def _stored_documents(url: str, prefix: str) -> dict[str, str]:
+    """Every memory document in the database (path -> text), read with SQL, not through clawkeep."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        (schema,) = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s AND nspname LIKE "
+                                 "'%%agent%%'", (prefix + "%",)).fetchone()
+        return dict(conn.execute(f'SELECT path, text FROM "{schema}".documents WHERE NOT deleted').fetchall())
+
+
+def test_one_item_edited_on_two_gateways_at_once_ends_as_a_reported_conflict(two_gateways, pgvector_url):
+    """Two Control UI users, one on each gateway, edit the same item from the same text at the
+    same moment (PUT /v1/memory/items/{id} with the text each editor showed). One edit becomes the
+    item; the other is refused with 409 naming where it was kept; the kept copy holds that edit;
+    both gateways' memory status report the conflict and both mirrors hold both texts."""
+    (gw_a, gw_b), prefix = two_gateways
+    a, b = gw_a.client(), gw_b.client()
+    with a, b:
+        stored = a.post("/v1/memory/remember", json={"text": "Remember that the backup server is in Lisbon"})
+        assert stored.status_code == 200, stored.text
+        [item] = [i for i in _items(b) if "Lisbon" in i["text"]]  # b's mirror pulls it
+        edits = {"a": "the backup server is in Porto", "b": "the backup server is in Faro"}
+        barrier = threading.Barrier(2)
+        answers: dict[str, httpx.Response] = {}
+
+        def edit(name: str, http: httpx.Client) -> None:
+            barrier.wait()
+            answers[name] = http.put(f"/v1/memory/items/{item['id']}",
+                                     json={"text": edits[name], "baseText": item["text"]})
+
+        threads = [threading.Thread(target=edit, args=pair) for pair in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(r.status_code for r in answers.values())
+        assert codes == [200, 409], {n: (r.status_code, r.text) for n, r in answers.items()}
+        winner = next(n for n, r in answers.items() if r.status_code == 200)
+        loser = "b" if winner == "a" else "a"
+        refusal = answers[loser].json()["error"]
+        assert refusal["code"] == "conflict" and "kept as memory/.conflicts/" in refusal["message"], refusal
+
+        for http in (a, b):  # both gateways: one item with the winner's text, one reported conflict
+            assert [i["text"] for i in _items(http) if "backup server" in i["text"]] == [edits[winner]]
+            [conflict] = _conflicts(http)
+            assert conflict["path"] == "MEMORY.md" and conflict["keptAs"] in refusal["message"]
+        for gw in (gw_a, gw_b):  # both mirrors: the document and the kept copy, each edit in one of them
+            ws = gw.home / "workspace"
+            assert edits[winner] in (ws / "MEMORY.md").read_text() and edits[loser] not in (ws / "MEMORY.md").read_text()
+            assert edits[loser] in (ws / conflict["keptAs"]).read_text()
+        docs = _stored_documents(pgvector_url, prefix)  # and the database, read with SQL
+        assert edits[winner] in docs["MEMORY.md"] and edits[loser] in docs[conflict["keptAs"]]
+        assert "Lisbon" not in docs["MEMORY.md"]
+
+
+def test_a_human_edit_of_one_mirror_against_an_http_write_on_the_other_gateway(two_unwatched_gateways, pgvector_url):
+    """A human edits gateway b's mirrored MEMORY.md while gateway a writes the same document over
+    HTTP, and saves before b has pulled a's write: a's write stays the document, the human's file
+    is kept as a conflict copy, and both gateways report it. (A save after b pulled a's write is an
+    edit of the newer file as far as the mirror can tell: the editor is what warns that the file
+    changed on disk. With the watcher on, b pulls within its debounce, so the order is up to
+    timing; it is off here.)"""
+    (gw_a, gw_b), prefix = two_unwatched_gateways
+    a, b = gw_a.client(), gw_b.client()
+    with a, b:
+        assert a.post("/v1/memory/remember", json={"text": "Remember that the wifi is called Gull"}).status_code == 200
+        [item] = [i for i in _items(b) if "Gull" in i["text"]]
+        mirror = gw_b.home / "workspace" / "MEMORY.md"
+        human = mirror.read_text() + "- the spare key is under the blue pot\n"  # the human's editor opens the file
+        edited = a.put(f"/v1/memory/items/{item['id']}", json={"text": "the wifi is called Tern",
+                                                               "baseText": item["text"]})
+        assert edited.status_code == 200, edited.text
+        mirror.write_text(human)  # ...and saves it over the mirror after a's write landed
+        _items(b)  # b syncs: its push loses the compare-and-set
+        for http in (a, b):
+            [conflict] = _conflicts(http)
+            assert conflict["path"] == "MEMORY.md" and conflict["keptAs"].startswith("memory/.conflicts/")
+            assert [i["text"] for i in _items(http) if "wifi" in i["text"]] == ["the wifi is called Tern"]
+        for gw in (gw_a, gw_b):
+            assert (gw.home / "workspace" / conflict["keptAs"]).read_text() == human
+            assert "Tern" in (gw.home / "workspace" / "MEMORY.md").read_text()
+        docs = _stored_documents(pgvector_url, prefix)
+        assert docs[conflict["keptAs"]] == human and "Tern" in docs["MEMORY.md"]

@@ -333,12 +333,16 @@ class Engine:
         check.ident(status, "status", optional=True)
         return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
 
-    def memory_edit(self, item_id: str, text: str) -> api.MemoryItem:
+    def memory_edit(self, item_id: str, text: str, base_text: str | None = None) -> api.MemoryItem:
+        """`base_text`: the text the editor started from; when the item no longer says it, the
+        edit is refused as a conflict (ConflictError) instead of overwriting the other writer."""
         from .memory import service as memory
 
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
-        return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text))
+        if base_text is not None:
+            check.text(base_text, "memory base text")
+        return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text, base_text))
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
         from .memory import service as memory

@@ -117,6 +117,8 @@ class MemoryRefusalsArgs(Args):
 class MemoryEditArgs(Args):
     item_id: str
     text: str
+    base_text: str | None = Field(None, description="The item's text the edit started from: when another writer "
+                                  "changed it since, the edit is refused as a conflict (409) instead of overwriting.")
 
 
 class MemoryItemArgs(Args):
@@ -276,7 +278,7 @@ def _ops() -> list[Operation]:
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
         Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
-                  lambda e, a, c: e.memory_edit(a.item_id, a.text), writes=True),
+                  lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,

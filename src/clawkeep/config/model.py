@@ -292,6 +292,9 @@ class StorageConfig(_Model):
     # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
     synchronous: Literal["FULL", "NORMAL"] = "NORMAL"
     busy_timeout_ms: int = Field(30_000, alias="busyTimeoutMs", ge=0, le=3_600_000)
+    # SQLite: concurrent writers of one process share a COMMIT (one fsync under FULL); each is
+    # answered only once the COMMIT holding its write has returned. false: one COMMIT per write.
+    group_commit: bool = Field(True, alias="groupCommit")
 
     @field_validator("url")
     @classmethod

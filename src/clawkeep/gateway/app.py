@@ -47,6 +47,7 @@ class SendBody(BaseModel):
 class EditBody(BaseModel):
     model_config = ops.Args.model_config
     text: str
+    base_text: str | None = ops.MemoryEditArgs.model_fields["base_text"]
 
 
 def _json(result: Any) -> Any:
@@ -284,7 +285,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
     async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:
         gw.operator_only(caller, "editing memory")
-        return await gw.op("memory_edit", None, item_id=item_id, text=body.text)
+        return await gw.op("memory_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
 
     @app.delete("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.DeleteResult))
     async def delete_item(item_id: str, caller: Caller = None) -> Any:

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import ConflictError, InputError
 from ..storage import DocumentConflict, DocumentStore
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown, walk_markdown_stats
 
 Change = Callable[[list[str]], "list[str] | None"]
 CONFLICTS_DIR = f"{NOTES_DIR}/.conflicts"
@@ -84,6 +84,19 @@ def memory_files(workspace: Path) -> list[str]:
     found = [MEMORY_FILE] if contained_file(workspace / MEMORY_FILE, workspace) else []
     notes = [f"{NOTES_DIR}/{rel}" for rel in walk_markdown(workspace / NOTES_DIR, workspace)]
     return found + sorted(notes)
+
+
+def memory_file_stats(workspace: Path) -> list[tuple[str, os.stat_result | OSError]]:
+    """`memory_files` in the same order, each with its stat (or the OSError stat raised), in one
+    walk: the staleness check before every search stats every file anyway."""
+    found: list[tuple[str, os.stat_result | OSError]] = []
+    if contained_file(workspace / MEMORY_FILE, workspace):
+        try:
+            found.append((MEMORY_FILE, os.stat(workspace / MEMORY_FILE)))
+        except OSError as exc:
+            found.append((MEMORY_FILE, exc))
+    notes = [(f"{NOTES_DIR}/{rel}", st) for rel, st in walk_markdown_stats(workspace / NOTES_DIR, workspace)]
+    return found + sorted(notes, key=lambda note: note[0])
 
 
 def _digest(text: str) -> str:
@@ -152,6 +165,13 @@ class FileDocuments:
                 return False
             write_text(path, text)
             return True
+
+    def version_of(self, rel: str) -> int | None:
+        return None
+
+    def keep_conflict(self, rel: str, ours: str, base: int | None) -> str | None:
+        """One workspace, one lock: a refused edit is the editor's to retry (nothing kept)."""
+        return None
 
     def conflicts(self) -> list[dict[str, Any]]:
         return []
@@ -243,14 +263,37 @@ class MirroredDocuments:
                 self._keep_both(rel, text, known[0] if known else None)
         return changed
 
-    def _keep_both(self, rel: str, ours: str | None, base: int | None) -> None:
+    def version_of(self, rel: str) -> int | None:
+        """The version of `rel` this mirror holds (None: not mirrored)."""
+        with self._lock:
+            known = self._state["docs"].get(rel)
+            return known[0] if known else None
+
+    def keep_conflict(self, rel: str, ours: str, base: int | None) -> str:
+        """A write that another instance's write beat (an item edit refused by its check): the
+        database's version stays the document, `ours` is kept as a conflict copy and the conflict
+        recorded for every instance. Returns the copy's path."""
+        with self._lock:
+            kept = self._keep_both(rel, ours, base)
+            self._save_state()
+            return kept
+
+    def _keep_both(self, rel: str, ours: str | None, base: int | None) -> str:
         """A local edit lost the race: the database's version stays; ours is kept beside it."""
         current = self.store.doc_get(rel)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", rel)
         kept = f"{CONFLICTS_DIR}/{name}.{stamp}.{re.sub(r'[^A-Za-z0-9_-]+', '-', self.holder)}.md"
         if ours is not None:
-            copy = self.store.doc_put(kept, ours, None, self.holder)
+            stem = kept.removesuffix(".md")
+            for n in range(1, 100):  # another conflict of this file here within the second: .2, .3, …
+                try:
+                    copy = self.store.doc_put(kept, ours, None, self.holder)
+                    break
+                except ConflictError:
+                    kept = f"{stem}.{n + 1}.md"
+            else:
+                raise ConflictError(f"memory file {rel}: no free name for its conflict copy under {CONFLICTS_DIR}")
             self._mirror(kept, ours, copy.version)
         else:
             kept = "(a deletion, not applied)"
@@ -262,6 +305,7 @@ class MirroredDocuments:
             self._mirror(rel, None, 0)
         self.warnings.append(f"memory file {rel} was changed here and by another instance at the same time: the "
                              f"other version stays in {rel}, this one was kept as {kept}")
+        return kept
 
     def _pull(self) -> bool:
         head = self.store.doc_head()

@@ -24,7 +24,7 @@ from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
 from ..text.analyzer import analyze_document
-from . import items
+from . import documents, items
 from .chunking import chunk_lines, text_hash
 from .sessions_source import DATE_LINE, SessionDoc
 from .workspace import contained_file, walk_markdown
@@ -145,12 +145,13 @@ class MemoryIndex:
             self.store.set_meta("lastEmbeddingError", "")
         return report
 
-    def _memory_paths(self) -> dict[str, str]:
-        """The workspace's memory files and the configured extra roots (M4): only regular files
-        whose real path stays inside the workspace or inside the extra root they were found in.
-        Plain strings: this runs before every search, and a Path per file cost more than its stat."""
+    def _memory_stats(self) -> dict[str, tuple[str, os.stat_result | OSError]]:
+        """{name: (path, stat or the OSError it raised)} of the workspace's memory files and the
+        configured extra roots (M4): only regular files whose real path stays inside the workspace
+        or inside the extra root they were found in. One walk that stats as it goes, plain strings:
+        this runs before every search (1,700 files: a Path per file cost more than its stat)."""
         base = str(self.workspace)
-        paths = {rel: os.path.join(base, rel) for rel in items.memory_files(self.workspace)}
+        paths = {rel: (os.path.join(base, rel), st) for rel, st in documents.memory_file_stats(self.workspace)}
         for extra in self.settings.extra_paths:
             root = Path(extra).expanduser()
             root = root if root.is_absolute() else self.workspace / root
@@ -159,21 +160,23 @@ class MemoryIndex:
             else:
                 found = [root / rel for rel in sorted(walk_markdown(root, root))]
             for path in found:
-                paths[f"extra:{Path(os.path.realpath(path)).as_posix()}"] = str(path)
+                try:
+                    st: os.stat_result | OSError = os.stat(path)
+                except OSError as exc:
+                    st = exc
+                paths[f"extra:{Path(os.path.realpath(path)).as_posix()}"] = (str(path), st)
         return paths
 
     def _sync_memory_files(self, report: SyncReport, progress: Progress | None) -> None:
         known = self.store.files("memory")
-        paths = self._memory_paths()
+        paths = self._memory_stats()
         for gone in sorted(set(known) - set(paths)):
             self.store.remove_file(gone)
             report.removed.append(gone)
         todo = []
-        for rel, path in paths.items():
-            try:
-                stat = os.stat(path)
-            except OSError as exc:
-                report.skipped[rel] = f"unreadable: {exc}"
+        for rel, (path, stat) in paths.items():
+            if isinstance(stat, OSError):
+                report.skipped[rel] = f"unreadable: {stat}"
                 continue
             record = known.get(rel)
             if record and record.mtime == stat.st_mtime and record.size == stat.st_size:

@@ -277,7 +277,11 @@ def _locate(lines: list[str], item: Item) -> int:
 
 def _changed_meanwhile(item: Item) -> ConflictError:
     return ConflictError(f"memory item {item.id} was changed or removed by another writer meanwhile; nothing was "
-                         "written (both versions are kept: yours was not applied). List the items again and retry")
+                         "written. List the items again and retry")
+
+
+class _Superseded(Exception):
+    """Inside an edit's `change`: the item is not the text the editor started from."""
 
 
 def set_attr(workspace: Path, item: Item, **updates: str) -> None:
@@ -316,26 +320,50 @@ def find_item(workspace: Path, item_id: str) -> Item:
     raise NotFoundError(f"memory item {item_id!r} not found; `clawkeep memory items` lists the ids")
 
 
-def edit_item(workspace: Path, item_id: str, text: str) -> Item:
+def edit_item(workspace: Path, item_id: str, text: str, base_text: str | None = None) -> Item:
+    """Replace an item's text. `base_text` is the text the editor started from (None: the text
+    found now). When another writer changed the item first — before this call, or between reading
+    and the compare-and-set — nothing is overwritten: the edit is refused (ConflictError) and, in
+    PostgreSQL mode, this version of the file is kept as a conflict copy and the conflict reported
+    on every instance (SPEC D4)."""
     if not text.strip() or "\n" in text:
         raise InputError("new item text must be one non-empty line")
     item = find_item(workspace, item_id)
     text = neutralise(text)
+    docs = for_workspace(workspace)
+    base_lines, base_version = read_lines(workspace / item.path), docs.version_of(item.path)
+    expected = {item.text} if base_text is None else {base_text.strip(), neutralise(base_text).strip()}
     done: dict[str, dict[str, str]] = {}
 
-    def change(lines: list[str]) -> list[str]:
-        n = _locate(lines, item)
-        if n < 0 or _BULLET.match(parse_marker(lines[n])[0])["text"] != item.text:
-            raise _changed_meanwhile(item)  # someone else edited this very item: never overwrite it
+    def edited(lines: list[str], n: int) -> list[str]:
         content, attrs = parse_marker(lines[n])
         bullet = _BULLET.match(content)
         indent = bullet["indent"] if bullet else ""
         attrs = {**attrs, "edited": date.today().isoformat()} if attrs else {}
-        lines[n] = f"{indent}- {text}" + (render_marker(attrs) if attrs else "")
         done["attrs"] = attrs
-        return lines
+        return [*lines[:n], f"{indent}- {text}" + (render_marker(attrs) if attrs else ""), *lines[n + 1:]]
 
-    for_workspace(workspace).update(item.path, change)
+    def change(lines: list[str]) -> list[str] | None:
+        n = _locate(lines, item)
+        now = _BULLET.match(parse_marker(lines[n])[0])["text"] if n >= 0 else None
+        if now == text:  # the other writer made the same edit: nothing to write, nothing lost
+            done["attrs"] = parse_marker(lines[n])[1]
+            return None
+        if now not in expected:
+            raise _Superseded  # someone else edited this very item: never overwrite it
+        return edited(lines, n)
+
+    try:
+        docs.update(item.path, change)
+    except _Superseded:
+        n = _locate(base_lines, item)  # this instance's version of the file, with the edit
+        ours = "\n".join(edited(base_lines, n)) + "\n" if n >= 0 else None
+        kept = docs.keep_conflict(item.path, ours, base_version) if ours is not None else None
+        if kept is None:
+            raise _changed_meanwhile(item) from None
+        raise ConflictError(f"memory item {item.id} was changed by another writer meanwhile; your edit was not "
+                            f"applied to {item.path} but kept as {kept}, and the conflict is listed in memory "
+                            "status") from None
     attrs = done["attrs"]
     return Item(attrs.get("id", item.id), item.path, item.line, text, attrs)
 

@@ -515,7 +515,7 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
     return [i.to_json(day) for i in found if status is None or i.status(day) == status]
 
 
-def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
+def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None) -> dict[str, Any]:
     """A human correction (M9): operational or venting wording is the editor's call, but a secret
     never reaches a memory file in clear (M7): refused, or stored redacted when allowed."""
     if rt.config.agents.defaults.memory_search.write_filters.allow_secrets:
@@ -523,7 +523,7 @@ def edit_item(rt: Runtime, item_id: str, text: str) -> dict[str, Any]:
     elif reason := items.filter_reason(text, allow_secrets=False):
         if "secret" in reason:
             raise InputError(f"memory edit refused: {reason}")
-    item = items.edit_item(workspace(rt), item_id, text)
+    item = items.edit_item(workspace(rt), item_id, text, base_text)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "edit", item.path, item.id))
     sync_index(rt)
     return item.to_json(today(rt))

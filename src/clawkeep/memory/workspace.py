@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import Any
 
 from ..config import Config
 from ..errors import InputError
@@ -58,6 +59,16 @@ def walk_markdown(root: Path | str, boundary: Path | str) -> Iterator[str]:
     """Relative posix paths of the *.md files under `root` (hidden names skipped), with the
     containment of `contained_file` against `boundary`. Plain entries cost no extra syscall:
     only symlinks are resolved (scandir knows the type of the others)."""
+    return (rel for rel, _ in _walk(root, boundary, stats=False))
+
+
+def walk_markdown_stats(root: Path | str, boundary: Path | str) -> Iterator[tuple[str, os.stat_result | OSError]]:
+    """`walk_markdown` with each file's stat (of the file a link points to), or the OSError that
+    stat raised: the staleness check's one pass, without building a path per file twice."""
+    return _walk(root, boundary, stats=True)
+
+
+def _walk(root: Path | str, boundary: Path | str, *, stats: bool) -> Iterator[tuple[str, Any]]:
     boundary_real = os.path.realpath(boundary)
     top = os.path.realpath(root)
     if not is_inside(top, boundary_real) or not os.path.isdir(top):
@@ -75,11 +86,20 @@ def walk_markdown(root: Path | str, boundary: Path | str) -> Iterator[str]:
             rel = prefix + entry.name
             if entry.is_symlink():
                 if entry.name.endswith(".md") and contained_file(entry.path, boundary_real):
-                    yield rel  # a link inside the workspace is fine; directories behind links are not walked
+                    # a link inside the workspace is fine; directories behind links are not walked
+                    yield rel, (_stat(entry.path, True) if stats else None)
             elif entry.is_dir(follow_symlinks=False):
                 stack.append((rel + "/", entry.path))
             elif entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
-                yield rel
+                # not a link: lstat is the file's own stat
+                yield rel, (_stat(entry, False) if stats else None)
+
+
+def _stat(target: os.DirEntry | str, follow: bool) -> os.stat_result | OSError:
+    try:
+        return os.stat(target) if isinstance(target, str) else target.stat(follow_symlinks=follow)
+    except OSError as exc:
+        return exc
 
 
 def read_contained(path: Path, root: Path, max_bytes: int | None = None) -> str | None:

@@ -53,7 +53,8 @@ def agent_store_exists(home: Path, agent_id: str, config: StorageConfig) -> bool
 def open_agent_store_file(path: Path | str, agent_id: str, config: StorageConfig | None = None) -> AgentStore:
     """An agent store in one SQLite file (doctor's recovered copy, benchmarks, tests)."""
     config = config or StorageConfig()
-    return SqliteAgentStore(path, agent_id, synchronous=config.synchronous, busy_timeout_ms=config.busy_timeout_ms)
+    return SqliteAgentStore(path, agent_id, synchronous=config.synchronous, busy_timeout_ms=config.busy_timeout_ms,
+                            group_commit=config.group_commit)
 
 
 def open_in_memory_store(agent_id: str) -> AgentStore:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True)  # the SQLite store hands the same records out again (files())
 class FileRecord:
     path: str  # workspace-relative, "/" separated; transcripts use "sessions/<sessionId>"
     source: str  # "memory" | "sessions"

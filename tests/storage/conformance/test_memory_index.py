@@ -71,3 +71,29 @@ def test_embedding_cache_round_trips(memory_store):
     got = memory_store.cached_embeddings("model-a", ["h1", "h2", "h3", "h1"])
     assert set(got) == {"h1", "h2"} and np.array_equal(got["h2"], vec * 2)
     assert memory_store.cached_embeddings("model-b", ["h1"]) == {}
+
+
+def test_a_second_handle_sees_every_committed_change(backend):
+    """The SQLite store keeps file records, document frequencies and its list of sources between
+    calls until something is committed, by itself or by another connection (another process):
+    each read below follows a write through the other handle or through itself."""
+    mine, other = backend.memory_store(), backend.memory_store()
+    assert mine.files() == {} and mine.document_frequency(["kayak"]) == {"kayak": 0}
+    put(other, "a.md", "kayak trip", "bees")
+    assert set(mine.files()) == {"a.md"} and mine.document_frequency(["kayak"]) == {"kayak": 1}
+    other.touch_file(FileRecord("a.md", "memory", "hash-a.md", 7.0, 70))
+    assert (mine.files()["a.md"].mtime, mine.files("memory")["a.md"].size) == (7.0, 70)
+    put(mine, "b.md", "kayak club")
+    assert set(other.files()) == set(mine.files()) == {"a.md", "b.md"}
+    assert mine.document_frequency(["kayak"]) == {"kayak": 2}
+    answer = mine.files()
+    answer.pop("a.md")  # the caller's copy: the store's next answer is whole
+    assert set(mine.files()) == {"a.md", "b.md"}
+    mine.remove_file("a.md")
+    assert set(other.files()) == set(mine.files()) == {"b.md"}
+    # a session chunk arriving through the other handle ends the "memory only" shortcut
+    talk = put(other, "sessions/s1", "kayak in the chat", source="sessions")
+    rows = mine.keyword_search(TextQuery.words("kayak"), sources=["memory"], limit=10)
+    assert talk[0].id not in {r[0] for r in rows} and len(rows) == 1
+    both = mine.keyword_search(TextQuery.words("kayak"), sources=["memory", "sessions"], limit=10)
+    assert talk[0].id in {r[0] for r in both} and len(both) == 2

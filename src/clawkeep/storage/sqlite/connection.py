@@ -7,10 +7,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...errors import CorruptDatabaseError, StorageError
 from ..base import AppliedMigration
@@ -18,6 +18,9 @@ from ..journal import current_journal, record_committed
 from . import migrations as schema
 from .migrations import Migration
 
+T = TypeVar("T")
+
+MAX_CACHED_READS = 4096  # _committed_read entries kept before the cache starts over
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
 
 
@@ -66,20 +69,50 @@ def move_aside(path: str | Path, label: str = "corrupt", *, keep: int | None = N
     return target
 
 
+class _Group:
+    """The logical transactions of several threads committed by one COMMIT (group commit)."""
+
+    __slots__ = ("members", "done", "error")
+
+    def __init__(self) -> None:
+        self.members = 0
+        self.done = False
+        self.error: BaseException | None = None
+
+
 class SqliteConnection:
     """One connection per store, shared by threads under a lock; ":memory:" never touches disk.
 
     Subclasses list their `migrations` (numbered from 1, never edited once released: a schema
-    change is a new migration at the end)."""
+    change is a new migration at the end).
+
+    Group commit (`group_commit=True`, the agent store): concurrent writers of this process share
+    one COMMIT — one fsync under `synchronous=FULL`. Each outermost `transaction()` runs inside
+    a group transaction, as a SAVEPOINT once the group holds others' writes (its failure rolls
+    back only its own writes); when it is done the caller waits until a COMMIT that includes it
+    has returned, so nothing is acknowledged before it is durable under the configured mode. The last writer of a burst
+    commits: a writer whose group still has writers queued behind it lets them join first, up to
+    GROUP_MAX members. A read outside any transaction first commits an open group, so readers
+    only ever see committed rows."""
 
     migrations: tuple[Migration, ...] = ()
     _ready = False  # set once the schema is in place: the write-path probe needs the tables
     _probed: object = None  # the journal (or True: this connection) the write path was last probed for
+    GROUP_MAX = 64  # logical transactions per COMMIT at most
+    commits = 0  # COMMITs this connection ran (with group commit: `grouped` transactions in them)
+    grouped = 0
+    GROUP_WAIT_S = 0.05  # a waiting member re-checks this often (the committer also notifies)
 
-    def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int):
+    def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int, group_commit: bool = False):
         self.path = str(path)
         self._lock = threading.RLock()
         self._depth = 0
+        self._group_commit = group_commit
+        self._group: _Group | None = None  # the open group transaction, if any
+        self._owner: int | None = None  # the thread running a transaction body (group commit)
+        self._queued = 0  # writers waiting for the lock to start a transaction
+        self._queue_lock = threading.Lock()
+        self._committed_cond = threading.Condition(self._lock)
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -115,6 +148,7 @@ class SqliteConnection:
 
     def applied_migrations(self) -> list[AppliedMigration]:
         with self._lock:
+            self._settle_reads()
             try:
                 return schema.history(self._conn)
             except sqlite3.Error as exc:
@@ -144,11 +178,19 @@ class SqliteConnection:
 
     def close(self) -> None:
         with self._lock:
+            self._settle_reads()
             self._conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT; nested calls join the outer transaction."""
+        """BEGIN IMMEDIATE ... COMMIT; nested calls join the outer transaction. With group
+        commit the outermost one runs inside the open group and returns once the group committed."""
+        if self._group_commit:
+            group, notes = yield from self._grouped()
+            if group is not None:  # the outermost call: answered once its group is durable
+                self._await_commit(group)
+                record_committed(notes)
+            return
         with self._lock:
             outer = self._depth == 0
             try:
@@ -163,6 +205,7 @@ class SqliteConnection:
                     self._depth -= 1
                 if outer:
                     self._conn.execute("COMMIT")
+                    self.commits += 1
                     self._committed()
             except BaseException as exc:
                 if outer:
@@ -176,8 +219,173 @@ class SqliteConnection:
                     raise storage_error(self.path, exc) from None
                 raise
 
+    def change_token(self) -> tuple[int, int] | None:
+        """A value that differs whenever anything was committed to the file since it was last
+        taken, by this connection or another (SQLite's data_version counts only the others'),
+        for in-process caches of what a query read; None inside a transaction (what it reads may
+        still be rolled back, or is not committed yet: not cacheable). Call with the lock held."""
+        if self._depth or self._conn.in_transaction:  # also an open group commit
+            return None
+        return self._conn.execute("PRAGMA data_version").fetchone()[0], self.commits
+
+    def _committed_read(self, key: Any, read: Callable[[], T]) -> T:
+        """`read()`, kept per `key` until anything is committed to the file (by any connection):
+        for what every search asks again (all file records, document frequencies). The values
+        are shared: callers must not change them."""
+        with self._lock:
+            try:
+                token = self.change_token()
+            except sqlite3.Error as exc:
+                raise storage_error(self.path, exc) from None
+            if token is None:
+                return read()
+            cache = self.__dict__.get("_reads")
+            if cache is None or cache[0] != token or len(cache[1]) > MAX_CACHED_READS:
+                cache = self._reads = (token, {})
+            if key not in cache[1]:
+                cache[1][key] = read()
+            return cache[1][key]
+    # --- group commit ----------------------------------------------------------------------
+    def _grouped(self) -> Iterator[None]:
+        """The body of one outermost transaction inside the open group (opened here if none is),
+        as a savepoint when the group already holds others' writes. Returns (the group, or None
+        for a nested call; this transaction's journal notes)."""
+        me = threading.get_ident()
+        if self._owner == me:  # nested: this thread is inside its own transaction body
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return None, []
+        with self._queue_lock:
+            self._queued += 1  # counted before waiting for the lock: the group ahead waits for us
+        with self._lock:
+            with self._queue_lock:
+                self._queued -= 1
+            group = self._join_group()
+            alone = not group.members  # nothing of others to keep: no savepoint, a failure rolls all back
+            if not alone:
+                try:
+                    self._conn.execute("SAVEPOINT ck_write")
+                except sqlite3.Error as exc:
+                    self._leave_group(group)
+                    raise storage_error(self.path, exc) from None
+            self.__dict__.pop("_pending", None)
+            self._owner, self._depth = me, 1
+            try:
+                yield
+                if not alone:
+                    self._conn.execute("RELEASE ck_write")
+            except BaseException as exc:
+                self.__dict__.pop("_pending", None)
+                if alone:
+                    self._rollback_group()
+                else:
+                    try:
+                        self._conn.execute("ROLLBACK TO ck_write")
+                        self._conn.execute("RELEASE ck_write")
+                    except sqlite3.Error:  # SQLite rolled the whole transaction back: the group is lost
+                        self._fail_group(exc)
+                    self._leave_group(group)
+                if isinstance(exc, sqlite3.Error):
+                    raise storage_error(self.path, exc) from None
+                raise
+            finally:
+                self._owner, self._depth = None, 0
+            group.members += 1
+            pending = self.__dict__.pop("_pending", [])
+        return group, [what for what, minor in pending if not minor] or [what for what, _ in pending]
+
+    def _join_group(self) -> _Group:
+        """The group this writer joins (a new one when none is open or it is full)."""
+        try:
+            if self._group is not None and self._group.members >= self.GROUP_MAX:
+                self._commit_group()
+            if self._group is None:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._group = _Group()
+            group = self._group
+            self._maybe_probe()
+            return group
+        except BaseException as exc:  # this writer never joined: the members already in stay
+            if self._group is not None:
+                self._leave_group(self._group)
+            if isinstance(exc, sqlite3.Error):
+                raise storage_error(self.path, exc) from None
+            raise
+
+    def _leave_group(self, group: _Group) -> None:
+        """A writer failed without becoming a member: an empty group nobody will join is rolled
+        back (its write lock released); otherwise the waiting members re-check who commits."""
+        if self._group is group and not group.members and not self._queued:
+            self._rollback_group()
+        else:
+            self._committed_cond.notify_all()
+
+    def _await_commit(self, group: _Group) -> None:
+        """Return once `group` is committed: the writer that finds no one queued behind it commits
+        (an open group always has such a writer); the others wait to be told."""
+        with self._lock:
+            while not group.done:
+                if self._group is group and not (self._queued and group.members < self.GROUP_MAX):
+                    self._commit_group()
+                else:
+                    self._committed_cond.wait(self.GROUP_WAIT_S)
+        if group.error is not None:
+            error = group.error
+            if isinstance(error, sqlite3.Error):
+                raise storage_error(self.path, error) from None
+            raise StorageError(f"database {self.path}: the commit failed ({error}); nothing was changed")
+
+    def _commit_group(self) -> None:
+        """COMMIT the open group (the lock is held); every member is told, success or not."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            self._conn.execute("COMMIT")
+            self.commits += 1
+            self.grouped += group.members
+        except sqlite3.Error as exc:
+            group.error = exc
+            self._rollback_quietly()
+        self._finish(group)
+
+    def _rollback_group(self) -> None:
+        group, self._group = self._group, None
+        self._rollback_quietly()
+        if group is not None:
+            self._finish(group)
+
+    def _fail_group(self, exc: BaseException) -> None:
+        group, self._group = self._group, None
+        self._rollback_quietly()
+        if group is not None:
+            group.error = exc
+            self._finish(group)
+
+    def _finish(self, group: _Group) -> None:
+        group.done = True
+        self._committed_cond.notify_all()
+
+    def _rollback_quietly(self) -> None:
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:  # a damaged file can fail the rollback too; the first error says why
+                pass
+
+    def _settle_reads(self) -> None:
+        """Before a read outside a transaction: commit an open group (readers see committed rows
+        only). Inside a transaction a writer sees the rows of the group's earlier members: they
+        commit with it or not at all."""
+        if self._group is not None and self._owner is None:
+            self._commit_group()
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
+            self._settle_reads()
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:

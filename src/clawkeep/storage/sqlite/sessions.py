@@ -121,10 +121,13 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     migrations = MIGRATIONS
 
-    def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000):
+    def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
+                 group_commit: bool = True):
         self.agent_id = agent_id
         self._session_locks = SessionLocks()
-        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        # Group commit: concurrent writers of this process share one COMMIT (connection.py).
+        SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
+                                  group_commit=group_commit)
         # Python's str.lower for label filters: SQLite's lower() folds ASCII only.
         self._conn.create_function("py_lower", 1, lambda v: v.lower() if isinstance(v, str) else v,
                                    deterministic=True)

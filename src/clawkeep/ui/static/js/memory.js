@@ -120,7 +120,7 @@ function edit(li, item) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api.put(`/v1/memory/items/${encodeURIComponent(item.id)}`, { text: field.value });
+      await api.put(`/v1/memory/items/${encodeURIComponent(item.id)}`, { text: field.value, baseText: item.text });
       await loadItems();
       announce("Item saved");
       goTo(item.id);
