@@ -258,7 +258,8 @@ API: dict[str, Any] = {
     "export_all": lambda d, w: w.engine.export_all(d.draw(st.one_of(
         st.just(str(w.home / "exports")), IDISH.map(lambda n: str(w.home / "exports" / n.replace("\x00", "")))))),
     "dreaming_status": lambda d, w: w.engine.dreaming_status(),
-    "dreaming_review": lambda d, w: w.engine.dreaming_review(limit=d.draw(NUMBERS), caller=d.draw(maybe(IDISH))),
+    "dreaming_review": lambda d, w: w.engine.dreaming_review(limit=d.draw(NUMBERS),
+                                                             caller=d.draw(maybe(key_strategy(w)))),
     "dreaming_enable": lambda d, w: w.engine.dreaming_enable(d.draw(st.one_of(st.booleans(), ANYTHING))),
     "dream": lambda d, w: w.engine.dream(phase=d.draw(maybe(st.sampled_from(["all", "light", "rem", "deep", "nap"]))),
                                          at=d.draw(DATES)),
@@ -277,7 +278,7 @@ API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # met
 SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3,
          "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
          "metrics": 0.2, "sessions_roll_over": 0.3,
-         "dreaming_status": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
+         "dreaming_status": 0.2, "dreaming_review": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
 
 
 def test_every_public_engine_method_is_fuzzed():

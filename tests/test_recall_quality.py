@@ -130,3 +130,46 @@ def fact_set_engine(tmp_path_factory):
 def test_bilingual_fact_set_sample_finds_the_line_in_the_top_3(fact_set_engine, query, fact):
     hits = fact_set_engine.memory_search(query)["results"][:3]
     assert any(h["snippet"] == f"- {fact}" for h in hits), (query, [h["snippet"] for h in hits])
+
+
+# Lost before fact lines were scored on their own and the chunks of the query's nearest lines
+# were kept below minScore (the right line's chunk ranked by its other facts, or was cut).
+LOST_BEFORE = (  # en->zh, en->ja, zh->en, zh->ko, ko->zh, ja->en, a daily note
+    ("我姐姐住在哪个城市？", "The user's sister Emma lives in Vancouver and works as an architect."),
+    ("母の誕生日はいつですか？", "The user's mother's birthday is on July 3."),
+    ("What shoe size do I wear?", "用户的鞋码是四十二码。"),
+    ("내 생일은 언제야?", "用户的生日是农历八月十五。"),
+    ("我不喝咖啡喝什么？", "사용자는 커피 대신 보리차를 마신다."),
+    ("What laptop did my company give me?", "ユーザーのパソコンは会社から支給されたThinkPadだ。"),
+    ("What did my wife and I go to see?", "用户和林晓去看了一场话剧。"),
+)
+
+
+@pytest.mark.parametrize(("query", "fact"), LOST_BEFORE)
+def test_a_cross_language_fact_below_min_score_is_found_as_its_own_line(fact_set_engine, query, fact):
+    hits = fact_set_engine.memory_search(query)["results"][:3]
+    assert any(h["snippet"] == f"- {fact}" and h["startLine"] == h["endLine"] for h in hits), \
+        (query, [h["snippet"] for h in hits])
+
+
+def test_a_fact_line_scores_on_its_own_whatever_its_neighbours(tmp_path):
+    """A list item with its own vector is scored like a one-line document: vectorWeight × its
+    cosine + textWeight × its share of the query's words (none across languages), so moving it
+    among other facts does not change its score."""
+    from clawkeep.models.embeddings.local import LocalEmbeddingProvider
+
+    fact, query = "The user's sister Emma lives in Vancouver", "我姐姐住在哪个城市？"
+    eng = Engine.open(home=tmp_path)
+    workspace = Path(eng.memory_status()["workspace"])
+    workspace.mkdir(parents=True, exist_ok=True)
+    scores = []
+    for neighbours in (SIXTEEN_FACTS.splitlines()[2:], ["- 用户住在杭州", "- 用户的姐姐很喜欢城市生活"]):
+        (workspace / "MEMORY.md").write_text("\n".join(["# Memory", "", *neighbours, f"- {fact}", ""]),
+                                             encoding="utf-8")
+        eng.memory_index()
+        hit = next(h for h in eng.memory_search(query)["results"] if h["snippet"] == f"- {fact}")
+        scores.append(hit["score"])
+    eng.close()
+    provider = LocalEmbeddingProvider()
+    cosine = float(provider.embed_documents([fact])[0] @ provider.embed_query(query))
+    assert scores[0] == scores[1] == pytest.approx(0.7 * cosine, abs=1e-4)

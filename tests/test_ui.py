@@ -419,6 +419,24 @@ def test_dreams_tab_shows_a_real_sweep_and_undo_removes_the_line_from_memory(bro
         running.stop()
 
 
+def test_undo_run_restores_memory_byte_for_byte(browser, home):
+    dreamed = dream_home(home)
+    running = GatewayProcess(home, config=dreaming_config())
+    try:
+        ui = UI(browser, running)
+        page = ui.open("#/dreams")
+        page.get_by_role("button", name=f"Undo all of run {dreamed.run_id}").click()
+        expect(page.locator(".run-head .confirm")).to_contain_text("Remove the 2 lines of this run")
+        page.locator(".run-head").get_by_role("button", name="Yes, undo").click()
+        expect(page.locator("#dreams-runs .promoted-item .badge")).to_have_text(["undone", "undone"])
+        expect(page.locator(".run-head h3")).to_be_focused()
+        expect(page.locator("#announce")).to_contain_text("byte-identical")
+        assert dreamed.memory_md.read_bytes() == INITIAL_MEMORY.encode()
+        ui.close()
+    finally:
+        running.stop()
+
+
 def test_dreams_tab_with_dreaming_off_says_how_to_turn_it_on(browser, home):
     running = GatewayProcess(home, config=dreaming_config(enabled=False))
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import open_engine, run_cli
-from dreamed_home import ALICE, BACKUP, BOB, EDITOR, INCOGNITO_WORD, SEATS, dream_home, dreaming_config
+from dreamed_home import ALICE, BACKUP, BOB, EDITOR, INCOGNITO_WORD, INITIAL_MEMORY, SEATS, dream_home, dreaming_config
 from gateway_process import GatewayThread
 
 from clawkeep import api
@@ -266,8 +266,12 @@ def test_dreaming_routes_status_toggle_sweep_review_undo(home):
             undone = http.post("/v1/dreaming/undo", json={"target": dreamed.promoted[EDITOR]}).json()
             assert undone["restored"] == "lines removed" and EDITOR not in dreamed.memory_md.read_text()
             assert http.post("/v1/dreaming/undo", json={"target": "m-nothere0"}).status_code == 404
-            swept = http.post("/v1/dreaming/sweep", json={}).json()
-            assert swept["status"] == "ok" and swept["promoted"] == []  # an undone claim stays out
+            swept = http.post("/v1/dreaming/sweep").json()  # no body: every phase
+            assert swept["status"] == "ok" and swept["phases"] == ["light", "rem", "deep"]
+            assert swept["promoted"] == []  # an undone claim stays out
+            last = http.post("/v1/dreaming/undo").json()  # no body: what is left of the last run
+            assert last["runId"] == dreamed.run_id and [i["text"] for i in last["items"]] == [SEATS]
+            assert dreamed.memory_md.read_text().rstrip("\n") == INITIAL_MEMORY.rstrip("\n")
             assert http.post("/v1/dreaming/sweep", json={"phase": "nap"}).status_code == 422
             off = http.put("/v1/dreaming", json={"enabled": False}).json()
             assert off["enabled"] is False and http.get("/v1/dreaming").json()["enabled"] is False

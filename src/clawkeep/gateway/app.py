@@ -310,10 +310,10 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("dreaming_enable", args=body)
 
     @app.post("/v1/dreaming/sweep", dependencies=guarded, tags=["dreaming"], responses=_doc(api.SweepReport))
-    async def dreaming_sweep(body: ops.DreamArgs, caller: Caller = None) -> Any:
-        """A sweep now; `"status": "locked"` (with the holder) when another one is running."""
+    async def dreaming_sweep(body: ops.DreamArgs | None = None, caller: Caller = None) -> Any:
+        """A sweep now (no body: every phase); `"status": "locked"` (with the holder) when another runs."""
         gw.operator_only(caller, "running a Dreaming sweep")
-        return await gw.op("dream", args=body)
+        return await gw.op("dream", args=body or ops.DreamArgs())
 
     @app.get("/v1/dreaming/review", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamsReview))
     async def dreaming_review(caller: Caller = None, limit: Annotated[int, Query(ge=1, le=200)] = 20) -> Any:
@@ -321,10 +321,10 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("dreaming_review", caller, limit=limit)
 
     @app.post("/v1/dreaming/undo", dependencies=guarded, tags=["dreaming"], responses=_doc(api.UndoReport))
-    async def dreaming_undo(body: ops.PromoteUndoArgs, caller: Caller = None) -> Any:
-        """Undo a promotion run or one promoted item (`target`; default the last run)."""
+    async def dreaming_undo(body: ops.PromoteUndoArgs | None = None, caller: Caller = None) -> Any:
+        """Undo a promotion run or one promoted item (`target`; no body or none: the last run)."""
         gw.operator_only(caller, "undoing a promotion")
-        return await gw.op("memory_promote_undo", args=body)
+        return await gw.op("memory_promote_undo", args=body or ops.PromoteUndoArgs())
 
     # --- recall, status, metrics ------------------------------------------------------
     @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))

@@ -13,7 +13,9 @@ strong match out of the results.
 
 Every line of a chunk also has its own vector (a fact in MEMORY.md is one line, a chat turn is
 one line): the lines of the best chunks are compared with the query, the best line lifts its
-chunk (mean of chunk and line similarity), and each line's similarity helps pick it.
+chunk (mean of chunk and line similarity), and each line's similarity helps pick it. A fact line
+(a list item) is scored on its own, like a one-line chunk (windows.py), and the chunks of the
+query's `limit` most similar lines stay below minScore.
 
 Results are windows of lines, not whole chunks (see "windows" below): the lines that match
 the question and the turns that answer it, each line returned once, transcript windows
@@ -26,6 +28,7 @@ decay, MMR), `windows` (the lines returned, MemoryHit); `memory_search` here run
 
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -66,11 +69,13 @@ def validate(query: str) -> str:
 
 
 def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Candidate], chunks: dict[int, Any],
-                   w: tuple[float, float], pool: int, sources: list[str]) -> dict[int, dict[int, float]]:
+                   w: tuple[float, float], pool: int, sources: list[str]
+                   ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
     """Fact-level vectors: the lines of the best `pool` chunks against the query. A chunk's vector
     evidence becomes the mean of its own and its best line's similarity (LoCoMo dev r@4000c 0.823;
     the best line alone 0.735; the chunk alone 0.822 but blind to one fact among many in a file),
-    and either alone as similar as minScore keeps it. Returns the relative line similarities."""
+    and either alone as similar as minScore keeps it. Returns the line similarities relative to
+    the query's background, and as they are (cosine)."""
     ranked = sorted((c for c in candidates.values() if c.chunk_id in chunks),
                     key=lambda c: c.merged(*w), reverse=True)[:pool]
     line_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
@@ -78,7 +83,18 @@ def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Can
         cand = candidates[cid]
         cand.line = max(sims.values(), default=0.0)
         cand.vector = ((cand.vector or 0.0) + cand.line) / 2
-    return _relative(line_sims)
+    return _relative(line_sims), line_sims
+
+
+def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> float:
+    """The similarity of the query's `count`-th most similar line (0.0 without line vectors): the
+    chunks of these lines are what the vector path over lines would answer with, so they stay
+    whatever minScore says. A cross-language match sits below minScore with this model (a Chinese
+    question and its English fact: cosine ≈ 0.3), and keeping only the single best line lost the
+    right line whenever another fact was a little more similar (fact set 0.67 → 0.71 alone, 0.85
+    with fact lines scored on their own, see windows.py)."""
+    best = heapq.nlargest(count, (v for sims in line_sims.values() for v in sims.values()))
+    return best[-1] if best else 0.0
 
 
 def _relative(line_sims: dict[int, dict[int, float]]) -> dict[int, dict[int, float]]:
@@ -122,9 +138,9 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         candidates.setdefault(cid, Candidate(cid)).vector = sim
     wv, wt = weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
     chunks = index.store.chunks(candidates)
-    line_sims = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
-                 if query_vec is not None else {})
-    best_line = max((c.line for c in candidates.values()), default=0.0)
+    line_sims, raw_line_sims = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
+                                if query_vec is not None else ({}, {}))
+    near_line = _nearest_lines_floor(raw_line_sims, limit)
     today = today or date.today()
     scored = []
     for cid, cand in candidates.items():
@@ -135,12 +151,11 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         if chunk.meta.get("expires") and chunk.meta["expires"] < today.isoformat():
             base *= items.EXPIRED_WEIGHT
         # a chunk either path would return on its own stays: keyword hits with any coverage,
-        # vector hits as similar as minScore (a cross-language match has no keyword support)
         # vector hits as similar as minScore (a cross-language match has no keyword support), and
-        # the chunk of the query's most similar line, which the vector path would answer with
+        # the chunks of the query's `limit` most similar lines, which the vector path would answer with
         keep = (base >= settings.min_score or (cand.text is not None and cand.coverage > 0)
                 or max(cand.vector or 0.0, cand.line) * chunk.weight >= settings.min_score
-                or (cand.line > 0 and cand.line >= best_line))
+                or (cand.line > 0 and cand.line >= near_line))
         if keep:
             scored.append((base, cand, chunk))
     scored.sort(key=lambda row: row[0], reverse=True)
@@ -153,4 +168,5 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         reorder = False
     # also in vector mode, the query's words pick the lines of each result
     return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
-                line_sims, small_index=terms is not None and terms.small)
+                line_sims, small_index=terms is not None and terms.small,
+                fact_sims=raw_line_sims, fusion=(wv, wt))
