@@ -307,6 +307,20 @@ def test_export_one_session_cli(tmp_path: Path, home: Path) -> None:
     assert bad.code == 2 and "jsonl" in bad.stderr
 
 
+def test_export_to_an_unwritable_path_is_an_input_error(tmp_path: Path, home: Path) -> None:
+    """Found by the fuzz suite: a file name over the system's limit raised OSError (exit 1, a
+    traceback). Every path the system refuses names --out and what was wrong, and leaves nothing."""
+    with Engine.open(home=home) as engine:
+        engine.import_openclaw(_copy(SQLITE_HOME, tmp_path), config="skip")
+    for target, reason in ((tmp_path / ("n" * 300) / "x.jsonl", "File name too long"),
+                           (tmp_path / "missing" / "x.jsonl", "No such file or directory")):
+        done = run_cli(home, "export", "agent:main:main", "--out", str(target))
+        assert done.code == 2 and "Traceback" not in done.stderr
+        assert "--out" in done.stderr and reason in done.stderr.replace("\n", " ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
 # --- bad input ------------------------------------------------------------------------------
 def test_truncated_line_fails_that_session_only(tmp_path: Path, home: Path) -> None:
     source = _copy(LEGACY_HOME, tmp_path)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..errors import InputError
+from ..validation import shown
 from .app import app, engine, err, out
 from .render import emit, table
 
@@ -125,11 +126,25 @@ def export(
             raise InputError("--json prints a summary; give --out FILE for the export itself")
         eng.export_session(session, sys.stdout)
         return
-    if out_path.is_dir():
-        raise InputError(f"--out {out_path} is a directory; give a file for one session (or use --all)")
-    temporary = out_path.with_name(f".{out_path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-        summary = eng.export_session(session, handle)
-    temporary.replace(out_path)
+    summary = _export_to_file(eng, session, out_path)
     emit({**summary, "file": str(out_path)}, as_json, lambda d: out.print(
         f"exported {d['sessionKey']} ({d['entries']} entries) to {d['file']}", highlight=False))
+
+
+def _export_to_file(eng: Any, session: str, out_path: Path) -> dict[str, Any]:
+    """Write one session to `out_path` through a temporary file, so a failed export never leaves
+    half a file under the name asked for; a path the system refuses is an input error."""
+    temporary = out_path.with_name(f".{out_path.name}.tmp")
+    try:
+        if out_path.is_dir():
+            raise InputError(f"--out {out_path} is a directory; give a file for one session (or use --all)")
+        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+            summary = eng.export_session(session, handle)
+        temporary.replace(out_path)
+    except OSError as exc:
+        with suppress(OSError):  # the temporary may not exist (or its name may be the problem)
+            temporary.unlink(missing_ok=True)
+        raise InputError(f"--out {shown(str(out_path))} cannot be written: {exc.strerror or exc}; "
+                         "give a writable file path") from None
+    return summary
+
