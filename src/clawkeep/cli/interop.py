@@ -134,10 +134,13 @@ def export(
 def _export_to_file(eng: Any, session: str, out_path: Path) -> dict[str, Any]:
     """Write one session to `out_path` through a temporary file, so a failed export never leaves
     half a file under the name asked for; a path the system refuses is an input error."""
+    try:
+        if out_path.is_dir() or not out_path.name:
+            raise InputError(f"--out {shown(str(out_path))} is a directory; give a file for one session (or use --all)")
+    except OSError as exc:
+        raise InputError(f"--out {shown(str(out_path))} cannot be used: {exc.strerror or exc}") from None
     temporary = out_path.with_name(f".{out_path.name}.tmp")
     try:
-        if out_path.is_dir():
-            raise InputError(f"--out {out_path} is a directory; give a file for one session (or use --all)")
         with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
             summary = eng.export_session(session, handle)
         temporary.replace(out_path)
