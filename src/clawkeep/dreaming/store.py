@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, StorageError
+from ..fileio import replace_text
 from ..memory.workspace import NOTES_DIR
 from . import lock
 
@@ -240,12 +241,6 @@ def write_atomic(path: Path, text: str | None) -> None:
         if text is None:
             path.unlink(missing_ok=True)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        replace_text(path, text)
     except OSError as exc:
         raise StorageError(f"{path} cannot be written ({exc.strerror or exc}); nothing of it was changed") from None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import replace_text
 from ..memory.workspace import MEMORY_FILE, NOTES_DIR, contained_file
 
 MAX_MEMORY_FILE_BYTES = 16 * 1024 * 1024
@@ -48,8 +49,7 @@ def merge_file(source: Path, target: Path, name: str, *, dry_run: bool) -> dict[
     result: dict[str, Any] = {"file": name, "from": str(source), "to": str(target)}
     if not target.exists():
         if not dry_run:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write_new(target, text)
+            replace_text(target, text)
         return {**result, "action": "copied", "lines": len(text.splitlines())}
     if not contained_file(target, target.parent) or target.is_symlink():
         raise InputError(f"{target} exists and is not a regular file; not merging {source} into it")
@@ -70,14 +70,6 @@ def merge_file(source: Path, target: Path, name: str, *, dry_run: bool) -> dict[
             os.fsync(handle.fileno())
     return {**result, "action": "appended", "lines": len(missing)}
 
-
-def _write_new(target: Path, text: str) -> None:
-    temporary = target.with_name(f".{target.name}.import-tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, target)
 
 
 def merge_workspace(source: Path, target: Path, *, dry_run: bool) -> list[dict[str, Any]]:
