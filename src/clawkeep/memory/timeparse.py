@@ -230,3 +230,55 @@ def plan_day(text: str, today: date) -> date | None:
     if (exact and day > today) or not is_past(text):
         return day
     return None
+
+
+# --- the periods a question names (memory_search's date routing) ------------------------------
+
+_MONTH_NAMES = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+# 8 May 2023, 8th of May, 2023, May 8, 2023, May 8th 2023: a day with its year
+_EN_DATED_DAY = lazy(rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}|{_MONTH_NAMES}\s+(\d{{1,2}})"
+                     r"(?:st|nd|rd|th)?)\b,?\s+(\d{4})\b", re.IGNORECASE)
+_EN_DATED_MONTH = lazy(rf"\b{_MONTH_NAMES},?\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)
+_ISO_MONTH = lazy(r"\b(\d{4})-(\d{2})\b(?!-\d)")
+_CJK_YEAR_MONTH = lazy(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월](?!\s*\d)")
+
+
+def named_periods(text: str) -> list[tuple[date, date]]:
+    """The calendar periods a text names with their year: a day (`8 May 2023`, `May 8, 2023`,
+    `2023-05-08`, `2023年5月8日`) as (day, day), a month (`May 2023`, `2023-05`, `2023年5月`) as
+    (first, last day). Relative words ("last week") name no period here: a question's "last
+    week" is the asker's, not the stored conversation's."""
+    found: list[tuple[date, date]] = []
+    rest = text
+    for pattern, parts in ((_EN_DATED_DAY, _en_day_parts), (_ISO, _iso_day_parts), (_CJK_YEAR_DATE, _iso_day_parts)):
+        for m in pattern.finditer(rest):
+            day = _exact(*parts(m))
+            if day is not None:
+                found.append((day, day))
+        rest = pattern.sub(" ", rest)
+    for pattern, parts in ((_EN_DATED_MONTH, _en_month_parts), (_ISO_MONTH, _num_month_parts),
+                           (_CJK_YEAR_MONTH, _num_month_parts)):
+        for m in pattern.finditer(rest):
+            year, month = parts(m)
+            if 1 <= month <= 12:
+                first = date(year, month, 1)
+                following = date(year + month // 12, month % 12 + 1, 1)
+                found.append((first, following - timedelta(days=1)))
+    return found
+
+
+def _en_day_parts(m: re.Match[str]) -> tuple[int, int, int]:
+    month = _MONTHS[(m.group(2) or m.group(3)).lower()[:3]]
+    return int(m.group(5)), month, int(m.group(1) or m.group(4))
+
+
+def _iso_day_parts(m: re.Match[str]) -> tuple[int, int, int]:
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def _en_month_parts(m: re.Match[str]) -> tuple[int, int]:
+    return int(m.group(2)), _MONTHS[m.group(1).lower()[:3]]
+
+
+def _num_month_parts(m: re.Match[str]) -> tuple[int, int]:
+    return int(m.group(1)), int(m.group(2))

@@ -79,13 +79,45 @@ def vector(index: MemoryIndex, text: str, sources: list[str], pool: int
 
 
 def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str]
-                      ) -> dict[int, dict[int, float]]:
-    """{chunk id: {line offset: cosine similarity ≥ 0}} from the stored line vectors."""
+                      ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
+    """({chunk id: {line offset: cosine similarity ≥ 0}}, the same for each line's window) from
+    the stored line vectors. A line's window is the line and its neighbours before and after
+    (adjacent lines with vectors: a date line between two turns has none, so a window never
+    spans two conversations); its vector is their normalised sum, so its similarity is the sum
+    of their similarities over the sum's length — no vector is made at query time."""
     out: dict[int, dict[int, float]] = {}
+    windows: dict[int, dict[int, float]] = {}
     for cid, (lines, matrix) in index.store.line_vectors(chunk_ids, vector_filter(index, sources)).items():
         sims = matrix @ query
         out[cid] = {int(line): max(0.0, float(sim)) for line, sim in zip(lines, sims, strict=True)}
-    return out
+        windows[cid] = _window_similarities(lines, matrix, sims)
+    return out, windows
+
+
+def _window_similarities(lines: Any, matrix: Any, sims: Any) -> dict[int, float]:
+    import numpy as np  # noqa: PLC0415
+
+    n = len(lines)
+    if n == 0:
+        return {}
+    adjacent = np.diff(lines) == 1  # line k and k+1 are neighbours
+    pair = np.einsum("ij,ij->i", matrix[:-1], matrix[1:]) if n > 1 else np.zeros(0)
+    before = np.concatenate([[False], adjacent])
+    after = np.concatenate([adjacent, [False]])
+    total = sims.astype(np.float64).copy()
+    sq = np.ones(n)
+    total[before] += sims[:-1][adjacent]
+    total[after] += sims[1:][adjacent]
+    sq += before.astype(np.float64) + after.astype(np.float64)
+    sq[before] += 2 * pair[adjacent]
+    sq[after] += 2 * pair[adjacent]
+    both = before & after  # the line before and the line after: their own product
+    if n > 2 and both.any():
+        skip = np.einsum("ij,ij->i", matrix[:-2], matrix[2:])
+        idx = np.nonzero(both)[0]
+        sq[idx] += 2 * skip[idx - 1]
+    norm = np.sqrt(np.maximum(sq, 1e-9))
+    return {int(line): max(0.0, float(v)) for line, v in zip(lines, total / norm, strict=True)}
 
 
 def _vector_key(index: MemoryIndex) -> str:
