@@ -37,9 +37,8 @@ from typing import Any
 
 from ...errors import InputError
 from .. import items
-from ...text.analyzer import analyze_document
+from ...text.dialogue import named_periods, query_words
 from ..index import MemoryIndex
-from ..timeparse import named_periods
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
 from .terms import Terms
 from .windows import MemoryHit, hits
@@ -175,5 +174,5 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,
                 fact_sims=raw_line_sims, fusion=(wv, wt),
-                query_words=frozenset(analyze_document(text).split()), raw_sims=blended,
+                query_words=query_words(text), raw_sims=blended,
                 periods=named_periods(text))

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
 from ...text.analyzer import analyze_document
+from ...text.dialogue import day_windows, names_speaker, speaker_labels
 from ...text.query import SearchQuery
 from ...text.snippet import snippet
 from ...text.tokens import fold, normalise
@@ -256,29 +256,8 @@ NORM_SCALE = 1.0
 DATE_SHARE = 0.3
 DATE_BEFORE = 7
 DATE_AFTER = 14
-_SPEAKER = re.compile(r"^(\w[\w .'\-]{0,38}?):\s")
-
-
-def _speaker_labels(line: str) -> list[str]:
-    """The `Name:` labels a line starts with (`User: Caroline: …` → User, Caroline)."""
-    out = []
-    rest = line
-    for _ in range(2):
-        m = _SPEAKER.match(rest)
-        if not m:
-            break
-        out.append(m.group(1))
-        rest = rest[m.end():]
-    return out
-
-
 def _day(label: str | None) -> str | None:
     return label[1:11] if label else None
-
-
-@lru_cache(maxsize=4096)
-def _label_tokens(label: str) -> frozenset[str]:
-    return frozenset(analyze_document(label).split())
 
 
 def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[str],
@@ -307,8 +286,8 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
             ctx.append(own[i] + TURN_BACK * back + TURN_FORWARD * fwd)
         named = []
         for i, line in enumerate(lines.text):
-            labels = _speaker_labels(line) if i not in lines.breaks and line.strip() else []
-            hit = any(_label_tokens(lb) and _label_tokens(lb) <= query_words for lb in labels)
+            labels = speaker_labels(line) if i not in lines.breaks and line.strip() else []
+            hit = names_speaker(labels, query_words)
             named.append(hit)
             if labels:
                 named_any |= hit
@@ -335,8 +314,7 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                     continue
                 ctx[i] += SESSION_SHARE * agg[(chunk.path, _day(lines.labels[i]))] / best
     if periods and DATE_SHARE:
-        windows = [((a - timedelta(days=DATE_BEFORE)).isoformat(), (b + timedelta(days=DATE_AFTER)).isoformat())
-                   for a, b in periods]
+        windows = day_windows(periods, DATE_BEFORE, DATE_AFTER)
         best = max((v for ctx in out for v in ctx), default=0.0)
         for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
             for i in range(len(ctx)):
