@@ -2,7 +2,9 @@
 
 The query text is analysed into terms (a typed `TextQuery`, never raw FTS syntax); candidates
 come from the store already restricted to the caller's visible sessions (filter before the
-limit), then are re-ranked and cut to `limit`.
+limit), then are re-ranked as dialogue (`dialogue_rank`: the replies to matching messages,
+the speaker the question names, the days the matches cluster on, the dates the question
+names) and cut to `limit`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import AgentStore, SearchRow, TextQuery
-from ..text.query import SearchQuery, parse_query, rerank
+from ..text.query import SearchQuery, parse_query
 from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
+from .dialogue_rank import dialogue_rank
 from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
@@ -52,11 +55,11 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
     else:
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
-    rows: list[SearchRow] = []
+    found: list[tuple[AgentStore, SearchRow]] = []
     wanted = TextQuery.of(selected.terms)
     for store in stores:
-        rows += store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)
-    ranked = rerank(rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
+        found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
+    ranked = dialogue_rank(found, selected, text)
     return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
 
 
