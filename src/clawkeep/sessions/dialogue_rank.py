@@ -6,8 +6,8 @@ quoted phrases and identifiers it holds). Then, as memory_search does for transc
 
 - *Replies.* The answer to a question usually follows it: a message gains CONTEXT_BEFORE × the
   best of the two messages before it and CONTEXT_AFTER × the one after (never across a reset).
-  The neighbours of the best candidates join the candidates, so a reply that shares no word with
-  the question can still be found.
+  For a question, the two messages after each of the NEIGHBOURS best candidates join the
+  candidates, so a reply that shares no word with the question can still be found.
 - *The speaker the question names.* A message whose speaker label (`Caroline: …`, or its role:
   "what did the assistant suggest") the question names keeps its score; the others keep
   1 − SPEAKER_SHARE of it — only when the candidates hold both kinds.
@@ -39,7 +39,7 @@ DAY_TOP = 3
 DATE_SHARE = 0.3
 DATE_BEFORE = 7
 DATE_AFTER = 14
-NEIGHBOURS = 30  # the best candidates whose neighbouring messages join
+NEIGHBOURS = 10  # the best candidates whose replies join (one read each)
 _CONTEXT_TYPES = ("message", "reset")
 
 
@@ -57,7 +57,8 @@ def dialogue_rank(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQu
     if not found:
         return []
     nodes = _own_scores(found, query)
-    _add_neighbours(nodes, found, query)
+    if _is_question(text, query):
+        _add_neighbours(nodes, found, query)
     _context(nodes)
     _speaker(nodes, query_words(text))
     _days(nodes)
@@ -75,6 +76,12 @@ def _own_scores(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQuer
     return nodes
 
 
+def _is_question(text: str, query: SearchQuery) -> bool:
+    """A question (or a sentence of four terms or more) is answered by a reply; a keyword lookup
+    asks where the words were said, and skips the reads of the replies."""
+    return text.rstrip().endswith(("?", "\uff1f")) or len(query.terms) >= 4
+
+
 def _searchable(entry: EntryRecord) -> str | None:
     """The indexed tokens of a message that search can return (None for anything else)."""
     if entry.type != "message" or inter_session_source(entry) is not None:
@@ -86,21 +93,20 @@ def _searchable(entry: EntryRecord) -> str | None:
 
 def _add_neighbours(nodes: dict[str, _Node], found: Sequence[tuple[AgentStore, SearchRow]],
                     query: SearchQuery) -> None:
+    """The two messages after each of the best candidates (one read each, forward only: a message
+    before a candidate that is no candidate itself matched nothing and gives no context)."""
     stores = {row.entry.entry_id: store for store, row in found}
-    best = sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]
-    for node in best:
+    for node in sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]:
         store, entry = stores[node.row.entry.entry_id], node.row.entry
-        before = store.iter_entries(entry.session_id, before_seq=entry.seq, types=_CONTEXT_TYPES,
-                                    newest_first=True, limit=4)
-        node.before = [n.row.entry.entry_id for n in _messages(before, 2, node, nodes, query)]
-        after = _messages(store.iter_entries(entry.session_id, after_seq=entry.seq, types=_CONTEXT_TYPES, limit=3),
-                          1, node, nodes, query)
-        node.after = after[0].row.entry.entry_id if after else None
-        for i, prev in enumerate(node.before):
-            if i == 0 and nodes[prev].after is None:
-                nodes[prev].after = entry.entry_id
-        if node.after and not nodes[node.after].before:
-            nodes[node.after].before = [entry.entry_id, *node.before[:1]]
+        following = _messages(store.iter_entries(entry.session_id, after_seq=entry.seq, types=_CONTEXT_TYPES,
+                                                 limit=4), 2, node, nodes, query)
+        chain = [node, *following]
+        for k in range(1, len(chain)):
+            nxt = chain[k]
+            chain[k - 1].after = chain[k - 1].after or nxt.row.entry.entry_id
+            for prev in (chain[k - 1], chain[k - 2] if k >= 2 else None):
+                if prev is not None and prev.row.entry.entry_id not in nxt.before and len(nxt.before) < 2:
+                    nxt.before.append(prev.row.entry.entry_id)
 
 
 def _messages(entries: object, count: int, origin: _Node, nodes: dict[str, _Node], query: SearchQuery) -> list[_Node]:

@@ -87,7 +87,7 @@ def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Can
         cand.vector = ((cand.vector or 0.0) + cand.line) / 2
     blended = {cid: {i: (1 - WINDOW_SHARE) * v + WINDOW_SHARE * window_sims[cid].get(i, v) for i, v in sims.items()}
                for cid, sims in line_sims.items()}
-    return _relative(blended), line_sims, blended
+    return _relative(line_sims), line_sims, blended
 
 
 def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> float:

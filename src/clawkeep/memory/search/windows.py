@@ -253,6 +253,7 @@ SPEAKER_SHARE = 0.5
 SESSION_SHARE = 0.2
 SESSION_TOP = 3
 NORM_SCALE = 1.0
+TURN_MIN_SHARE = 0.3
 DATE_SHARE = 0.3
 DATE_BEFORE = 7
 DATE_AFTER = 14
@@ -298,6 +299,8 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
         for ctx, named in zip(out, named_rows, strict=True):
             for i in range(len(ctx)):
                 ctx[i] *= 1.0 if named[i] else 1 - SPEAKER_SHARE
+    strongest = max((v for ctx in out for v in ctx), default=0.0)
+    weak = [[v < TURN_MIN_SHARE * strongest for v in ctx] for ctx in out]
     if SESSION_SHARE:
         groups: dict[tuple, dict] = {}
         for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
@@ -321,7 +324,7 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                 day = _day(lines.labels[i]) or chunk.day
                 if day and i not in lines.breaks and any(lo <= day <= hi for lo, hi in windows):
                     ctx[i] += DATE_SHARE * best
-    return [[NORM_SCALE * v for v in ctx] for ctx in out]
+    return [[0.0 if w else NORM_SCALE * v for v, w in zip(ctx, wk, strict=True)] for ctx, wk in zip(out, weak, strict=True)]
 
 
 @dataclass
