@@ -1,5 +1,9 @@
 """sessions_search's ranking: full-text candidates re-ranked as a dialogue.
 
+Only for a question (it ends with a question mark, or has four terms or more): a keyword lookup
+("kayak lake", an identifier) asks where its words were said, and keeps the plain re-rank by
+bm25 share, coverage and exact phrases (`text.query.rerank`), at the same cost as before.
+
 A message's own evidence is its bm25 share and its idf-weighted coverage of the question (plus
 quoted phrases and identifiers it holds). Then, as memory_search does for transcript lines
 (memory/search/windows.py), four things a conversation tells that single messages do not:
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..storage import AgentStore, EntryRecord, SearchRow
 from ..text.dialogue import day_windows, named_periods, names_speaker, query_words, speaker_labels
-from ..text.query import SearchQuery, score_boost
+from ..text.query import SearchQuery, rerank, score_boost
 from ..timeutil import to_iso
 from .transcript import index_text_for, inter_session_source, plain_text
 
@@ -50,15 +54,17 @@ class _Node:
     before: list[str] = field(default_factory=list)  # the (up to two) messages before, nearest first
     after: str | None = None
     score: float = 0.0
+    day: str | None = None
 
 
 def dialogue_rank(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQuery, text: str) -> list[SearchRow]:
     """The candidates (and the neighbours of the best of them), best first."""
     if not found:
         return []
+    if not _is_question(text, query):  # a keyword lookup: where were these words said — they alone rank it
+        return rerank([row for _, row in found], query, tokens=lambda r: r.tokens, rank=lambda r: r.score)
     nodes = _own_scores(found, query)
-    if _is_question(text, query):
-        _add_neighbours(nodes, found, query)
+    _add_neighbours(nodes, found, query)
     _context(nodes)
     _speaker(nodes, query_words(text))
     _days(nodes)
@@ -77,8 +83,8 @@ def _own_scores(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQuer
 
 
 def _is_question(text: str, query: SearchQuery) -> bool:
-    """A question (or a sentence of four terms or more) is answered by a reply; a keyword lookup
-    asks where the words were said, and skips the reads of the replies."""
+    """A question (or a sentence of four terms or more) is ranked as dialogue; a keyword lookup
+    asks where its words were said, and is ranked by them alone (and stays as fast as before)."""
     return text.rstrip().endswith(("?", "\uff1f")) or len(query.terms) >= 4
 
 
@@ -145,7 +151,9 @@ def _speaker(nodes: dict[str, _Node], words: frozenset[str]) -> None:
 
 
 def _day(node: _Node) -> str:
-    return (to_iso(node.row.entry.timestamp) or "")[:10]
+    if node.day is None:
+        node.day = (to_iso(node.row.entry.timestamp) or "")[:10]
+    return node.day
 
 
 def _days(nodes: dict[str, _Node]) -> None:
