@@ -142,7 +142,7 @@ def _context(nodes: dict[str, _Node]) -> None:
 
 
 def _speaker(nodes: dict[str, _Node], words: frozenset[str]) -> None:
-    named = {key: names_speaker([*speaker_labels(plain_text(n.row.entry.content)), n.row.entry.role or ""], words)
+    named = {key: names_speaker((*speaker_labels(plain_text(n.row.entry.content)), n.row.entry.role or ""), words)
              for key, n in nodes.items()}
     if SPEAKER_SHARE and any(named.values()) and not all(named.values()):
         for key, node in nodes.items():

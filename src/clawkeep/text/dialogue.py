@@ -19,10 +19,11 @@ _ISO_DAY = lazy(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _CJK_DAY = lazy(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号일]")
 
 
-def speaker_labels(line: str) -> list[str]:
+@lru_cache(maxsize=32_768)
+def speaker_labels(line: str) -> tuple[str, ...]:
     """The `Name:` labels a line starts with, outermost first (`User: Caroline: …` → User,
-    Caroline); at most two."""
-    out = []
+    Caroline); at most two. Cached: the same hit lines come back search after search."""
+    out: list[str] = []
     rest = line
     for _ in range(2):
         m = _SPEAKER.match(rest)
@@ -30,7 +31,7 @@ def speaker_labels(line: str) -> list[str]:
             break
         out.append(m.group(1))
         rest = rest[m.end():]
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)
@@ -38,7 +39,7 @@ def _label_tokens(label: str) -> frozenset[str]:
     return frozenset(analyze_document(label).split())
 
 
-def names_speaker(labels: list[str], query_words: frozenset[str]) -> bool:
+def names_speaker(labels: tuple[str, ...] | list[str], query_words: frozenset[str]) -> bool:
     """Whether the question names one of the line's speakers (every word of a label is among
     the question's analysed words: "Caroline" in "What did Caroline's mom say?")."""
     return any((tokens := _label_tokens(label)) and tokens <= query_words for label in labels)
