@@ -25,7 +25,7 @@ from ..config import MemorySearchConfig
 from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
-from ..text.analyzer import analyze_document
+from ..text.analyzer import analyze_lines
 from . import documents, items
 from .changes import ChangeQueue, open_queue
 from .chunking import chunk_lines, text_hash
@@ -35,7 +35,9 @@ from .workspace import contained_file, walk_markdown
 if TYPE_CHECKING:
     import numpy as np  # loaded with the first embedding: a keyword search never needs it
 
-INDEX_FORMAT = "5"  # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean)
+# bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean; 6: the
+# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again)
+INDEX_FORMAT = "6"
 # Above this many lines a file gets chunk vectors only: embedding short lines one by one costs
 # ~1.3-1.6x embedding the same text as chunks, so a 20,000-line file would take minutes.
 MAX_LINE_VECTORS = 5000
@@ -293,7 +295,7 @@ class MemoryIndex:
             if span[0].session:
                 meta["sessionKey"] = span[0].session
             out.append(ChunkRecord(rel, "memory", chunk.start_line, chunk.end_line, chunk.text, chunk.hash,
-                                   tokens=analyze_document(chunk.text), weight=min(st.weight for st in span),
+                                   tokens=analyze_lines(chunk.text), weight=min(st.weight for st in span),
                                    day=day, meta=meta))
         return out
 
@@ -374,7 +376,7 @@ class MemoryIndex:
             chunks = chunk_lines(lines, chunk_tokens=self.settings.chunking.tokens,
                                  overlap_tokens=self.settings.chunking.overlap)
             records = [ChunkRecord(doc.path, "sessions", c.start_line, c.end_line, c.text, c.hash,
-                                   tokens=analyze_document(c.text), day=doc.day_of_line(c.start_line),
+                                   tokens=analyze_lines(c.text), day=doc.day_of_line(c.start_line),
                                    meta={"sessionKey": doc.session_key, "sessionId": doc.session_id,
                                          "messageIds": doc.message_ids(c.start_line, c.end_line)})
                        for c in chunks]
