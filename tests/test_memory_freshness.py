@@ -199,3 +199,20 @@ def test_a_forked_child_never_reads_its_parents_queue(tmp_path):
     assert queue.changed()
     queue.close()
     assert queue.changed()  # closed: nothing is known any more
+
+
+@linux_only
+def test_a_workspace_reached_through_a_link_that_is_pointed_elsewhere_is_walked_again(home, tmp_path):
+    first, second = tmp_path / "ws-one", tmp_path / "ws-two"
+    for folder, where in ((first, "the attic"), (second, "the garage")):
+        (folder / "memory").mkdir(parents=True)
+        (folder / "memory" / "tools.md").write_text(f"- the ladder is in {where}\n")
+    link = tmp_path / "workspace"
+    link.symlink_to(first)
+    eng = open_engine(home, {"agents": {"defaults": {"workspace": str(link), "memorySearch": {"provider": "none"}}}})
+    assert "attic" in eng.memory_search("where is the ladder")["results"][0]["snippet"]
+    swap = tmp_path / "workspace.new"  # retargeted the way `ln -sfn` does it: no event in either folder
+    swap.symlink_to(second)
+    os.replace(swap, link)
+    assert "garage" in eng.memory_search("where is the ladder")["results"][0]["snippet"]
+    eng.close()

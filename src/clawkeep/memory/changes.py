@@ -98,6 +98,7 @@ class ChangeQueue:
 
     def __init__(self, workspace: Path, calls: _Inotify):
         self.workspace = workspace
+        self._paths = (str(workspace), os.path.join(workspace, NOTES_DIR))
         self._calls = calls
         self._lock = threading.Lock()
         self._fd = -1
@@ -105,6 +106,7 @@ class ChangeQueue:
         self._dirs: dict[int, str] = {}  # watch descriptor -> folder, relative to the workspace ("" = itself)
         self._dirty = True  # nothing is known until the first walk after arming
         self._finalizer: weakref.finalize | None = None
+        self._identity: tuple[tuple[int, int] | None, ...] = ()  # the watched folders' inodes when armed
 
     # --- asked by the index ------------------------------------------------------------------
     def changed(self) -> bool:
@@ -112,6 +114,9 @@ class ChangeQueue:
         never armed, started over, forked). Reads what the kernel queued; takes nothing."""
         with self._lock:
             if self._fd < 0 or self._pid != os.getpid():
+                return True
+            if self._folders() != self._identity:  # a link to the workspace retargeted: other folders now
+                self._disarm()
                 return True
             self._drain()
             return self._dirty
@@ -138,8 +143,21 @@ class ChangeQueue:
         self._fd, self._pid = fd, os.getpid()
         self._finalizer = weakref.finalize(self, _close_fd, fd, self._pid)
         self._dirty = False
+        self._identity = self._folders()
         if not self._watch("") or not self._watch_tree(NOTES_DIR):
             self._disarm()
+
+    def _folders(self) -> tuple[tuple[int, int] | None, ...]:
+        """(device, inode) of the workspace folder and the notes folder as their paths lead now
+        (through any link): a watch follows the folder it was put on, not the path."""
+        found: list[tuple[int, int] | None] = []
+        for path in self._paths:
+            try:
+                st = os.stat(path)
+                found.append((st.st_dev, st.st_ino))
+            except OSError:
+                found.append(None)
+        return tuple(found)
 
     def _disarm(self) -> None:
         if self._finalizer is not None:
