@@ -8,8 +8,9 @@ or delete call itself, so an edit that returned before the check is in the queue
 reads it: an edited note is searchable on the very next search, without the watcher's debounce.
 Nothing is trusted that the kernel may not see: only local file systems (a network or FUSE file
 system is changed behind its back), never across a fork (the queue would be shared with the
-parent), and after an overflow, a watched folder deleted or moved, or any error the queue starts
-over and the index walks every file once, as it would without the queue. Where there is no
+parent), and after an overflow, a watched folder deleted or moved, a workspace path that now leads
+to another folder (a retargeted link), or any error the queue starts over and the index walks
+every file once, as it would without the queue. Where there is no
 inotify (not Linux, the per-user instance limit reached) `open_queue` returns None and every
 check walks the files.
 
