@@ -360,3 +360,22 @@ def test_tokens_line_by_line_for_cjk_identifiers_and_width_forms():
     text = "上海\n出差 INV-2024-\n0042 userId\nＡＢＣ１２３ wi-fi"
     assert analyze_lines(text).split("\n") == ["上海 海", "出差 差 inv 2024 inv2024", "0042 user id userid",
                                                 "abc123 wi fi wifi"]
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_snippet_offsets_are_per_character_normalisation_ascii_fast_path_included(text):
+    """Snippets cut the original text at offsets of its normalised form; ASCII takes a shortcut
+    (a casefold of one character into one), which must give what the per-character rule gives."""
+    from clawkeep.text.snippet import _normalised_with_offsets
+    from clawkeep.text.tokens import fold, has_cjk, normalise
+
+    out, origin = [], []
+    for pos, ch in enumerate(text):
+        norm = normalise(ch)
+        norm = norm if has_cjk(norm) else fold(norm)
+        out.append(norm)
+        origin.extend([pos] * len(norm))
+    assert _normalised_with_offsets(text) == ("".join(out), origin)
+    ascii_only = "".join(ch for ch in text if ch.isascii())
+    assert _normalised_with_offsets(ascii_only)[0] == ascii_only.casefold()
