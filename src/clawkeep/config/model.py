@@ -144,6 +144,9 @@ class MemorySyncConfig(_Model):
     watch: bool = True
     watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0, le=3_600_000)
     sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0, le=3_600_000)
+    # the staleness check asks the kernel (Linux inotify) what changed instead of a stat per file;
+    # off: every search stats every memory file (a file system the detection misjudges)
+    kernel_events: bool = Field(True, alias="kernelEvents")
 
 
 class MemoryExperimental(_Model):

@@ -155,7 +155,7 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
     phrase hits: how many quoted phrases and identifiers it contains. bm25 alone lets one
     repeated rare word beat a message that mentions every term.
     """
-    padded = f" {doc_tokens} "
+    padded = f" {doc_tokens} ".replace("\n", " ")  # tokens stored line by line (analyze_lines)
     weights = query.weights or (1.0,) * len(query.terms)
     found = [_contains(padded, t) for t in query.terms]
     total = sum(weights) or 1.0

@@ -53,6 +53,8 @@ def _hits(text: str, query: SearchQuery) -> list[tuple[int, int, int]]:
 
 def _normalised_with_offsets(text: str) -> tuple[str, list[int]]:
     """Per-character NFKC + fold, remembering each output character's source offset."""
+    if text.isascii():  # then both are a casefold of one character into one: the offsets stay put
+        return text.casefold(), list(range(len(text)))
     out: list[str] = []
     origin: list[int] = []
     for pos, ch in enumerate(text):
