@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import AgentStore, SearchRow, TextQuery
-from ..text.query import SearchQuery, parse_query, rerank
+from ..text.query import SearchQuery, holds_every_term, parse_query, rerank
 from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
@@ -47,17 +47,40 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
         return {"hits": []}
     stores = rt.stores_in(scope)
     # One term selection over all searched stores, so scores stay comparable between them.
-    if all(term.exact for term in parsed.terms):
-        selected = parsed  # identifiers and quoted phrases are always kept: no df lookup needed
+    if len(parsed.terms) == 1 or all(term.exact for term in parsed.terms):
+        # Identifiers and quoted phrases are always kept, and so is a lone term; its idf weight
+        # would only scale a coverage of 0 or 1 into the same 0 or 1: no df lookup needed.
+        selected = parsed
     else:
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
-    rows: list[SearchRow] = []
-    wanted = TextQuery.of(selected.terms)
-    for store in stores:
-        rows += store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)
+    rows = _candidates(stores, selected, scope.session_ids, limit)
     ranked = rerank(rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
     return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
+
+
+def _candidates(stores: list[AgentStore], query: SearchQuery, session_ids: frozenset[str] | None,
+                limit: int) -> list[SearchRow]:
+    """Each store's best CANDIDATES rows for re-ranking, or only its best `limit` when that
+    provably gives the same answer.
+
+    Re-ranking adds to a row's bm25 share a boost that is largest for rows holding every term.
+    When a store's first `limit` rows all hold every term, no row after them can overtake one
+    of them (its bm25 share is no higher, its boost no larger, and ties keep store order), so
+    the other candidates would be fetched, decoded and scored for nothing. With one term that
+    is every row; with several it is rare, so those go straight to CANDIDATES.
+    """
+    wanted = TextQuery.of(query.terms)
+    rows: list[SearchRow] = []
+    for store in stores:
+        if len(query.terms) == 1 and limit < CANDIDATES:
+            first = store.search(wanted, session_ids=session_ids, limit=limit)
+            # (a positive best score would turn the bm25 share around: never seen, but then no shortcut)
+            if not (first and first[0].score > 0) and all(holds_every_term(row.tokens, query) for row in first):
+                rows += first
+                continue
+        rows += store.search(wanted, session_ids=session_ids, limit=CANDIDATES)
+    return rows
 
 
 def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int]:

@@ -10,7 +10,7 @@ since the epoch (UTC).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,12 +61,42 @@ class EntryRecord:
     client_scope: str | None = None
 
 
-@dataclass
 class SearchRow:
-    entry: EntryRecord
-    session_key: str
-    score: float  # lower is better (FTS5 bm25 convention)
-    tokens: str = ""  # the analysed text that was indexed (for re-ranking)
+    """One full-text candidate: its entry, the session's key, the score (lower is better, the
+    FTS5 bm25 convention) and the analysed text that was indexed (for re-ranking).
+
+    A backend may hand over `decode` instead of the entry: it runs on first access. A search
+    re-ranks up to 100 candidates by score and tokens alone and shows about 10 of them, and
+    decoding an entry (two JSON documents) cost more than fetching it.
+    """
+
+    __slots__ = ("_entry", "_decode", "session_key", "score", "tokens")
+
+    def __init__(self, entry: EntryRecord | None, session_key: str, score: float, tokens: str = "", *,
+                 decode: Callable[[], EntryRecord] | None = None) -> None:
+        if entry is None and decode is None:
+            raise ValueError("a search row needs its entry or a way to decode it")
+        self._entry, self._decode = entry, decode
+        self.session_key, self.score, self.tokens = session_key, score, tokens
+
+    @property
+    def entry(self) -> EntryRecord:
+        if self._entry is None:
+            assert self._decode is not None
+            self._entry, self._decode = self._decode(), None
+        return self._entry
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SearchRow):
+            return NotImplemented
+        return (self.entry, self.session_key, self.score, self.tokens) == (
+            other.entry, other.session_key, other.score, other.tokens)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaced
+
+    def __repr__(self) -> str:
+        return (f"SearchRow(entry={self.entry!r}, session_key={self.session_key!r}, score={self.score!r}, "
+                f"tokens={self.tokens!r})")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from ..patterns import lazy
@@ -96,6 +97,19 @@ class SearchQuery:
     def phrases(self) -> tuple[Term, ...]:
         return tuple(t for t in self.terms if t.kind == "phrase")
 
+    @cached_property
+    def needles(self) -> tuple[tuple[str, ...], ...]:
+        """Per term, what `score_boost` looks for in a row's space-padded tokens (built once per
+        query, not once per candidate row)."""
+        return tuple(tuple(" " + " ".join(form) + ("" if t.prefix else " ") for form in t.forms) for t in self.terms)
+
+    @cached_property
+    def boost_plan(self) -> tuple[tuple[tuple[tuple[str, ...], float, bool], ...], float]:
+        """((needles, weight, exact) per term, the weights' total) for `score_boost`."""
+        weights = self.weights or (1.0,) * len(self.terms)
+        plan = tuple(zip(self.needles, weights, (t.exact for t in self.terms), strict=True))
+        return plan, sum(weights) or 1.0
+
     def select(
         self,
         df: DocFreq | None = None,
@@ -156,11 +170,21 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
     repeated rare word beat a message that mentions every term.
     """
     padded = f" {doc_tokens} "
-    weights = query.weights or (1.0,) * len(query.terms)
-    found = [_contains(padded, t) for t in query.terms]
-    total = sum(weights) or 1.0
-    coverage = sum(w for w, hit in zip(weights, found, strict=True) if hit) / total
-    return coverage, float(sum(1 for t, hit in zip(query.terms, found, strict=True) if hit and t.exact))
+    plan, total = query.boost_plan
+    covered, exact = 0, 0  # summed in term order from 0, as sum() would: the same float every time
+    for needles, weight, is_exact in plan:
+        for needle in needles:
+            if needle in padded:
+                covered += weight
+                exact += is_exact
+                break
+    return covered / total, float(exact)
+
+
+def holds_every_term(doc_tokens: str, query: SearchQuery) -> bool:
+    """True when a row's tokens hold every term of the query: the most `score_boost` gives."""
+    padded = f" {doc_tokens} "
+    return all(any(needle in padded for needle in needles) for needles in query.needles)
 
 
 def rerank(
@@ -206,14 +230,6 @@ def _term_df(term: Term, counts: Mapping[str, int]) -> int | None:
 def _idf(n: int | None, total: int) -> float:
     n = total // 2 if n is None else n
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-
-
-def _contains(padded: str, term: Term) -> bool:
-    for form in term.forms:
-        needle = " " + " ".join(form) + ("" if term.prefix else " ")
-        if needle in padded:
-            return True
-    return False
 
 
 def _free_terms(text: str, out: list[Term]) -> None:
