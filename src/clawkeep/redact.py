@@ -728,6 +728,12 @@ for _state in ((d, t, n) for d in (False, True) for t in (False, True) for n in 
 del _state, _passing
 
 
+# The CJK rule changes text only when its keyword or link holds a non-ASCII character, and none of
+# these can be one (no case variants, not whitespace, not in a value): English text whose only
+# non-ASCII characters are these (a search snippet's cut marks, typographic quotes) skips it.
+_WORDING_CHARACTER = re.compile("[^\x00-\x7f\u2026\u2018\u2019\u201c\u201d]")
+
+
 def _redact(text: str) -> tuple[str, list[str]]:
     found: list[str] = []
     if not text:
@@ -737,7 +743,7 @@ def _redact(text: str) -> tuple[str, list[str]]:
     has_nonascii = not text.isascii()
     has_token = has_digit and any(len(chunk) >= 14 for chunk in (text.encode("ascii", "ignore").split()
                                                                   if has_nonascii else text.split()))
-    rules, hints = _GATED[(has_digit, has_token, has_nonascii)]
+    rules, hints = _GATED[(has_digit, has_token, has_nonascii and _WORDING_CHARACTER.search(text) is not None)]
     # Gates and hints are tested on the original text; earlier rules only ever shorten
     # secrets into markers, which cannot create a new hint for a later rule.
     present = {h for h in hints if h in lowered}

@@ -99,6 +99,18 @@ class SearchRow:
                 f"tokens={self.tokens!r})")
 
 
+@dataclass
+class TextMatch:
+    """One ranked full-text match (`AgentStore.rank_matches`): the entry's seq and score. Its
+    indexed tokens and its full row are read only when asked for (`load_tokens`, `load_rows`):
+    a search re-ranks the first few of ~100 matches by their tokens and shows about 10."""
+
+    seq: int
+    score: float
+    tokens: str | None = None
+    row: SearchRow | None = None
+
+
 @dataclass(frozen=True)
 class SessionFilter:
     """Which sessions `list_sessions` returns, newest `updated_at` first. Every field narrows.
@@ -263,6 +275,24 @@ class AgentStore(abc.ABC):
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
         """Full-text candidates, best (lowest score) first. `session_ids` (None: every session)
         restricts the candidates before the limit, never after: a caller's visibility."""
+
+    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
+        """`search`'s ranking (same rows, same order, same scores), each row's tokens and entry left
+        for `load_tokens` and `load_rows` when a backend can read the index alone. This default
+        reads everything at once."""
+        return [TextMatch(row.entry.seq, row.score, row.tokens, row)
+                for row in self.search(query, session_ids=session_ids, limit=limit)]
+
+    def load_tokens(self, matches: Sequence[TextMatch]) -> None:
+        """Fill `tokens` of these matches (from `rank_matches`) where it is missing."""
+        if any(m.tokens is None for m in matches):
+            raise NotImplementedError(f"{type(self).__name__} ranks without tokens but cannot load them")
+
+    def load_rows(self, matches: Sequence[TextMatch]) -> None:
+        """Fill `row` of these matches (from `rank_matches`) where it is missing; a match whose
+        session was deleted since it was ranked keeps None (and no tokens)."""
+        if any(m.row is None for m in matches):
+            raise NotImplementedError(f"{type(self).__name__} ranks without rows but cannot load them")
 
     @abc.abstractmethod
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:

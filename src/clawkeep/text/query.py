@@ -14,7 +14,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
@@ -48,7 +48,9 @@ COMMON_RATIO = 0.25  # terms in more than this share of rows add ~nothing to bm2
 # At 50 rows a term must be in 13 or more of them (25%) before it can be dropped: enough for its
 # share to say something.
 MIN_DF_DOCUMENTS = 50
-CJK_RUN_PHRASE_MAX = 8  # an unquoted CJK run up to this length is also tried as a whole phrase
+CJK_RUN_PHRASE_MAX = 8
+COVERAGE_WEIGHT = 0.5  # re-ranking: a row holding every term gains this over its bm25 share
+EXACT_WEIGHT = 1.0  # ... and this for each quoted phrase or identifier it holds  # an unquoted CJK run up to this length is also tried as a whole phrase
 
 # Quoted phrases: ASCII, curly and CJK corner quotes (full-width ＂ becomes " under NFKC).
 _QUOTED = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d|\u300c([^\u300d]*)\u300d|\u300e([^\u300f]*)\u300f')
@@ -193,8 +195,8 @@ def rerank(
     *,
     tokens: Callable[[T], str],
     rank: Callable[[T], float],
-    coverage_weight: float = 0.5,
-    exact_weight: float = 1.0,
+    coverage_weight: float = COVERAGE_WEIGHT,
+    exact_weight: float = EXACT_WEIGHT,
 ) -> list[T]:
     """Reorder bm25 candidates (FTS5 `rank`: lower is better) by bm25 share plus boosts.
 
@@ -203,13 +205,31 @@ def rerank(
     """
     if not rows:
         return []
-    best = min(rank(r) for r in rows) or -1.0
+    best = rerank_best(rank(r) for r in rows)
 
     def score(row: T) -> float:
-        coverage, exact = score_boost(tokens(row), query)
-        return rank(row) / best + coverage_weight * coverage + exact_weight * exact
+        return rerank_score(tokens(row), rank(row), query, best, coverage_weight, exact_weight)
 
     return sorted(rows, key=score, reverse=True)
+
+
+def rerank_best(ranks: Iterable[float]) -> float:
+    """The bm25 rank `rerank` divides by: the best (lowest) of the candidates'."""
+    return min(ranks) or -1.0
+
+
+def rerank_score(doc_tokens: str, rank: float, query: SearchQuery, best: float,
+                 coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> float:
+    """What `rerank` sorts a candidate by (higher first)."""
+    coverage, exact = score_boost(doc_tokens, query)
+    return rank / best + coverage_weight * coverage + exact_weight * exact
+
+
+def rerank_ceiling(rank: float, query: SearchQuery, best: float,
+                   coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> float:
+    """The most `rerank_score` can give a candidate of this bm25 rank: one holding every term
+    (its coverage is at most 1.0 and its exact hits at most the exact terms, in floats too)."""
+    return rank / best + coverage_weight * 1.0 + exact_weight * float(sum(1 for t in query.terms if t.exact))
 
 
 def warm_up() -> None:

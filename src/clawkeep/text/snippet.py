@@ -11,6 +11,9 @@ from .tokens import CJK_RUN, fold, has_cjk, normalise, stem
 
 ELLIPSIS = "\u2026"
 _WORD = re.compile(r"[^\W_]+")
+# ASCII text: every character that is not a letter or digit becomes a space (its _WORD runs are
+# then what str.split returns).
+_ASCII_GAPS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _BOUNDARY_SLACK = 16  # how far a cut may move to avoid splitting a word
 _MAX_HITS = 400
 
@@ -43,20 +46,25 @@ def _hits(text: str, query: SearchQuery) -> list[tuple[int, int, int]]:
                 hits.extend((s, s + len(frag), i) for s in _find_all(norm, frag))
         for form in term.forms:
             words.update((tok, i) for tok in form if not has_cjk(tok))
-    # Stem each distinct word once, then find only the words whose stem is a query token.
-    wanted = tuple(sorted(w for w in set(_WORD.findall(norm)) if stem(w) in words))
-    if wanted:
-        for m in _whole_words(wanted).finditer(norm):
-            hits.append((m.start(), m.end(), words[stem(m.group())]))
+    # Stem each distinct word once, and only the words that start like a query token (Snowball
+    # never changes a word's first letter; other tokens are their own stem); then find where the
+    # words that stem to a query token occur.
+    distinct: set[str] = set()
+    if words:
+        distinct = set(norm.translate(_ASCII_GAPS).split() if norm.isascii() else _WORD.findall(norm))
+    initials = {tok[:1] for tok in words}
+    for word in distinct:
+        if word[:1] in initials and (i := words.get(stem(word))) is not None:
+            hits.extend((s, s + len(word), i) for s in _find_all(norm, word) if _whole_word(norm, s, s + len(word)))
     hits.sort()
     del hits[_MAX_HITS:]  # the window search is quadratic in hits
     return [(origin[s], origin[e - 1] + 1, i) for s, e, i in hits]
 
 
-@lru_cache(maxsize=1024)
-def _whole_words(words: tuple[str, ...]) -> re.Pattern[str]:
-    """Where any of `words` occurs as a whole `_WORD` run (not inside a longer one)."""
-    return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, words)) + r")(?![^\W_])")
+def _whole_word(text: str, start: int, end: int) -> bool:
+    """text[start:end] is a whole `_WORD` run: no letter or digit on either side ([^\\W_] is
+    exactly str.isalnum)."""
+    return (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
 
 
 def _normalised_with_offsets(text: str) -> tuple[str, Sequence[int]]:
