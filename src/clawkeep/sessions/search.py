@@ -2,7 +2,9 @@
 
 The query text is analysed into terms (a typed `TextQuery`, never raw FTS syntax); candidates
 come from the store already restricted to the caller's visible sessions (filter before the
-limit), then are re-ranked and cut to `limit`.
+limit), then are re-ranked as dialogue (`dialogue_rank`: the replies to matching messages,
+the speaker the question names, the days the matches cluster on, the dates the question
+names) and cut to `limit`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..text.query import SearchQuery, holds_every_term, parse_query, rerank, rer
 from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
+from .dialogue_rank import dialogue_rank, is_question
 from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
@@ -54,6 +57,13 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
     else:
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
+    if is_question(text, selected):  # a question is ranked as dialogue (dialogue_rank.py)
+        found: list[tuple[AgentStore, SearchRow]] = []
+        wanted = TextQuery.of(selected.terms)
+        for store in stores:
+            found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
+        return {"hits": [_hit(row, selected) for row in dialogue_rank(found, selected, text)[:limit]]}
+    # a keyword lookup: ranked by its words alone, reading only what the answer needs
     return {"hits": [_hit(row, selected) for row in best_rows(stores, selected, scope.session_ids, limit)]}
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from ...errors import InputError
 from .. import items
+from ...text.dialogue import named_periods, query_words
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
 from .terms import Terms
@@ -48,6 +49,7 @@ __all__ = ["MAX_CANDIDATES", "MAX_LIMIT", "MAX_QUERY_CHARS", "MemoryHit", "memor
 MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 50  # results per memory_search (--limit 1-50)
 MAX_CANDIDATES = 200
+WINDOW_SHARE = 0.7
 _POOL: list[Any] = []  # [(pid, executor)]: a forked child starts its own threads
 _POOL_LOCK = threading.Lock()
 
@@ -79,12 +81,14 @@ def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Can
     the query's background, and as they are (cosine)."""
     ranked = sorted((c for c in candidates.values() if c.chunk_id in chunks),
                     key=lambda c: c.merged(*w), reverse=True)[:pool]
-    line_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
+    line_sims, window_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
     for cid, sims in line_sims.items():
         cand = candidates[cid]
         cand.line = max(sims.values(), default=0.0)
         cand.vector = ((cand.vector or 0.0) + cand.line) / 2
-    return _relative(line_sims), line_sims
+    blended = {cid: {i: (1 - WINDOW_SHARE) * v + WINDOW_SHARE * window_sims[cid].get(i, v) for i, v in sims.items()}
+               for cid, sims in line_sims.items()}
+    return _relative(line_sims), line_sims, blended
 
 
 def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> float:
@@ -146,8 +150,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     chunks = index.store.chunks(candidates)
     if visible is not None:
         chunks = {cid: chunk for cid, chunk in chunks.items() if visible(chunk)}
-    line_sims, raw_line_sims = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
-                                if query_vec is not None else ({}, {}))
+    line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
+                                         if query_vec is not None else ({}, {}, {}))
     near_line = _nearest_lines_floor(raw_line_sims, limit)
     today = today or date.today()
     scored = []
@@ -177,4 +181,6 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     # also in vector mode, the query's words pick the lines of each result
     return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,
-                fact_sims=raw_line_sims, fusion=(wv, wt))
+                fact_sims=raw_line_sims, fusion=(wv, wt),
+                query_words=query_words(text), raw_sims=blended,
+                periods=named_periods(text))
