@@ -9,8 +9,6 @@ holds what the engine itself changed (`/active-memory on|off --global`); it is m
 file at load, so the user's file — comments included — is never rewritten.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re
@@ -351,7 +349,7 @@ class Config(_Model):
     warnings: list[str] = Field(default_factory=list, exclude=True)
 
     @model_validator(mode="after")
-    def _model_refs(self) -> Config:
+    def _model_refs(self) -> "Config":
         """Every "<provider>/<model>" reference names a provider of `models.providers` (or a built-in)."""
         defaults = self.agents.defaults
         recall = self.plugins.entries.active_memory.config

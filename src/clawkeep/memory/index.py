@@ -106,14 +106,28 @@ class MemoryIndex:
 
     def _current_fingerprint(self, report: SyncReport) -> str:
         """The index's fingerprint; when the provider cannot even say what it is (down, bad
-        answer), keep the stored one — a broken provider must not trigger a rebuild."""
+        answer), keep the stored one — a broken provider must not trigger a rebuild. A keyword
+        sync keeps the stored one when only its vectors part could differ: the keyword index
+        does not depend on it, and building the provider to ask would cost a cold keyword search
+        ~3% (its module, the settings' serializer, a package-version scan). The next sync that
+        may embed compares the vectors part and rebuilds if the provider changed."""
         self._vectors_ok = True
+        if not self._embedding and (stored := self._stored_if_keywords_match()) is not None:
+            return stored
         try:
             return self.fingerprint()
         except ClawkeepError as exc:
             self._vectors_ok = False
             report.embedding_error = str(exc)
             return self.store.get_meta("fingerprint") or self.fingerprint(None, probe=False)
+
+    def _stored_if_keywords_match(self) -> str | None:
+        stored = self.store.get_meta("fingerprint")
+        try:
+            vectors = json.loads(stored)["vectors"] if stored else None
+        except (ValueError, TypeError, KeyError):
+            return None
+        return stored if stored == self.fingerprint(vectors, probe=False) else None
 
     # --- sync -------------------------------------------------------------------------
     def refresh(self, *, vectors: bool = True) -> SyncReport | None:

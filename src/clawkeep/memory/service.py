@@ -25,7 +25,6 @@ from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
 from ..routing.keys import is_session_id, parse_key
-from ..sessions.service import transcript_visible
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     MEMORY_FILE,
@@ -320,6 +319,9 @@ def _transcript_lines(rt: Runtime, path: str, session_id: str, caller: str | Non
     if session is None or not eligible(session):
         raise missing
     if caller is not None:
+        # the session service (lifecycle, maintenance) only for a session reading a transcript
+        from ..sessions.service import transcript_visible  # noqa: PLC0415
+
         try:
             visible = transcript_visible(store, session, rt.scope(Caller(caller)))
         except NotFoundError:  # a calling session that is gone sees nothing
