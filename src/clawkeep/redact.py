@@ -718,14 +718,40 @@ def _gate_state(rule: _Rule, has_digit: bool, has_token: bool, has_nonascii: boo
                 or (rule.gate == "nonascii" and not has_nonascii))
 
 
-# The rules each kind of text passes the gates for, and the distinct hints of those rules: a
-# call looks each hint up once instead of once per rule (this bookkeeping was most of the cost
-# of redacting a short clean text, e.g. each search snippet).
-_GATED: dict[tuple[bool, bool, bool], tuple[tuple[_Rule, ...], tuple[str, ...]]] = {}
-for _state in ((d, t, n) for d in (False, True) for t in (False, True) for n in (False, True) if d or not t):
-    _passing = tuple(rule for rule in _RULES if _gate_state(rule, *_state))
-    _GATED[_state] = (_passing, tuple(dict.fromkeys(h for rule in _passing for h in rule.hints)))
-del _state, _passing
+@dataclass(frozen=True, slots=True)
+class _Gated:
+    """The rules one kind of text passes the gates for (in order), their distinct hints, the
+    positions of the rules without hints and, per hint, of the rules it lets run."""
+
+    rules: tuple[_Rule, ...]
+    hints: tuple[str, ...]
+    unhinted: tuple[int, ...]
+    by_hint: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def of(cls, rules: tuple[_Rule, ...]) -> _Gated:
+        by_hint: dict[str, list[int]] = {}
+        for i, rule in enumerate(rules):
+            for hint in rule.hints:
+                by_hint.setdefault(hint, []).append(i)
+        return cls(rules, tuple(by_hint), tuple(i for i, rule in enumerate(rules) if not rule.hints),
+                   {hint: tuple(at) for hint, at in by_hint.items()})
+
+    def running(self, lowered: str) -> list[_Rule]:
+        """The rules to run on a text, in order: each hint is looked up once, and only the rules
+        of the hints found are visited (this bookkeeping, once per rule, was most of the cost of
+        redacting a short clean text such as a search snippet)."""
+        present = [hint for hint in self.hints if hint in lowered]
+        if not present:
+            return [self.rules[i] for i in self.unhinted]
+        at = set(self.unhinted)
+        for hint in present:
+            at.update(self.by_hint[hint])
+        return [self.rules[i] for i in sorted(at)]
+
+
+_GATED = {state: _Gated.of(tuple(rule for rule in _RULES if _gate_state(rule, *state)))
+          for state in ((d, t, n) for d in (False, True) for t in (False, True) for n in (False, True) if d or not t)}
 
 
 # The CJK rule changes text only when its keyword or link holds a non-ASCII character, and none of
@@ -743,14 +769,11 @@ def _redact(text: str) -> tuple[str, list[str]]:
     has_nonascii = not text.isascii()
     has_token = has_digit and any(len(chunk) >= 14 for chunk in (text.encode("ascii", "ignore").split()
                                                                   if has_nonascii else text.split()))
-    rules, hints = _GATED[(has_digit, has_token, has_nonascii and _WORDING_CHARACTER.search(text) is not None)]
+    gated = _GATED[(has_digit, has_token, has_nonascii and _WORDING_CHARACTER.search(text) is not None)]
     # Gates and hints are tested on the original text; earlier rules only ever shorten
     # secrets into markers, which cannot create a new hint for a later rule.
-    present = {h for h in hints if h in lowered}
     out = text
-    for rule in rules:
-        if rule.hints and present.isdisjoint(rule.hints):
-            continue
+    for rule in gated.running(lowered):
 
         def replace(m: re.Match[str], rule: _Rule = rule) -> str:
             replaced = rule.replace(m)

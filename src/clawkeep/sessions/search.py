@@ -83,6 +83,8 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     wanted = TextQuery.of(query.terms)
     if len(query.terms) == 1:
         rows = _one_term_rows(stores, wanted, query, session_ids, limit)
+        if rows is not None and len(stores) == 1:
+            return rows  # already in re-ranked order: same boost for all, bm25 order, ties in store order
         if rows is not None:
             return rerank(rows, query, tokens=lambda r: r.tokens, rank=lambda r: r.score)[:limit]
     ranked = [(store, store.rank_matches(wanted, session_ids=session_ids, limit=CANDIDATES)) for store in stores]

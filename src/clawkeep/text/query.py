@@ -48,9 +48,9 @@ COMMON_RATIO = 0.25  # terms in more than this share of rows add ~nothing to bm2
 # At 50 rows a term must be in 13 or more of them (25%) before it can be dropped: enough for its
 # share to say something.
 MIN_DF_DOCUMENTS = 50
-CJK_RUN_PHRASE_MAX = 8
+CJK_RUN_PHRASE_MAX = 8  # an unquoted CJK run up to this length is also tried as a whole phrase
 COVERAGE_WEIGHT = 0.5  # re-ranking: a row holding every term gains this over its bm25 share
-EXACT_WEIGHT = 1.0  # ... and this for each quoted phrase or identifier it holds  # an unquoted CJK run up to this length is also tried as a whole phrase
+EXACT_WEIGHT = 1.0  # ... and this for each quoted phrase or identifier it holds
 
 # Quoted phrases: ASCII, curly and CJK corner quotes (full-width ＂ becomes " under NFKC).
 _QUOTED = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d|\u300c([^\u300d]*)\u300d|\u300e([^\u300f]*)\u300f')

@@ -102,7 +102,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
 _ENTRY_WIDTH = 11
 _SEARCH_COLUMNS = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
-_IDS_PER_QUERY = 500  # bound parameters per IN list (SQLite allows 32,766 since 3.32; old builds 999)
+_IDS_PER_QUERY = 500  # bound parameters per IN list (SQLite allows 32,766 since 3.32, older ones 999)
 # What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
 _BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
                                                   8232, 8233, 8239, 8287, 12288)) + ")"
@@ -451,13 +451,20 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         if not tokens:
             return {}
         unique = list(dict.fromkeys(tokens))
-        found = {term: doc for term, doc in self._query(vocab_sql("entries_fts_vocab", len(unique)), unique)}
-        return {t: found.get(t, 0) for t in unique}
+
+        def read() -> dict[str, int]:
+            found = dict(self._query(vocab_sql("entries_fts_vocab", len(unique)), unique))
+            return {t: found.get(t, 0) for t in unique}
+
+        # Kept until anything is committed to the file, as the memory index does: a common
+        # term's count walks its whole posting list, for every multi-word search.
+        return dict(self._committed_read(("df", tuple(unique)), read))
 
     def indexed_documents(self) -> int:
         # max(rowid) is O(log n) where count(*) walks the whole index; rowids are entry seqs,
         # so this over-counts by the non-message entries, which only flattens idf slightly.
-        return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
+        return self._committed_read(
+            "indexed", lambda: self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0])
 
     # --- counters -------------------------------------------------------------------
     def add_counters(self, deltas: dict[str, int]) -> None:
