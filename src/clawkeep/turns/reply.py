@@ -68,7 +68,7 @@ def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | N
     options = active_memory_config(rt.config).config
     ref = options.model or options.model_fallback
     recall_model = rt.models.chat_model(ref) if model is not None and ref else None
-    return recall(rt, text, session.key, model=recall_model or model)
+    return recall(rt, text, session.key, model=recall_model or model, session=session)
 
 
 def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,

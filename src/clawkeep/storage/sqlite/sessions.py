@@ -105,14 +105,12 @@ _BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31
                                                   8232, 8233, 8239, 8287, 12288)) + ")"
 # Appends go to the right edge of these B-trees: read it (and the FTS5 structure record) before
 # a call's first write, so a damaged page there fails the call before anything commits.
-_WRITE_PATH_PROBES = (
-    "SELECT max(rowid) FROM sessions",
-    "SELECT max(seq) FROM entries",
-    "SELECT name, seq FROM sqlite_sequence",
-    "SELECT max(id) FROM entries_fts_content",
-    "SELECT max(id) FROM entries_fts_docsize",
-    "SELECT max(id) FROM entries_fts_data",
-    "SELECT length(block) FROM entries_fts_data WHERE id = 10",
+# One statement (each scalar subquery one descent), so the probe costs one round trip per call.
+_WRITE_PATH_PROBE = (
+    "SELECT (SELECT max(rowid) FROM sessions), (SELECT max(seq) FROM entries),"
+    " (SELECT group_concat(name || ':' || seq) FROM sqlite_sequence),"
+    " (SELECT max(id) FROM entries_fts_content), (SELECT max(id) FROM entries_fts_docsize),"
+    " (SELECT max(id) FROM entries_fts_data), (SELECT length(block) FROM entries_fts_data WHERE id = 10)"
 )
 
 
@@ -152,8 +150,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     def _probe_write_path(self) -> None:
-        for sql in _WRITE_PATH_PROBES:
-            self._conn.execute(sql).fetchall()
+        self._conn.execute(_WRITE_PATH_PROBE).fetchall()
 
     # --- sessions -------------------------------------------------------------------
     @staticmethod
