@@ -41,7 +41,10 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LIMIT = 25
 BUDGETS = (1800, 4000)
 TURN_GAP = timedelta(seconds=30)
-TARGET_R10 = 0.60
+TARGET_R10 = 0.68
+# The split memory_locomo.py uses: the ranking's constants were chosen on DEV only.
+DEV = ("conv-26", "conv-30", "conv-41", "conv-42")
+HELD_OUT = ("conv-43", "conv-44", "conv-47")
 
 # BASELINES.md (same protocol, measured on this kind of machine): r@5, r@10, r@1800c, r@4000c.
 BASELINES = (
@@ -125,6 +128,8 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
         conversations = tuple(c for c in conversations if c.conv_id in QUICK_CONVERSATIONS)
     per_cat: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     per_cat_raw: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    per_half: dict[str, dict[int, dict[str, list[float]]]] = {
+        half: defaultdict(lambda: defaultdict(list)) for half in ("dev", "held-out")}
     conv_rows = []
     latencies: list[float] = []
     all_missing: list[str] = []
@@ -154,8 +159,10 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
                 prefix = conv.conv_id + ":"
                 ranked = [h["messageId"][len(prefix):] for h in result["hits"] if h["messageId"].startswith(prefix)]
                 s = score(ranked, q.evidence, texts)
+                half = "dev" if conv.conv_id in DEV else "held-out"
                 for k, v in s.items():
                     per_cat[q.category][k].append(v)
+                    per_half[half][q.category][k].append(v)
                 for k, v in score(raw_ranked[q.question], q.evidence, texts).items():
                     per_cat_raw[q.category][k].append(v)
                 conv_r10.append(s["r@10"])
@@ -188,6 +195,17 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
                     + [f"{raw_overall['r@10']:.3f}"])
     cat_table = md_table(["category", "questions", "r@5", "r@10", "r@1800c", "r@4000c", "raw FTS5-OR r@10 (here)"],
                          cat_rows)
+    half_rows = []
+    for half, table in per_half.items():
+        if not table:
+            continue
+        o = overall(table)
+        half_rows.append([f"{half} ({', '.join(DEV if half == 'dev' else HELD_OUT)})",
+                          sum(len(v["r@10"]) for v in table.values())]
+                         + [f"{o[m]:.3f}" for m in metrics]
+                         + [f"{_mean(table[c]['r@10']):.3f}" if table.get(c) else "–" for c in CATEGORIES])
+    half_table = md_table(["conversations", "questions", "r@5", "r@10", "r@1800c", "r@4000c"]
+                          + [f"{name} r@10" for name in CATEGORIES.values()], half_rows)
 
     def f(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
@@ -214,6 +232,7 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
                          for c, v in sorted(per_cat.items())},
         "search_p50": percentile(latencies, 50), "search_p95": percentile(latencies, 95),
         "missing_evidence": all_missing, "quick": quick,
+        "halves": {half: overall(table) for half, table in per_half.items() if table},
     }
     return Section("locomo", "LoCoMo retrieval: sessions_search via the Engine",
-                   [cat_table, cmp_table, notes, conv_table], data)
+                   [cat_table, half_table, cmp_table, notes, conv_table], data)

@@ -55,7 +55,7 @@ LIMIT = 25  # results asked per question (the budget walk usually stops earlier)
 MODES = ("hybrid", "keyword", "vector")
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42")  # tuning was done on these only
 HELD_OUT = ("conv-43", "conv-44", "conv-47")
-TARGETS = {1800: 0.65, 4000: 0.80}
+TARGETS = {1800: 0.76, 4000: 0.85}  # issue 14
 INGEST_VERSION = "1"  # bump when the ingestion protocol changes (cached homes are rebuilt)
 CACHE = BENCH_DATA / "memory-locomo"
 

@@ -230,3 +230,4 @@ def plan_day(text: str, today: date) -> date | None:
     if (exact and day > today) or not is_past(text):
         return day
     return None
+

@@ -31,12 +31,14 @@ from __future__ import annotations
 import heapq
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from typing import Any
 
 from ...errors import InputError
 from .. import items
+from ...text.dialogue import named_periods, query_words
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
 from .terms import Terms
@@ -47,6 +49,7 @@ __all__ = ["MAX_CANDIDATES", "MAX_LIMIT", "MAX_QUERY_CHARS", "MemoryHit", "memor
 MAX_QUERY_CHARS = 4096
 MAX_LIMIT = 50  # results per memory_search (--limit 1-50)
 MAX_CANDIDATES = 200
+WINDOW_SHARE = 0.7
 _POOL: list[Any] = []  # [(pid, executor)]: a forked child starts its own threads
 _POOL_LOCK = threading.Lock()
 
@@ -78,12 +81,14 @@ def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Can
     the query's background, and as they are (cosine)."""
     ranked = sorted((c for c in candidates.values() if c.chunk_id in chunks),
                     key=lambda c: c.merged(*w), reverse=True)[:pool]
-    line_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
+    line_sims, window_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
     for cid, sims in line_sims.items():
         cand = candidates[cid]
         cand.line = max(sims.values(), default=0.0)
         cand.vector = ((cand.vector or 0.0) + cand.line) / 2
-    return _relative(line_sims), line_sims
+    blended = {cid: {i: (1 - WINDOW_SHARE) * v + WINDOW_SHARE * window_sims[cid].get(i, v) for i, v in sims.items()}
+               for cid, sims in line_sims.items()}
+    return _relative(line_sims), line_sims, blended
 
 
 def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> float:
@@ -111,8 +116,12 @@ def _relative(line_sims: dict[int, dict[int, float]]) -> dict[int, dict[int, flo
 
 def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, mode: str = "hybrid",
                   sources: list[str] | None = None, today: date | None = None,
-                  citations: str = "auto") -> list[MemoryHit]:
-    """`mode`: hybrid (default), keyword, or vector."""
+                  citations: str = "auto", visible: Callable[[Any], bool] | None = None,
+                  pool_for: int | None = None) -> list[MemoryHit]:
+    """`mode`: hybrid (default), keyword, or vector. `visible(chunk)`: the chunks the reader may
+    see; the others are dropped as soon as they are read, before any scoring of lines or
+    windows. `pool_for`: the number of results the candidate pool is sized for (default
+    `limit`; more when some candidates may be invisible)."""
     if mode not in ("hybrid", "keyword", "vector"):
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
@@ -121,7 +130,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     if not 1 <= limit <= MAX_LIMIT:
         raise InputError(f"limit {limit} is out of range; allowed 1-{MAX_LIMIT}")
     sources = sources or list(index.settings.sources)
-    pool = min(MAX_CANDIDATES, max(limit, limit * settings.hybrid.candidate_multiplier))
+    reach = max(limit, pool_for or limit)
+    pool = min(MAX_CANDIDATES, max(reach, reach * settings.hybrid.candidate_multiplier))
     candidates: dict[int, Candidate] = {}
     # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
     # keyword path (SQLite FTS5, also outside the GIL)
@@ -138,8 +148,10 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         candidates.setdefault(cid, Candidate(cid)).vector = sim
     wv, wt = weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
     chunks = index.store.chunks(candidates)
-    line_sims, raw_line_sims = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
-                                if query_vec is not None else ({}, {}))
+    if visible is not None:
+        chunks = {cid: chunk for cid, chunk in chunks.items() if visible(chunk)}
+    line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
+                                         if query_vec is not None else ({}, {}, {}))
     near_line = _nearest_lines_floor(raw_line_sims, limit)
     today = today or date.today()
     scored = []
@@ -169,4 +181,6 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     # also in vector mode, the query's words pick the lines of each result
     return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,
-                fact_sims=raw_line_sims, fusion=(wv, wt))
+                fact_sims=raw_line_sims, fusion=(wv, wt),
+                query_words=query_words(text), raw_sims=blended,
+                periods=named_periods(text))

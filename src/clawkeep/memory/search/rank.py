@@ -30,6 +30,7 @@ class Candidate:
     text: float | None = None
     coverage: float = 0.0
     line: float = 0.0  # the best line vector's similarity (fact-level vectors)
+    tokens: str | None = None  # the chunk's stored tokens, line by line (keyword matches only)
 
     def merged(self, wv: float, wt: float) -> float:
         return wv * (self.vector or 0.0) + wt * (self.text or 0.0)
@@ -59,6 +60,7 @@ def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
         # bm25 share rewards rare words, coverage rewards answering the whole question
         cand = candidates.setdefault(cid, Candidate(cid))
         cand.coverage = coverage
+        cand.tokens = tokens
         cand.text = min(1.0, SHARE_WEIGHT * share + (1 - SHARE_WEIGHT) * coverage + 0.1 * exact)
     return True
 
@@ -79,13 +81,56 @@ def vector(index: MemoryIndex, text: str, sources: list[str], pool: int
 
 
 def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str]
-                      ) -> dict[int, dict[int, float]]:
-    """{chunk id: {line offset: cosine similarity ≥ 0}} from the stored line vectors."""
+                      ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
+    """({chunk id: {line offset: cosine similarity ≥ 0}}, the same for each line's window) from
+    the stored line vectors. A line's window is the line and its neighbours before and after
+    (adjacent lines with vectors: a date line between two turns has none, so a window never
+    spans two conversations); its vector is their normalised sum, so its similarity is the sum
+    of their similarities over the sum's length — no vector is made at query time, and all the
+    chunks go through one set of matrix operations."""
+    import numpy as np  # noqa: PLC0415
+
+    found = index.store.line_vectors(chunk_ids, vector_filter(index, sources))
+    if not found:
+        return {}, {}
+    ids = list(found)
+    lines = np.concatenate([found[cid][0] for cid in ids])
+    matrix = np.concatenate([found[cid][1] for cid in ids])
+    owner = np.repeat(np.arange(len(ids)), [len(found[cid][0]) for cid in ids])
+    sims = matrix @ query
+    window = _window_similarities(lines, owner, matrix, sims)
     out: dict[int, dict[int, float]] = {}
-    for cid, (lines, matrix) in index.store.line_vectors(chunk_ids, vector_filter(index, sources)).items():
-        sims = matrix @ query
-        out[cid] = {int(line): max(0.0, float(sim)) for line, sim in zip(lines, sims, strict=True)}
-    return out
+    windows: dict[int, dict[int, float]] = {}
+    start = 0
+    for cid in ids:
+        end = start + len(found[cid][0])
+        offsets = lines[start:end].tolist()
+        out[cid] = dict(zip(offsets, np.maximum(sims[start:end], 0.0).tolist(), strict=True))
+        windows[cid] = dict(zip(offsets, np.maximum(window[start:end], 0.0).tolist(), strict=True))
+        start = end
+    return out, windows
+
+
+def _window_similarities(lines: Any, owner: Any, matrix: Any, sims: Any) -> Any:
+    """Each line's similarity to the query through its window's vector (see line_similarities);
+    `owner` tells which chunk a line belongs to (neighbours are lines of one chunk)."""
+    import numpy as np  # noqa: PLC0415
+
+    n = len(lines)
+    adjacent = (np.diff(lines) == 1) & (np.diff(owner) == 0)  # line k and k+1 are neighbours
+    pair = np.einsum("ij,ij->i", matrix[:-1], matrix[1:]) if n > 1 else np.zeros(0)
+    before = np.concatenate([[False], adjacent])
+    after = np.concatenate([adjacent, [False]])
+    total = sims.astype(np.float64)
+    sq = 1.0 + before.astype(np.float64) + after.astype(np.float64)
+    total[before] += sims[:-1][adjacent]
+    total[after] += sims[1:][adjacent]
+    sq[before] += 2 * pair[adjacent]
+    sq[after] += 2 * pair[adjacent]
+    both = np.nonzero(before & after)[0]  # the line before and the line after: their own product
+    if len(both):
+        sq[both] += 2 * np.einsum("ij,ij->i", matrix[both - 1], matrix[both + 1])
+    return total / np.sqrt(np.maximum(sq, 1e-9))
 
 
 def _vector_key(index: MemoryIndex) -> str:

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...text.analyzer import analyze_document
+from ...text.dialogue import day_windows, names_speaker, speaker_labels
 from ...text.query import SearchQuery
 from ...text.snippet import snippet
 from ...text.tokens import fold, normalise
@@ -177,8 +178,14 @@ def _analysed_line(line: str) -> str:
 
 
 def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
-                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None) -> _Lines:
+                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None,
+                 tokens: str | None = None) -> _Lines:
+    """`tokens`: the chunk's stored tokens, line by line (`analyze_lines`); without them (a
+    vector-only match) each line that may hold a query term is analysed here."""
     lines = chunk.text.split("\n")
+    stored = tokens.split("\n") if tokens is not None else None
+    if stored is not None and len(stored) != len(lines):
+        stored = None  # not this chunk's lines (an index of an older format): analyse
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
     labels: list[str | None] = [None] * len(lines)
@@ -192,10 +199,10 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
             labels[i] = label
     terms: list[frozenset[int]] = []
     for i, line in enumerate(lines):
-        if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
+        if i in breaks or query is None or not line.strip() or (stored is None and not _may_hold(line, needles)):
             terms.append(frozenset())
             continue
-        padded = _analysed_line(line)
+        padded = f" {stored[i]} " if stored is not None else _analysed_line(line)
         terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
     sims = sims or {}
     vecs = [sims.get(i, 0.0) for i in range(len(lines))]
@@ -243,6 +250,89 @@ def _line_scores(lines: _Lines) -> list[float]:
     return out
 
 
+TURN_RANKING = True
+CHUNK_SHARE = 0.6
+TURN_VECTOR = 0.5
+TURN_BACK = 0.4
+TURN_FORWARD = 0.2
+SPEAKER_SHARE = 0.5
+SESSION_SHARE = 0.2
+SESSION_TOP = 3
+NORM_SCALE = 1.0
+TURN_MIN_SHARE = 0.3
+DATE_SHARE = 0.3
+DATE_BEFORE = 7
+DATE_AFTER = 14
+def _day(label: str | None) -> str | None:
+    return label[1:11] if label else None
+
+
+def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[str],
+                 raw_sims: dict[int, dict[int, float]], periods: list) -> list[list[float]]:
+    sims = [raw_sims.get(chunk.id, {}) for _, _, chunk in rows]
+    top = max((v for s in sims for v in s.values()), default=0.0) or 1.0
+    own_all = []
+    for lines, sim in zip(chunk_lines, sims, strict=True):
+        own_all.append([(0.0 if i in lines.breaks else TURN_VECTOR * sim.get(i, 0.0) / top + (1 - TURN_VECTOR) * cov)
+                        for i, cov in enumerate(lines.covs)])
+    out = []
+    named_any, unnamed_any = False, False
+    named_rows = []
+    for lines, own in zip(chunk_lines, own_all, strict=True):
+        n = len(own)
+        ctx = []
+        for i in range(n):
+            back = 0.0
+            if i not in lines.facts:
+                for j in (i - 1, i - 2):
+                    if j < 0 or j in lines.breaks or j in lines.facts:
+                        break
+                    back = max(back, own[j])
+            fwd = own[i + 1] if i + 1 < n and i + 1 not in lines.breaks and i + 1 not in lines.facts \
+                and i not in lines.facts else 0.0
+            ctx.append(own[i] + TURN_BACK * back + TURN_FORWARD * fwd)
+        named = []
+        for i, line in enumerate(lines.text):
+            labels = speaker_labels(line) if i not in lines.breaks and line.strip() else []
+            hit = names_speaker(labels, query_words)
+            named.append(hit)
+            if labels:
+                named_any |= hit
+                unnamed_any |= not hit
+        named_rows.append(named)
+        out.append(ctx)
+    if named_any and unnamed_any and SPEAKER_SHARE:
+        for ctx, named in zip(out, named_rows, strict=True):
+            for i in range(len(ctx)):
+                ctx[i] *= 1.0 if named[i] else 1 - SPEAKER_SHARE
+    strongest = max((v for ctx in out for v in ctx), default=0.0)
+    weak = [[v < TURN_MIN_SHARE * strongest for v in ctx] for ctx in out]
+    if SESSION_SHARE:
+        groups: dict[tuple, dict] = {}
+        for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
+            numbers = lines.numbers or list(range(len(ctx)))
+            for i, v in enumerate(ctx):
+                if i in lines.breaks or i in lines.facts:
+                    continue
+                groups.setdefault((chunk.path, _day(lines.labels[i])), {})[numbers[i]] = v
+        agg = {k: sum(sorted(g.values(), reverse=True)[:SESSION_TOP]) / min(SESSION_TOP, len(g)) for k, g in groups.items()}
+        best = max(agg.values(), default=0.0) or 1.0
+        for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
+            for i in range(len(ctx)):
+                if i in lines.breaks or i in lines.facts:
+                    continue
+                ctx[i] += SESSION_SHARE * agg[(chunk.path, _day(lines.labels[i]))] / best
+    if periods and DATE_SHARE:
+        windows = day_windows(periods, DATE_BEFORE, DATE_AFTER)
+        best = max((v for ctx in out for v in ctx), default=0.0)
+        for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
+            for i in range(len(ctx)):
+                day = _day(lines.labels[i]) or chunk.day
+                if day and i not in lines.breaks and any(lo <= day <= hi for lo, hi in windows):
+                    ctx[i] += DATE_SHARE * best
+    return [[0.0 if w else NORM_SCALE * v for v, w in zip(ctx, wk, strict=True)] for ctx, wk in zip(out, weak, strict=True)]
+
+
 @dataclass
 class _Window:
     score: float
@@ -275,16 +365,20 @@ def _rendered_size(lines: _Lines, picked: list[int]) -> int:
 def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, citations: str,
           reorder: bool, line_sims: dict[int, dict[int, float]] | None = None,
           small_index: bool = False, fact_sims: dict[int, dict[int, float]] | None = None,
-          fusion: tuple[float, float] = (1.0, 0.0)) -> list[MemoryHit]:
+          fusion: tuple[float, float] = (1.0, 0.0), query_words: frozenset[str] | None = None,
+          raw_sims: dict[int, dict[int, float]] | None = None, periods: list | None = None) -> list[MemoryHit]:
     """`fact_sims`: {chunk id: {line: cosine}} of the line vectors; `fusion`: the search's
     (vector, keyword) weights, which score a fact line of its own (see FACT_MIN_SHARE)."""
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
     needles = _needles(query) if query is not None else ()
-    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id))
-                   for _, _, chunk in rows]
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id),
+                                getattr(cand, "tokens", None)) for _, cand, chunk in rows]
     _set_coverage(chunk_lines, query, small_index)
-    scores = [_line_scores(lines) for lines in chunk_lines]
+    if TURN_RANKING and reorder:
+        scores = _turn_scores(rows, chunk_lines, query_words or frozenset(), raw_sims or {}, periods or [])
+    else:
+        scores = [_line_scores(lines) for lines in chunk_lines]
     facts = [_fact_scores(lines, fusion) if reorder else {} for lines in chunk_lines]
     norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT + LINE_VECTOR * (1 + LINE_CONTEXT / LINE_COVERAGE)
     for own, fact in zip(scores, facts, strict=True):
@@ -296,7 +390,7 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
     candidates: list[tuple[float, int, int]] = []  # (score, row, line)
     for r, ((score, _, chunk), lines, own) in enumerate(zip(rows, chunk_lines, scores, strict=True)):
         # without reordering, the chunk order stands and words only rank lines within a chunk
-        base = score if reorder else float(len(rows) - r)
+        base = (CHUNK_SHARE * score if TURN_RANKING else score) if reorder else float(len(rows) - r)
         numbers = lines.numbers or [None] * len(lines.text)
         least = [floor if i in lines.facts else 0.0 for i in range(len(own))]
         matched = any(x > least[i] for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
