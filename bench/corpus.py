@@ -335,3 +335,68 @@ def nl_questions(count: int) -> list[str]:
         return pool
     step = len(pool) / count
     return [pool[int(i * step)] for i in range(count)]
+
+
+# --- queries sampled from the stored messages --------------------------------------------
+
+SAMPLE_FROM = 10_000  # sampled from the first messages of the stream: present at every seeded size
+_EN_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_IDENT = re.compile(r"INV-\d{4}-\d{5}|ORD-\d{7}|\b(?:JIRA|OPS|CORE|WEB|PAY|INFRA|MOB|DATA)-\d+"
+                    r"|(?<=reference )[A-Z0-9]{6}|(?<=confirmation )\d{9}")
+
+
+def sampled_queries(count: int = 30, seed: int = 15) -> dict[str, list[str]]:
+    """Keyword queries drawn from what the corpus says, not from a list of rare nouns.
+
+    English: 1-3 consecutive words at a random position of a random English message (so common
+    conversation words such as "really", "time" or "kids" come up as often as people use them;
+    runs of stop words only are skipped: they search nothing). Chinese: one jieba word of 2-4
+    characters, or two adjacent ones of 2+ characters that fit in 4, from a random Chinese message
+    (function words only, such as 一下, are skipped too). Identifiers:
+    an invoice, order, ticket, booking code or confirmation number from a random identifier
+    message. Deterministic for a given `count` and `seed`.
+    """
+    import jieba
+
+    from clawkeep.text import stopwords
+    from clawkeep.text.query import parse_query
+
+    jieba.setLogLevel(60)
+    rng = random.Random(seed)
+    english, chinese, idents = [], [], []
+    for text in CorpusGenerator().messages(SAMPLE_FROM):
+        if _IDENT.search(text):
+            idents.append(text)
+        elif _CJK_RUN.search(text) and not re.search(r"[\u3040-\u30ff\uac00-\ud7ff]", text):
+            chinese.append(text)
+        elif text.isascii():
+            english.append(text)
+    out: dict[str, list[str]] = {"en": [], "zh": [], "ident": []}
+    while len(out["en"]) < count:
+        words = _EN_WORD.findall(rng.choice(english))
+        if not words:
+            continue
+        start = rng.randrange(len(words))
+        run = words[start:start + rng.randint(1, 3)]
+        if all(w.lower().replace("'", "") in stopwords.ENGLISH for w in run):
+            continue
+        query = " ".join(run)
+        if query not in out["en"]:
+            out["en"].append(query)
+    while len(out["zh"]) < count:
+        runs = _CJK_RUN.findall(rng.choice(chinese))
+        words = [w for w in jieba.lcut(rng.choice(runs)) if w.strip()]
+        start = rng.randrange(len(words))
+        query = words[start]
+        after = words[start + 1] if start + 1 < len(words) else ""
+        if min(len(query), len(after)) >= 2 and len(query) + len(after) <= 4 and rng.random() < 0.5:
+            query += after
+        if 2 <= len(query) <= 4 and query not in out["zh"] and parse_query(query) is not None:
+            out["zh"].append(query)
+    while len(out["ident"]) < count:
+        found = _IDENT.findall(rng.choice(idents))
+        query = rng.choice(found)
+        if query not in out["ident"]:
+            out["ident"].append(query)
+    return out

@@ -32,11 +32,10 @@ from rich.progress import Progress
 
 from clawkeep import Engine
 from clawkeep.redact import redact_secrets
-from clawkeep.sessions import transcript
-from clawkeep.sessions.search import CANDIDATES
+from clawkeep.sessions import search, transcript
 from clawkeep.visibility import Caller
-from clawkeep.storage import EntryRecord, TextQuery
-from clawkeep.text.analyzer import analyze_document, parse_query, rerank, snippet
+from clawkeep.storage import EntryRecord
+from clawkeep.text.analyzer import analyze_document, parse_query, snippet
 
 from .common import (
     BENCH_DATA,
@@ -59,12 +58,18 @@ from .corpus import (
     append_mix,
     nl_questions,
     planted_identifiers,
+    sampled_queries,
 )
 
 TARGET_APPEND = 2_000  # msg/s
 TARGET_KEYWORD_P50 = 0.020  # s at 1M
 TARGET_KEYWORD_RATIO = 1.5  # ours / raw same-MATCH, p50
 TARGET_NL_P50 = 0.100  # s at 1M
+SAMPLED_EN = "English words sampled from messages (1-3)"
+SAMPLED_ZH = "Chinese words sampled from messages (2-4 chars)"
+SAMPLED_IDENT = "identifier sampled from messages"
+KEYWORD_CLASSES = ("English keyword (1-3 words)", SAMPLED_EN, "CJK keyword (2-4 chars)", SAMPLED_ZH, "identifier",
+                   SAMPLED_IDENT)
 SEED_BATCH = 2_000
 RESET_EVERY = 500  # user/assistant append runs: a /reset after this many messages
 GROWTH_SIZES = (0, 500, 2_000, 5_000)
@@ -647,18 +652,18 @@ def _breakdown(eng: Engine, query: str) -> dict[str, float]:
     if parsed is None:
         return out
     store = stores[0]
-    t, total = _timed(store.indexed_documents)
-    out["indexed_documents"] = t
-    t, selected = _timed(parsed.select, store.document_frequency, total)
-    out["df_select"] = t
-    t, rows = _timed(store.search, TextQuery.of(selected.terms), session_ids=scope.session_ids, limit=CANDIDATES)
-    out["sql"] = t
-    out["rows"] = len(rows)
-    t, ranked = _timed(rerank, rows, selected, tokens=lambda r: r.tokens, rank=lambda r: r.score)
-    out["rerank"] = t
+    selected = parsed
+    if len(parsed.terms) > 1 and not all(term.exact for term in parsed.terms):  # as the engine: df only then
+        t, total = _timed(store.indexed_documents)
+        out["indexed_documents"] = t
+        t, selected = _timed(parsed.select, store.document_frequency, total)
+        out["df_select"] = t
+    t, ranked = _timed(search.best_rows, stores, selected, scope.session_ids, 10)
+    out["best_rows"] = t
+    out["rows"] = len(ranked)
 
     def hits() -> list[str]:
-        return [redact_secrets(snippet(transcript.plain_text(r.entry.content), selected))[0] for r in ranked[:10]]
+        return [redact_secrets(snippet(transcript.plain_text(r.entry.content), selected))[0] for r in ranked]
 
     t, _ = _timed(hits)
     out["snippets"] = t
@@ -674,10 +679,14 @@ def measure_search(home: Path, progress: Progress, reps: int, n_nl: int, label: 
     df = fts5_doc_freq(raw, "entries_fts_vocab")
     total = raw.execute("SELECT coalesce(max(rowid), 0) FROM entries_fts").fetchone()[0]
 
+    sampled = sampled_queries()
     classes = {
         "English keyword (1-3 words)": list(EN_KEYWORDS),
+        SAMPLED_EN: sampled["en"],
         "CJK keyword (2-4 chars)": list(CJK_KEYWORDS),
+        SAMPLED_ZH: sampled["zh"],
         "identifier": list(IDENT_QUERIES),
+        SAMPLED_IDENT: sampled["ident"],
         "natural-language question": nl_questions(n_nl),
     }
     plan: list[tuple[str, str, str | None, str | None]] = []
@@ -728,11 +737,9 @@ def measure_search(home: Path, progress: Progress, reps: int, n_nl: int, label: 
         for q in queries:
             for k, v in _breakdown(eng, q).items():
                 per.setdefault(k, []).append(v)
-            if matches[q]:  # what the engine's candidate fetch needs at minimum: 100 rows + their tokens
-                t, _ = _timed(lambda m: raw.execute(
-                    "SELECT rowid, rank, tokens FROM entries_fts WHERE entries_fts MATCH ? ORDER BY rank LIMIT ?",
-                    (m, CANDIDATES)).fetchall(), matches[q])
-                per.setdefault("raw_candidates", []).append(t)
+            if matches[q]:  # the raw baseline once more, beside the replay
+                t, _ = _timed(raw_top, matches[q])
+                per.setdefault("raw", []).append(t)
         stages[cls] = {k: statistics.median(v) for k, v in per.items()}
     for cls, q, _m, _n in plan:
         t, _ = _timed(eng.sessions_search, q)
@@ -792,8 +799,8 @@ def bench_search(sizes: list[int], sessions: int, reps: int, n_nl: int, progress
                 f"{s['avg_hits']:.1f}",
             ])
         for cls, st in result["stages"].items():
-            parts = ["scope", "parse", "indexed_documents", "df_select", "sql", "raw_candidates", "rerank", "snippets"]
-            stage_rows.append([label, cls] + [fmt_ms(st.get(p, float("nan"))) for p in parts]
+            parts = ["scope", "parse", "indexed_documents", "df_select", "best_rows", "snippets", "raw"]
+            stage_rows.append([label, cls] + [fmt_ms(st[p]) if p in st else "–" for p in parts]
                               + [f"{st.get('rows', 0):.0f}"])
 
     lat_table = md_table(
@@ -803,8 +810,8 @@ def bench_search(sizes: list[int], sessions: int, reps: int, n_nl: int, progress
         lat_rows,
     )
     stage_table = md_table(
-        ["stored", "query class", "scope", "parse", "indexed_documents", "df + select", "store.search (LIMIT 100)",
-         "raw: same MATCH, rank + tokens, LIMIT 100", "rerank", "snippets (10)", "candidate rows"],
+        ["stored", "query class", "scope", "parse", "indexed_documents", "df + select",
+         "best_rows: rank, tokens, re-rank, rows", "snippets + redaction", "raw same-MATCH", "hits"],
         stage_rows,
     )
     seed_table = md_table(
@@ -819,8 +826,16 @@ def bench_search(sizes: list[int], sessions: int, reps: int, n_nl: int, progress
         "the same fts5vocab df lookup and total) with `ORDER BY rank LIMIT 10`. `raw naive-OR`: every analysed "
         "question word quoted and OR-joined (stop words kept). Corpus: 60% English LoCoMo turns (names varied, "
         "30% two turns), 25% Chinese templates, 5% Japanese, 5% Korean, 5% identifiers; messages spread over "
-        "the sessions in bursts of 8. Stage table: median per query class of one replay of the engine's steps "
-        "(ms); the raw column is the minimum the candidate fetch needs (FTS only, no joins, no row decoding)."
+        "the sessions in bursts of 8. Keyword queries: the fixed lists (nouns and places) and, "
+        "beside them, 30 of each kind sampled from the first 10,000 stored messages "
+        "(`bench.corpus.sampled_queries`: 1-3 consecutive words of a random English message, so common "
+        "conversation words come up as often as people use them; a 2-4 character jieba word or word pair of a "
+        "random Chinese message; an invoice, order, ticket, booking code or confirmation number). Stage table: "
+        "median per query class of one replay of the engine's steps (ms; `–`: the step did not run, e.g. no df "
+        "lookup for one term or identifiers). `best_rows` is the ranking: one term reads its 10 best rows whole "
+        "(all hold the term: re-ranking keeps their order); several terms read the ranking of 100, the tokens "
+        "of the first 10 and of the other 90 only when a bound says one of them could still be re-ranked into "
+        "the answer, then the 10 rows shown."
     )
     return Section("search", "sessions_search latency at scale",
                    [lat_table, notes, "Engine stage breakdown (median ms):", stage_table, "Seeded stores:",
@@ -849,18 +864,31 @@ def targets_block(append: dict[str, Any] | None, search: dict[str, Any] | None) 
                 rows.append([f"append ≥ {TARGET_APPEND:,} msg/s ({sync}, assistant-only storage path)",
                              f"{only['rate']:,.0f} msg/s", "PASS" if only["rate"] >= TARGET_APPEND else "FAIL"])
     if search:
-        sizes = search["sizes"]
-        label = "1M" if "1M" in sizes else (list(sizes)[-1] if sizes else None)
-        if label:
-            classes = sizes[label]["classes"]
-            for cls in ("English keyword (1-3 words)", "CJK keyword (2-4 chars)", "identifier"):
-                s = classes[cls]
+        rows += _search_targets(search["sizes"])
+    return md_table(["target", "measured", "result"], rows) if rows else None
+
+
+def _search_targets(sizes: dict[str, Any]) -> list[list[str]]:
+    """The ratio target at every measured size (issue 15: 10k, 100k and 1M), the absolute
+    latency targets at the largest. Classes a run did not measure are left out."""
+    rows = []
+    for label, size in sizes.items():
+        for cls in KEYWORD_CLASSES:
+            s = size["classes"].get(cls)
+            if s is None:
+                continue
+            ratio = s["ours_p50"] / s["raw_p50"] if s["raw_p50"] else float("inf")
+            rows.append([f"{cls} p50 ≤ {TARGET_KEYWORD_RATIO}× raw same-MATCH at {label}", f"{ratio:.2f}×",
+                         "PASS" if ratio <= TARGET_KEYWORD_RATIO else "FAIL"])
+    label = "1M" if "1M" in sizes else (list(sizes)[-1] if sizes else None)
+    if label:
+        classes = sizes[label]["classes"]
+        for cls in KEYWORD_CLASSES:
+            s = classes.get(cls)
+            if s is not None:
                 rows.append([f"{cls} p50 ≤ {TARGET_KEYWORD_P50 * 1000:.0f} ms at {label}",
                              f"{fmt_ms(s['ours_p50'])} ms", "PASS" if s["ours_p50"] <= TARGET_KEYWORD_P50 else "FAIL"])
-                ratio = s["ours_p50"] / s["raw_p50"] if s["raw_p50"] else float("inf")
-                rows.append([f"{cls} p50 ≤ {TARGET_KEYWORD_RATIO}× raw same-MATCH at {label}", f"{ratio:.2f}×",
-                             "PASS" if ratio <= TARGET_KEYWORD_RATIO else "FAIL"])
-            s = classes["natural-language question"]
-            rows.append([f"natural-language p50 ≤ {TARGET_NL_P50 * 1000:.0f} ms at {label}",
-                         f"{fmt_ms(s['ours_p50'])} ms", "PASS" if s["ours_p50"] <= TARGET_NL_P50 else "FAIL"])
-    return md_table(["target", "measured", "result"], rows) if rows else None
+        s = classes["natural-language question"]
+        rows.append([f"natural-language p50 ≤ {TARGET_NL_P50 * 1000:.0f} ms at {label}",
+                     f"{fmt_ms(s['ours_p50'])} ms", "PASS" if s["ours_p50"] <= TARGET_NL_P50 else "FAIL"])
+    return rows

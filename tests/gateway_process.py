@@ -56,6 +56,18 @@ class GatewayProcess:
                 time.sleep(0.05)
         raise RuntimeError("gateway never answered /v1/health")
 
+    def wait_warm(self, timeout: float = 120, **client_args: Any) -> None:
+        """Until the background warm-up (index sync, model load) has run: after it, nothing but a
+        request (or the watcher, when on) makes the gateway look at its files."""
+        deadline = time.monotonic() + timeout
+        with self.client(**client_args) as http:
+            while time.monotonic() < deadline:
+                jobs = http.get("/v1/status").json()["gateway"]["background"]
+                if any(job.get("name") == "warm-up" and job.get("runs") for job in jobs):
+                    return
+                time.sleep(0.1)
+        raise RuntimeError("the gateway's warm-up never ran")
+
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=kwargs.pop("timeout", 60), **kwargs)
 

@@ -314,6 +314,15 @@ def test_reset_clock_rolls_over_an_idle_session_and_writes_its_excerpt(home):
         running.stop()
 
 
+def test_every_response_carries_a_request_id_echoed_or_minted(http):
+    given = http.get("/v1/status", headers={"X-Request-Id": "abc123"})
+    assert given.headers["x-request-id"] == "abc123"
+    minted = {http.get("/v1/status").headers["x-request-id"] for _ in range(3)}
+    assert len(minted) == 3 and all(len(i) == 12 for i in minted)
+    missing = http.get("/v1/sessions/agent:main:nope/history")  # errors carry it too
+    assert missing.status_code == 404 and missing.headers["x-request-id"]
+
+
 def test_metrics_count_turns_compactions_and_requests(home):
     running = GatewayThread(home, NO_VECTORS)
     try:

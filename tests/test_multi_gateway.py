@@ -65,6 +65,8 @@ def two_unwatched_gateways(tmp_path, pgvector_url):
     """No file watcher: a mirror syncs only when a request uses memory, so the test decides
     whether a human's save lands before or after the mirror learns of the other gateway's write."""
     with started_gateways(tmp_path, pgvector_url, 2, {**CONFIG, "gateway": {"watch": False}}) as (started, prefix):
+        for gw in started:  # a warm-up still to come would sync the mirror at a moment the test does not choose
+            gw.wait_warm()
         yield started, prefix
 
 

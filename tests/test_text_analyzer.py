@@ -12,12 +12,15 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clawkeep.storage import TextQuery
 from clawkeep.storage.sqlite.fts import match_expression, vocab_doc_freq
 from clawkeep.text.analyzer import (
     SearchQuery,
     analyze_document,
+    analyze_lines,
     parse_query,
     rerank,
     snippet,
@@ -338,3 +341,42 @@ def test_snippet_does_not_cut_latin_words():
     body = out.strip("\u2026")
     words = set(LONG.replace(".", " ").split())
     assert body.split()[0].strip(".,") in words and body.split()[-1].strip(".,") in words
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60), max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_tokens_line_by_line_are_the_documents_tokens_with_the_line_breaks_kept(lines):
+    """memory_search reads a hit's lines' tokens from the index instead of analysing again:
+    that is only right if no token spans a line break (same tokens, same order)."""
+    text = "\n".join(line.replace("\n", " ") for line in lines)
+    stored = analyze_lines(text)
+    assert stored.split() == analyze_document(text).split()
+    assert len(stored.split("\n")) == len(text.split("\n"))
+    assert all(line_tokens == analyze_document(line) for line_tokens, line in zip(
+        stored.split("\n"), text.split("\n"), strict=True))
+
+
+def test_tokens_line_by_line_for_cjk_identifiers_and_width_forms():
+    text = "上海\n出差 INV-2024-\n0042 userId\nＡＢＣ１２３ wi-fi"
+    assert analyze_lines(text).split("\n") == ["上海 海", "出差 差 inv 2024 inv2024", "0042 user id userid",
+                                                "abc123 wi fi wifi"]
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_snippet_offsets_are_per_character_normalisation_ascii_fast_path_included(text):
+    """Snippets cut the original text at offsets of its normalised form; ASCII takes a shortcut
+    (a casefold of one character into one), which must give what the per-character rule gives."""
+    from clawkeep.text.snippet import _normalised_with_offsets
+    from clawkeep.text.tokens import fold, has_cjk, normalise
+
+    out, origin = [], []
+    for pos, ch in enumerate(text):
+        norm = normalise(ch)
+        norm = norm if has_cjk(norm) else fold(norm)
+        out.append(norm)
+        origin.extend([pos] * len(norm))
+    norm, offsets = _normalised_with_offsets(text)
+    assert (norm, list(offsets)) == ("".join(out), origin)
+    ascii_only = "".join(ch for ch in text if ch.isascii())
+    assert _normalised_with_offsets(ascii_only)[0] == ascii_only.casefold()

@@ -327,7 +327,7 @@ def _seed_phrase(m: re.Match[str]) -> str:
 
 
 # --- numbers with their own check: cards, national ids, IBANs ----------------------------------
-_DIGITS = tuple("0123456789")
+_ASCII_DIGIT = re.compile("[0-9]")
 # A run of digit groups joined by single spaces or dashes, taken whole (possessive, and never
 # started inside a run), so a long run costs one pass.
 _DIGIT_RUN = lazy(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ -]\d)(?=[\d -]{12})\d*+(?:[ -]\d++)*+"
@@ -690,7 +690,7 @@ def _candidate_starts(text: str, at: int, back_words: int, modifiers: frozenset[
 def _head_scan(rule: _Rule, text: str, lowered: str, replace: Callable[[re.Match[str]], str]) -> str:
     if len(lowered) != len(text):  # lowering changed lengths (e.g. "İ"): positions would not line up
         return rule.pattern.sub(replace, text)
-    heads = sorted({at for head in rule.heads for at in _find_all(lowered, head)})
+    heads = sorted({at for head in rule.heads if head in lowered for at in _find_all(lowered, head)})
     out: list[str] = []
     last = 0
     for at in heads:
@@ -713,25 +713,67 @@ def _head_scan(rule: _Rule, text: str, lowered: str, replace: Callable[[re.Match
     return "".join(out)
 
 
+def _gate_state(rule: _Rule, has_digit: bool, has_token: bool, has_nonascii: bool) -> bool:
+    return not ((rule.gate == "digit" and not has_digit) or (rule.gate == "token" and not has_token)
+                or (rule.gate == "nonascii" and not has_nonascii))
+
+
+@dataclass(frozen=True, slots=True)
+class _Gated:
+    """The rules one kind of text passes the gates for (in order), their distinct hints, the
+    positions of the rules without hints and, per hint, of the rules it lets run."""
+
+    rules: tuple[_Rule, ...]
+    hints: tuple[str, ...]
+    unhinted: tuple[int, ...]
+    by_hint: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def of(cls, rules: tuple[_Rule, ...]) -> _Gated:
+        by_hint: dict[str, list[int]] = {}
+        for i, rule in enumerate(rules):
+            for hint in rule.hints:
+                by_hint.setdefault(hint, []).append(i)
+        return cls(rules, tuple(by_hint), tuple(i for i, rule in enumerate(rules) if not rule.hints),
+                   {hint: tuple(at) for hint, at in by_hint.items()})
+
+    def running(self, lowered: str) -> list[_Rule]:
+        """The rules to run on a text, in order: each hint is looked up once, and only the rules
+        of the hints found are visited (this bookkeeping, once per rule, was most of the cost of
+        redacting a short clean text such as a search snippet)."""
+        present = [hint for hint in self.hints if hint in lowered]
+        if not present:
+            return [self.rules[i] for i in self.unhinted]
+        at = set(self.unhinted)
+        for hint in present:
+            at.update(self.by_hint[hint])
+        return [self.rules[i] for i in sorted(at)]
+
+
+_GATED = {state: _Gated.of(tuple(rule for rule in _RULES if _gate_state(rule, *state)))
+          for state in ((d, t, n) for d in (False, True) for t in (False, True) for n in (False, True) if d or not t)}
+
+
+# The CJK rule changes text only when its keyword or link holds a non-ASCII character, and none of
+# these can be one (no case variants, not whitespace, not in a value): English text whose only
+# non-ASCII characters are these (a search snippet's cut marks, typographic quotes) skips it.
+_WORDING_CHARACTER = re.compile("[^\x00-\x7f\u2026\u2018\u2019\u201c\u201d]")
+
+
 def _redact(text: str) -> tuple[str, list[str]]:
     found: list[str] = []
     if not text:
         return text, found
     lowered = text.lower()
-    has_digit = any(d in text for d in _DIGITS)
+    has_digit = _ASCII_DIGIT.search(text) is not None
     has_nonascii = not text.isascii()
     has_token = has_digit and any(len(chunk) >= 14 for chunk in (text.encode("ascii", "ignore").split()
                                                                   if has_nonascii else text.split()))
-    seen: dict[str, bool] = {}
+    gated = _GATED[(has_digit, has_token, has_nonascii and _WORDING_CHARACTER.search(text) is not None)]
+    # Gates and hints are tested on the original text; earlier rules only ever shorten
+    # secrets into markers, which cannot create a new hint for a later rule.
     out = text
-    for rule in _RULES:
-        # Gates and hints are tested on the original text; earlier rules only ever shorten
-        # secrets into markers, which cannot create a new hint for a later rule.
-        if (rule.gate == "digit" and not has_digit) or (rule.gate == "token" and not has_token) \
-                or (rule.gate == "nonascii" and not has_nonascii):
-            continue
-        if rule.hints and not any(seen[h] if h in seen else seen.setdefault(h, h in lowered) for h in rule.hints):
-            continue
+    for rule in gated.running(lowered):
 
         def replace(m: re.Match[str], rule: _Rule = rule) -> str:
             replaced = rule.replace(m)

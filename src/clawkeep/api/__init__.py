@@ -6,56 +6,7 @@ schemas and the reply model's tool schemas are generated from them.
 
 from typing import TYPE_CHECKING
 
-from .shapes import (
-    ArchivedTranscript,
-    SEND_TIMEOUT_DEFAULT_S,
-    SEND_TIMEOUT_MAX_S,
-    BackfillReport,
-    DreamingStatus,
-    DiaryEntry,
-    DreamingToggle,
-    DreamsReview,
-    ExplainReport,
-    HarnessReport,
-    PromoteReport,
-    PromotedItem,
-    PromotionRun,
-    SweepReport,
-    UndoReport,
-    BootstrapFile,
-    Classification,
-    CleanupReport,
-    CompactionMark,
-    DeleteResult,
-    DoctorReport,
-    EngineStatus,
-    History,
-    HistoryMessage,
-    IndexReport,
-    Interval,
-    MemoryFile,
-    MemoryHit,
-    MemoryItem,
-    MemorySearchResult,
-    MemoryStatus,
-    MessagePreview,
-    Metrics,
-    MessageResult,
-    RecallResult,
-    Refusal,
-    RememberResult,
-    ResetResult,
-    SearchHit,
-    SearchResult,
-    SendResult,
-    SessionInfo,
-    SessionStatus,
-    Shape,
-    SweepResult,
-    SystemEventResult,
-    Timeline,
-    Usage,
-)
+from . import shapes
 
 __all__ = [
     "AGENT_TOOLS", "OPERATIONS", "SEND_TIMEOUT_DEFAULT_S", "SEND_TIMEOUT_MAX_S", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
@@ -71,15 +22,27 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .operations import AGENT_TOOLS, OPERATIONS, Args, Operation
+    from .shapes import (  # every result model, imported on first use (__getattr__)
+        ArchivedTranscript, BackfillReport, BootstrapFile, Classification, CleanupReport, CompactionMark,
+        DeleteResult, DiaryEntry, DoctorReport, DreamingStatus, DreamingToggle, DreamsReview, EngineStatus,
+        ExplainReport, HarnessReport, History, HistoryMessage, IndexReport, Interval, MemoryFile, MemoryHit,
+        MemoryItem, MemorySearchResult, MemoryStatus, MessagePreview, MessageResult, Metrics, PromoteReport,
+        PromotedItem, PromotionRun, RecallResult, Refusal, RememberResult, ResetResult, SEND_TIMEOUT_DEFAULT_S,
+        SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, SweepReport,
+        SweepResult, SystemEventResult, Timeline, UndoReport, Usage,
+    )
 
 _OPERATIONS_NAMES = ("AGENT_TOOLS", "OPERATIONS", "Args", "Operation")
 
 
 def __getattr__(name: str) -> object:
     # The operation registry (every argument model) loads on first use: the HTTP gateway, the
-    # MCP server and the tool loop need it, a one-shot CLI command does not.
+    # MCP server and the tool loop need it, a one-shot CLI command does not. So does each
+    # result model (shapes: a command builds the few it returns).
     if name in _OPERATIONS_NAMES:
         from . import operations
 
         return getattr(operations, name)
+    if name in shapes.__all__:
+        return getattr(shapes, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

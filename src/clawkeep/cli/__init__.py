@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import types
 
 
 def main() -> None:
@@ -17,6 +18,7 @@ def main() -> None:
     none, and the look-up reads the metadata of every installed distribution) unless the
     environment asks for them: PYDANTIC_DISABLE_PLUGINS set to anything else wins."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_plugin_loader()
     gc.disable()
     try:
         from .main import run
@@ -39,3 +41,34 @@ def main() -> None:
 
     logging.shutdown()
     os._exit(code)
+
+
+PLUGINS_OFF = ("__all__", "1", "true")  # the values with which pydantic's get_plugins() returns ()
+
+
+def skip_plugin_loader() -> None:
+    """With plugins off, pydantic's plugin loader answers "none" without looking, but importing
+    it still imports importlib.metadata (and email, zipfile, csv …): ~25 ms of a cold search,
+    spent on the first validator built. A stand-in with the same answer is registered instead.
+    Any other name asked of it loads the real loader, so a newer pydantic that wants more than
+    get_plugins gets it (slowly) rather than an ImportError."""
+    name = "pydantic.plugin._loader"
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in PLUGINS_OFF or name in sys.modules:
+        return
+    stand_in = types.ModuleType(name, "clawkeep's stand-in: plugins are disabled (PYDANTIC_DISABLE_PLUGINS)")
+
+    def get_plugins() -> tuple[()]:
+        return ()
+
+    def real_attribute(attr: str) -> object:
+        if attr.startswith("__"):  # the import system probing (`__path__` …): a plain module
+            raise AttributeError(attr)
+        import importlib  # noqa: PLC0415 - only if a pydantic version asks for more
+
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return getattr(importlib.import_module(name), attr)
+
+    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stand_in.__getattr__ = real_attribute  # type: ignore[attr-defined]
+    sys.modules[name] = stand_in

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from typer.main import get_command_name
+from typer.models import CommandInfo, TyperInfo
 
 from ..engine import Engine
 
@@ -21,8 +26,13 @@ app.add_typer(sessions_app, name="sessions")
 memory_app = typer.Typer(help="Memory files, the memory index and memory search.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 
-out = Console()
-err = Console(stderr=True)
+# The root callback's options below, all of which take a value (a test keeps the two in step).
+GLOBAL_VALUE_OPTIONS = frozenset({"--home", "--config", "--agent"})
+
+# No emoji codes: what is printed is data (a key like `agent:main:x:group:fire:thread:1` holds
+# no `:fire:`), and Rich's table of ~4,000 emoji names is then never loaded.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 
 @dataclass
@@ -51,3 +61,66 @@ def engine(ctx: typer.Context) -> Engine:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     ctx.call_on_close(opened.close)
     return opened
+
+
+# --- building only the command that runs -------------------------------------------------------
+# Typer turns every registered command into a Click command on each call (signature, type hints,
+# parameters: ~25 ms for ~40 commands), though a process runs one. `for_arguments` gives a view
+# of the application holding only the command (or group and sub-command) the arguments name;
+# whenever they name nothing definite (--help, an unknown word or option, shell completion) it
+# is the whole application, so help, errors and suggestions are exactly Typer's.
+def for_arguments(typer_app: typer.Typer, args: Sequence[str]) -> typer.Typer:
+    if any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ):
+        return typer_app  # Click's shell completion walks the whole tree
+    return _narrowed(typer_app, list(args), GLOBAL_VALUE_OPTIONS)
+
+
+def _narrowed(typer_app: typer.Typer, args: list[str], value_options: frozenset[str]) -> typer.Typer:
+    found = _command_word(args, value_options)
+    if found is None:
+        return typer_app
+    word, rest = found
+    # Typer keeps the last of equal names, and a group over a command: look in that order.
+    for group in reversed(typer_app.registered_groups):
+        inner = group.typer_instance
+        if group.name == word and inner is not None:
+            if inner.registered_callback is None:  # a group's own options are not parsed here
+                inner = _narrowed(inner, rest, frozenset())
+            narrowed = copy.copy(group)
+            narrowed.typer_instance = inner
+            return _view(typer_app, commands=[], groups=[narrowed])
+    for command in reversed(typer_app.registered_commands):
+        if _command_name(command) == word:
+            return _view(typer_app, commands=[command], groups=[])
+    return typer_app
+
+
+def _command_word(args: list[str], value_options: frozenset[str]) -> tuple[str, list[str]] | None:
+    """The first command word and what follows it, past options that take a value (as Click
+    parses them: `--home X`, `--home=X`); None when anything else comes first."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in value_options:
+            i += 2
+        elif arg.partition("=")[0] in value_options:
+            i += 1
+        elif arg.startswith("-"):
+            return None
+        else:
+            return arg, args[i + 1:]
+    return None
+
+
+def _command_name(command: CommandInfo) -> str | None:
+    if command.name:
+        return command.name
+    return get_command_name(command.callback.__name__) if command.callback else None
+
+
+def _view(typer_app: typer.Typer, *, commands: list[CommandInfo],
+          groups: list[TyperInfo]) -> typer.Typer:
+    view = copy.copy(typer_app)
+    view.registered_commands = commands
+    view.registered_groups = groups
+    return view

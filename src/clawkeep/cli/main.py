@@ -19,7 +19,7 @@ from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mc
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
-from .app import GlobalOptions, app, engine, err, memory_app, out, sessions_app  # noqa: F401
+from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
 from .render import as_json_data, emit, table  # noqa: F401
 
 
@@ -228,7 +228,7 @@ def run() -> None:
     Typer itself exits 2 on usage errors; our own errors surface here.
     """
     try:
-        app()
+        for_arguments(app, sys.argv[1:])()
     except InputError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(2)

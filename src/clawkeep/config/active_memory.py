@@ -1,7 +1,5 @@
 """Active Memory settings: `plugins.entries.active-memory` (A1–A5), typed and validated."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -71,12 +69,12 @@ class ActiveMemoryConfig(_Model):
     config: ActiveMemoryOptions = Field(default_factory=ActiveMemoryOptions)
 
 
-def active_memory_config(config: Config) -> ActiveMemoryConfig:
+def active_memory_config(config: "Config") -> ActiveMemoryConfig:
     """`plugins.entries.active-memory`, typed (validated when the config loaded)."""
     return config.plugins.entries.active_memory
 
 
-def remember_across_conversations(config: Config) -> bool:
+def remember_across_conversations(config: "Config") -> bool:
     """A5: on by default only when DMs all share the main session; an explicit value wins."""
     explicit = active_memory_config(config).config.remember_across_conversations
     if explicit is not None:

@@ -2,8 +2,6 @@
 (camelCase aliases in files, snake_case in Python, unknown keys kept to warn about)."""
 
 
-from __future__ import annotations
-
 import math
 import re
 import types

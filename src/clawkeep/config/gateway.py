@@ -1,8 +1,6 @@
 """`gateway`: the long-running HTTP service (`clawkeep gateway`). One source of truth for its
 defaults; `clawkeep.gateway` reads them, `--host`/`--port` override them for one run."""
 
-from __future__ import annotations
-
 import ipaddress
 
 from pydantic import Field, field_validator

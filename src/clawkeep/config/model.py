@@ -9,8 +9,6 @@ holds what the engine itself changed (`/active-memory on|off --global`); it is m
 file at load, so the user's file — comments included — is never rewritten.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re
@@ -144,6 +142,9 @@ class MemorySyncConfig(_Model):
     watch: bool = True
     watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0, le=3_600_000)
     sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0, le=3_600_000)
+    # the staleness check asks the kernel (Linux inotify) what changed instead of a stat per file;
+    # off: every search stats every memory file (a file system the detection misjudges)
+    kernel_events: bool = Field(True, alias="kernelEvents")
 
 
 class MemoryExperimental(_Model):
@@ -348,7 +349,7 @@ class Config(_Model):
     warnings: list[str] = Field(default_factory=list, exclude=True)
 
     @model_validator(mode="after")
-    def _model_refs(self) -> Config:
+    def _model_refs(self) -> "Config":
         """Every "<provider>/<model>" reference names a provider of `models.providers` (or a built-in)."""
         defaults = self.agents.defaults
         recall = self.plugins.entries.active_memory.config
@@ -419,6 +420,10 @@ def _constructed(cls: type[_Model]) -> Any:
         factory = field.default_factory
         if isinstance(factory, type) and issubclass(factory, _Model):
             values[name] = _constructed(factory)
+        elif factory in (dict, list):
+            # what get_default would call; it first asks whether the factory takes the validated
+            # data, and for a builtin that means parsing its signature text (~1% of a cold search)
+            values[name] = factory()
         else:
             values[name] = field.get_default(call_default_factory=True)
     return cls.model_construct(_fields_set=set(), **values)

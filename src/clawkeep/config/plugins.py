@@ -5,8 +5,6 @@ Known plugins: `active-memory` (Active Memory, A1–A5; see `active_memory`) and
 Any other plugin name is an unknown key: a warning, not an error.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field, field_validator

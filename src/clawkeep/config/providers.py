@@ -13,8 +13,6 @@ backoffs, and the context window a model gets when neither its config nor the ta
 well-known models (`models.chat.base.KNOWN_CONTEXT_WINDOWS`) names one.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -156,7 +154,7 @@ class ModelsConfig(_Model):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _complete_providers(self) -> ModelsConfig:
+    def _complete_providers(self) -> "ModelsConfig":
         """A provider that is not built in needs its `api` and `baseUrl`."""
         for name, settings in self.providers.items():
             merged = merged_provider(name, settings)

@@ -3,8 +3,6 @@
 One source of truth for these defaults; `turns.tools` reads them.
 """
 
-from __future__ import annotations
-
 from pydantic import Field, field_validator
 
 from .base import _Model

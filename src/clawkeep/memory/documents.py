@@ -86,16 +86,24 @@ def memory_files(workspace: Path) -> list[str]:
     return found + sorted(notes)
 
 
-def memory_file_stats(workspace: Path) -> list[tuple[str, os.stat_result | OSError]]:
+def memory_file_stats(workspace: Path, links: list[str] | None = None
+                      ) -> list[tuple[str, os.stat_result | OSError]]:
     """`memory_files` in the same order, each with its stat (or the OSError stat raised), in one
-    walk: the staleness check before every search stats every file anyway."""
+    walk: the staleness check before every search stats every file anyway. The files that are
+    symbolic links (their targets change without an event in the notes folder) are added to
+    `links` when given."""
     found: list[tuple[str, os.stat_result | OSError]] = []
     if contained_file(workspace / MEMORY_FILE, workspace):
+        if links is not None and os.path.islink(workspace / MEMORY_FILE):
+            links.append(MEMORY_FILE)
         try:
             found.append((MEMORY_FILE, os.stat(workspace / MEMORY_FILE)))
         except OSError as exc:
             found.append((MEMORY_FILE, exc))
-    notes = [(f"{NOTES_DIR}/{rel}", st) for rel, st in walk_markdown_stats(workspace / NOTES_DIR, workspace)]
+    folder: list[str] | None = [] if links is not None else None
+    notes = [(f"{NOTES_DIR}/{rel}", st) for rel, st in walk_markdown_stats(workspace / NOTES_DIR, workspace, folder)]
+    if links is not None and folder:
+        links.extend(f"{NOTES_DIR}/{rel}" for rel in folder)
     return found + sorted(notes, key=lambda note: note[0])
 
 

@@ -1,7 +1,9 @@
 """The memory index (M2, M6): Markdown files and (opt-in) transcripts → chunks → FTS + vectors.
 
 `sync()` is incremental and cheap when nothing changed (a stat per file, a counter per
-session), so every CLI search runs it first and results are never stale after an edit. The
+session), so every search runs it first (`refresh`) and results are never stale after an edit;
+where the kernel reports file changes (`changes.py`) the check skips the walk while nothing
+changed. The
 whole index is rebuilt when the embedding provider, model or chunking changes (its
 fingerprint is kept in the index's meta table). An embedding failure never corrupts the
 index: the file is indexed for keywords only and retried on the next sync.
@@ -23,8 +25,9 @@ from ..config import MemorySearchConfig
 from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
-from ..text.analyzer import analyze_document
+from ..text.analyzer import analyze_lines
 from . import documents, items
+from .changes import ChangeQueue, open_queue
 from .chunking import chunk_lines, text_hash
 from .sessions_source import DATE_LINE, SessionDoc
 from .workspace import contained_file, walk_markdown
@@ -32,7 +35,9 @@ from .workspace import contained_file, walk_markdown
 if TYPE_CHECKING:
     import numpy as np  # loaded with the first embedding: a keyword search never needs it
 
-INDEX_FORMAT = "5"  # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean)
+# bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean; 6: the
+# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again)
+INDEX_FORMAT = "6"
 # Above this many lines a file gets chunk vectors only: embedding short lines one by one costs
 # ~1.3-1.6x embedding the same text as chunks, so a 20,000-line file would take minutes.
 MAX_LINE_VECTORS = 5000
@@ -73,6 +78,13 @@ class MemoryIndex:
         self._sessions = sessions
         self._sync_lock = threading.RLock()
         self._embedding = True  # False while a keyword search syncs: no embedding model is loaded
+        self._queue: ChangeQueue | None = None
+        self._queue_opened = False
+        # what the last walk of the memory files left: the index's state then, and whether the
+        # next check must walk anyway (links, unreadable files, vectors still to embed)
+        self._walked: tuple[int, str | None] | None = None
+        self._walk_again = True
+        self._vectors_waiting = False
 
     # --- provider -------------------------------------------------------------------
     @property
@@ -94,8 +106,14 @@ class MemoryIndex:
 
     def _current_fingerprint(self, report: SyncReport) -> str:
         """The index's fingerprint; when the provider cannot even say what it is (down, bad
-        answer), keep the stored one — a broken provider must not trigger a rebuild."""
+        answer), keep the stored one — a broken provider must not trigger a rebuild. A keyword
+        sync keeps the stored one when only its vectors part could differ: the keyword index
+        does not depend on it, and building the provider to ask would cost a cold keyword search
+        ~3% (its module, the settings' serializer, a package-version scan). The next sync that
+        may embed compares the vectors part and rebuilds if the provider changed."""
         self._vectors_ok = True
+        if not self._embedding and (stored := self._stored_if_keywords_match()) is not None:
+            return stored
         try:
             return self.fingerprint()
         except ClawkeepError as exc:
@@ -103,25 +121,70 @@ class MemoryIndex:
             report.embedding_error = str(exc)
             return self.store.get_meta("fingerprint") or self.fingerprint(None, probe=False)
 
+    def _stored_if_keywords_match(self) -> str | None:
+        stored = self.store.get_meta("fingerprint")
+        try:
+            vectors = json.loads(stored)["vectors"] if stored else None
+        except (ValueError, TypeError, KeyError):
+            return None
+        return stored if stored == self.fingerprint(vectors, probe=False) else None
+
     # --- sync -------------------------------------------------------------------------
     def refresh(self, *, vectors: bool = True) -> SyncReport | None:
-        """The staleness check before a search, skipped while a watcher keeps the index fresh
-        (it re-indexes ~1.5 s after an edit, transcripts ~5 s after they change). A keyword
-        search passes `vectors=False`: changed files are indexed for keywords now and embedded
-        by the next sync that may load the embedding model."""
-        if self.watched and self.recovered is None:
-            return None
-        return self.sync(vectors=vectors)
+        """The staleness check before a search. The memory files are walked (a stat each) unless
+        the kernel's change queue says none changed since the last walk; without a queue a
+        watcher, when one runs, stands in for the check (it re-indexes ~1.5 s after an edit).
+        Transcripts are checked here unless watched (their poller re-indexes ~5 s after a change).
+        A keyword search passes `vectors=False`: changed files are indexed for keywords now and
+        embedded by the next sync that may load the embedding model."""
+        if self.recovered is not None:
+            return self.sync(vectors=vectors)
+        queue = self.change_queue()
+        if queue is None:
+            return None if self.watched else self.sync(vectors=vectors)
+        with self._sync_lock:  # a sync under way has taken the queue's events: wait for its walk
+            files = not self._unchanged(queue)
+            sessions = not self.watched and "sessions" in self.settings.sources and self._sessions is not None
+            if not files and not sessions:
+                return None
+            return self.sync(vectors=vectors, files=files)
 
-    def sync(self, *, force: bool = False, progress: Progress | None = None, vectors: bool = True) -> SyncReport:
+    def change_queue(self) -> ChangeQueue | None:
+        """The kernel's change queue for the workspace (opened on first use), or None: none here,
+        turned off (memorySearch.sync.kernelEvents), or extra roots outside the workspace."""
+        with self._sync_lock:
+            if not self._queue_opened:
+                self._queue_opened = True
+                if self.settings.sync.kernel_events and not self.settings.extra_paths:
+                    self._queue = open_queue(self.workspace)
+            return self._queue
+
+    def _unchanged(self, queue: ChangeQueue) -> bool:
+        """Nothing to walk for: the last walk left nothing to redo, no other writer touched the
+        index since (its generation and configuration are as that walk left them), and the
+        kernel queued no event about a memory file."""
+        if self._walk_again or self._walked != (self.store.generation(), self.store.get_meta("fingerprint")):
+            return False
+        return not queue.changed()
+
+    def close(self) -> None:
+        """Let go of the change queue (the store is closed by its owner)."""
+        with self._sync_lock:
+            if self._queue is not None:
+                self._queue.close()
+
+    def sync(self, *, force: bool = False, progress: Progress | None = None, vectors: bool = True,
+             files: bool = True) -> SyncReport:
+        """Bring the index up to date; `files=False` (the change queue saw no edit) skips the
+        walk of the memory files."""
         with self._sync_lock:  # the watcher, a write and a search may all ask at once
             self._embedding = vectors
             try:
-                return self._sync(force=force, progress=progress)
+                return self._sync(force=force, progress=progress, files=files)
             finally:
                 self._embedding = True
 
-    def _sync(self, *, force: bool, progress: Progress | None) -> SyncReport:
+    def _sync(self, *, force: bool, progress: Progress | None, files: bool = True) -> SyncReport:
         report = SyncReport()
         report.corrupt, self.recovered = self.recovered, None
         fingerprint = self._current_fingerprint(report)
@@ -129,13 +192,18 @@ class MemoryIndex:
             self.store.clear()
             self.store.set_meta("fingerprint", fingerprint)
             report.rebuilt = True
+            files = True
         self.store.fingerprint_guard = fingerprint
         try:
-            self._sync_memory_files(report, progress)
+            if files:
+                self._sync_memory_files(report, progress)
             if "sessions" in self.settings.sources and self._sessions is not None:
                 self._sync_sessions(report, progress)
+            # this process's own writes are accounted for; a change of either is another writer's
+            self._walked = (self.store.generation(), self.store.get_meta("fingerprint"))
         except ConflictError as exc:
             report.superseded = str(exc)  # another configuration owns the index now; stop writing
+            self._walk_again = True
         finally:
             self.store.fingerprint_guard = None
         report.chunks = self.store.chunk_count()
@@ -145,13 +213,15 @@ class MemoryIndex:
             self.store.set_meta("lastEmbeddingError", "")
         return report
 
-    def _memory_stats(self) -> dict[str, tuple[str, os.stat_result | OSError]]:
+    def _memory_stats(self, links: list[str] | None = None) -> dict[str, tuple[str, os.stat_result | OSError]]:
         """{name: (path, stat or the OSError it raised)} of the workspace's memory files and the
         configured extra roots (M4): only regular files whose real path stays inside the workspace
         or inside the extra root they were found in. One walk that stats as it goes, plain strings:
-        this runs before every search (1,700 files: a Path per file cost more than its stat)."""
+        this runs before every search (1,700 files: a Path per file cost more than its stat).
+        The workspace's files that are symbolic links are added to `links` (when given)."""
         base = str(self.workspace)
-        paths = {rel: (os.path.join(base, rel), st) for rel, st in documents.memory_file_stats(self.workspace)}
+        paths = {rel: (os.path.join(base, rel), st)
+                 for rel, st in documents.memory_file_stats(self.workspace, links)}
         for extra in self.settings.extra_paths:
             root = Path(extra).expanduser()
             root = root if root.is_absolute() else self.workspace / root
@@ -168,8 +238,17 @@ class MemoryIndex:
         return paths
 
     def _sync_memory_files(self, report: SyncReport, progress: Progress | None) -> None:
+        queue = self.change_queue()
+        if queue is not None:
+            queue.take()  # before the walk: an edit from here on is an event for the next check
+        self._walk_again = True  # until this walk is done
+        links: list[str] = []
         known = self.store.files("memory")
-        paths = self._memory_stats()
+        paths = self._memory_stats(links)
+        # a link's target, or a file stat could not reach, changes without an event in the notes
+        # folder: while there is one, every check walks (so do vectors still to embed)
+        again = bool(links)
+        self._vectors_waiting = False
         for gone in sorted(set(known) - set(paths)):
             self.store.remove_file(gone)
             report.removed.append(gone)
@@ -177,6 +256,7 @@ class MemoryIndex:
         for rel, (path, stat) in paths.items():
             if isinstance(stat, OSError):
                 report.skipped[rel] = f"unreadable: {stat}"
+                again = True
                 continue
             record = known.get(rel)
             if record and record.mtime == stat.st_mtime and record.size == stat.st_size:
@@ -186,6 +266,7 @@ class MemoryIndex:
             self._index_file(rel, path, stat, known.get(rel), report)
             if progress:
                 progress("memory", done, len(todo))
+        self._walk_again = again or self._vectors_waiting
 
     def _index_file(self, rel: str, path: str, stat: Any, previous: FileRecord | None, report: SyncReport) -> None:
         if stat.st_size > self.settings.max_file_bytes:
@@ -228,7 +309,7 @@ class MemoryIndex:
             if span[0].session:
                 meta["sessionKey"] = span[0].session
             out.append(ChunkRecord(rel, "memory", chunk.start_line, chunk.end_line, chunk.text, chunk.hash,
-                                   tokens=analyze_document(chunk.text), weight=min(st.weight for st in span),
+                                   tokens=analyze_lines(chunk.text), weight=min(st.weight for st in span),
                                    day=day, meta=meta))
         return out
 
@@ -245,6 +326,8 @@ class MemoryIndex:
             except ClawkeepError as exc:
                 report.embedding_error = str(exc)
                 record = FileRecord(record.path, record.source, "novec:" + record.hash, 0.0, -1)  # retry next sync
+        if record.size == -1 and record.source == "memory":
+            self._vectors_waiting = True  # no file event will ask for these vectors: the next check walks
         self.store.replace_file(record, chunks, vectors, key)
         report.indexed.append(record.path)
 
@@ -307,7 +390,7 @@ class MemoryIndex:
             chunks = chunk_lines(lines, chunk_tokens=self.settings.chunking.tokens,
                                  overlap_tokens=self.settings.chunking.overlap)
             records = [ChunkRecord(doc.path, "sessions", c.start_line, c.end_line, c.text, c.hash,
-                                   tokens=analyze_document(c.text), day=doc.day_of_line(c.start_line),
+                                   tokens=analyze_lines(c.text), day=doc.day_of_line(c.start_line),
                                    meta={"sessionKey": doc.session_key, "sessionId": doc.session_id,
                                          "messageIds": doc.message_ids(c.start_line, c.end_line)})
                        for c in chunks]

@@ -25,7 +25,6 @@ from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
 from ..routing.keys import is_session_id, parse_key
-from ..sessions.service import transcript_visible
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     MEMORY_FILE,
@@ -42,7 +41,7 @@ MAX_GET_LINES = 2000
 MAX_GET_CHARS = 100_000
 MAX_GET_FILE_BYTES = 64 * 1024 * 1024  # a larger "memory file" is refused, not read into memory
 MAX_PATH_CHARS = 1024  # memory paths: longer ones are refused before any file-system work
-MAX_CALLER_FETCH = 50  # a session's search asks for up to this many hits before the owner filter
+MAX_CALLER_FETCH = 50  # a session's search sizes its candidate pool for up to this many results
 MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear time)
 T = TypeVar("T")
 
@@ -88,6 +87,7 @@ def open_index(rt: Runtime) -> MemoryIndex:
                         sessions=lambda: transcript_docs(rt.store()))
     index.recovered = recovered
     rt.memory_index = index
+    rt.on_close(index.close)
     if recovered is None:
         rt.on_close(store.close)
     return index
@@ -151,46 +151,58 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         return {"results": []}
 
     wanted = limit or rt.config.agents.defaults.memory_search.query.max_results
-    # a session sees only its own notes and the ones shared with it (owners.visible_to), so it
-    # asks for more and keeps the visible ones: the limit counts what the caller may see
-    fetch = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
-    across = remember_across_conversations(rt.config)
+    # a session sees only its own notes and the ones shared with it (owners.visible_to): the
+    # chunks it may not see are dropped before any window is built (another conversation's line
+    # never claims, outranks or crowds out one the caller may see), and the candidate pool is
+    # sized for more results, since some of the best matches may be others'
+    visible = None if caller is None else _visible_chunks(rt, caller)
+    pool_for = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
 
     def run(index: MemoryIndex) -> list[Any]:
         checked = _TURN_CHECKED.get()
         if index.recovered:
             index.sync()
         elif sync and not checked:
-            index.refresh(vectors=mode != "keyword")  # cheap staleness check (skipped while watched)
+            index.refresh(vectors=mode != "keyword")  # cheap staleness check (one queue read while nothing changed)
             if checked is not None:
                 checked.append(True)
-        return memory_search(index, query, limit=fetch, mode=mode, today=today(rt),
-                             citations=rt.config.memory.citations)
+        return memory_search(index, query, limit=wanted, mode=mode, today=today(rt),
+                             citations=rt.config.memory.citations, visible=visible, pool_for=pool_for)
 
     results = [hit.to_json() for hit in with_index(rt, run)]
-    if caller is not None:
-        scope: list[Any] = []  # the caller's session scope, looked up once if a transcript hit needs it
-        results = [r for r in results if _caller_sees(rt, r, caller, across, scope)][:wanted]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
         {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller))
     return {"results": results}
 
 
-def _caller_sees(rt: Runtime, hit: dict[str, Any], caller: str, across: bool, scope: list[Any]) -> bool:
-    """A note by its owner (`owners.visible_to`); a transcript excerpt by the session tools'
-    visibility (S8), the same rule `sessions_search` applies."""
-    if hit.get("origin") != "sessions":
-        return visible_to(hit.get("sessionKey"), caller, across=across)
-    key = hit.get("sessionKey")
-    if not key:
-        return False
-    try:
-        session = rt.read_store_for_key(key).get_session_by_key(key)
-        if session is not None and not scope:
-            scope.append(rt.scope(Caller(caller)))
-        return session is not None and scope[0].allows(session)
-    except ClawkeepError:  # a key that no longer parses or a caller that is gone: not visible
-        return False
+def _visible_chunks(rt: Runtime, caller: str) -> Callable[[Any], bool]:
+    """Which indexed chunks the session `caller` may see: a note by its owner
+    (`owners.visible_to`), a transcript excerpt by the session tools' visibility (S8), the same
+    rule `sessions_search` applies. Each owner is decided once per search."""
+    across = remember_across_conversations(rt.config)
+    decided: dict[tuple[str, str | None], bool] = {}
+    scope: list[Any] = []  # the caller's session scope, looked up once if a transcript needs it
+
+    def sees(source: str, key: str | None) -> bool:
+        if source != "sessions":
+            return visible_to(key, caller, across=across)
+        if not key:
+            return False
+        try:
+            session = rt.read_store_for_key(key).get_session_by_key(key)
+            if session is not None and not scope:
+                scope.append(rt.scope(Caller(caller)))
+            return session is not None and scope[0].allows(session)
+        except ClawkeepError:  # a key that no longer parses or a caller that is gone: not visible
+            return False
+
+    def visible(chunk: Any) -> bool:
+        owner = (chunk.source, chunk.meta.get("sessionKey"))
+        if owner not in decided:
+            decided[owner] = sees(*owner)
+        return decided[owner]
+
+    return visible
 
 
 EXTRA_PREFIX = "extra:"  # memory search names a file of an extra root `extra:<its real path>`
@@ -307,6 +319,9 @@ def _transcript_lines(rt: Runtime, path: str, session_id: str, caller: str | Non
     if session is None or not eligible(session):
         raise missing
     if caller is not None:
+        # the session service (lifecycle, maintenance) only for a session reading a transcript
+        from ..sessions.service import transcript_visible  # noqa: PLC0415
+
         try:
             visible = transcript_visible(store, session, rt.scope(Caller(caller)))
         except NotFoundError:  # a calling session that is gone sees nothing

@@ -62,13 +62,16 @@ def walk_markdown(root: Path | str, boundary: Path | str) -> Iterator[str]:
     return (rel for rel, _ in _walk(root, boundary, stats=False))
 
 
-def walk_markdown_stats(root: Path | str, boundary: Path | str) -> Iterator[tuple[str, os.stat_result | OSError]]:
+def walk_markdown_stats(root: Path | str, boundary: Path | str, links: list[str] | None = None
+                        ) -> Iterator[tuple[str, os.stat_result | OSError]]:
     """`walk_markdown` with each file's stat (of the file a link points to), or the OSError that
-    stat raised: the staleness check's one pass, without building a path per file twice."""
-    return _walk(root, boundary, stats=True)
+    stat raised: the staleness check's one pass, without building a path per file twice. The
+    files that are symbolic links are also added to `links` (when given)."""
+    return _walk(root, boundary, stats=True, links=links)
 
 
-def _walk(root: Path | str, boundary: Path | str, *, stats: bool) -> Iterator[tuple[str, Any]]:
+def _walk(root: Path | str, boundary: Path | str, *, stats: bool, links: list[str] | None = None
+          ) -> Iterator[tuple[str, Any]]:
     boundary_real = os.path.realpath(boundary)
     top = os.path.realpath(root)
     if not is_inside(top, boundary_real) or not os.path.isdir(top):
@@ -87,6 +90,8 @@ def _walk(root: Path | str, boundary: Path | str, *, stats: bool) -> Iterator[tu
             if entry.is_symlink():
                 if entry.name.endswith(".md") and contained_file(entry.path, boundary_real):
                     # a link inside the workspace is fine; directories behind links are not walked
+                    if links is not None:
+                        links.append(rel)
                     yield rel, (_stat(entry.path, True) if stats else None)
             elif entry.is_dir(follow_symlinks=False):
                 stack.append((rel + "/", entry.path))

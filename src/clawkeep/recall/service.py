@@ -109,15 +109,18 @@ def breaker(rt: Runtime) -> CircuitBreaker:
     return rt.recall_breaker
 
 
-def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False) -> RecallResult:
-    """Active Memory for one would-be message; the outcome is published as `RecallTraced`."""
-    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session)
+def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False,
+           session: SessionRecord | None = None) -> RecallResult:
+    """Active Memory for one would-be message; the outcome is published as `RecallTraced`.
+    A turn passes the `session` record it already holds, so it is not looked up again."""
+    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session, session=session)
     rt.events.publish(RecallTraced(rt.now(), rt.agent_id, session_ref, text, result.status, result.lane,
                                    result.summary, result.elapsed_ms))
     return result
 
 
-def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool) -> RecallResult:
+def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool,
+            session: SessionRecord | None) -> RecallResult:
     started = time.monotonic()
 
     def done(status: str, lane: int | None, past: bool, summary: str | None = None,
@@ -127,7 +130,8 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
 
     settings = active_memory_config(rt.config)
     options = settings.config
-    _, session = find_session(rt, session_ref)
+    if session is None:
+        _, session = find_session(rt, session_ref)
     if session.agent_id != rt.agent_id:  # A5: recall never crosses agents
         raise InputError(f"session {session_ref!r} belongs to agent {session.agent_id!r}, not {rt.agent_id!r}; "
                          f"run recall with --agent {session.agent_id}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..config import AGENT_ID
 from ..errors import InputError
@@ -104,6 +105,7 @@ class ParsedKey:
     incognito: bool
 
 
+@lru_cache(maxsize=4096)  # pure and hot: every turn parses the same few keys several times
 def parse_key(key: str) -> ParsedKey:
     """Validate a session key and classify it; raises InputError naming the problem."""
     text = (key or "").strip()

@@ -61,7 +61,7 @@ def dialogue_rank(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQu
     """The candidates (and the neighbours of the best of them), best first."""
     if not found:
         return []
-    if not _is_question(text, query):  # a keyword lookup: where were these words said — they alone rank it
+    if not is_question(text, query):  # a keyword lookup: where were these words said — they alone rank it
         return rerank([row for _, row in found], query, tokens=lambda r: r.tokens, rank=lambda r: r.score)
     nodes = _own_scores(found, query)
     _add_neighbours(nodes, found, query)
@@ -82,7 +82,7 @@ def _own_scores(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQuer
     return nodes
 
 
-def _is_question(text: str, query: SearchQuery) -> bool:
+def is_question(text: str, query: SearchQuery) -> bool:
     """A question (or a sentence of four terms or more) is ranked as dialogue; a keyword lookup
     asks where its words were said, and is ranked by them alone (and stays as fast as before)."""
     return text.rstrip().endswith(("?", "\uff1f")) or len(query.terms) >= 4

@@ -15,12 +15,12 @@ from typing import Any
 from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
-from ..storage import AgentStore, SearchRow, TextQuery
-from ..text.query import SearchQuery, parse_query
+from ..storage import AgentStore, SearchRow, TextMatch, TextQuery
+from ..text.query import SearchQuery, holds_every_term, parse_query, rerank, rerank_best, rerank_ceiling, rerank_score
 from ..text.snippet import snippet
 from ..timeutil import to_iso
 from . import transcript
-from .dialogue_rank import dialogue_rank
+from .dialogue_rank import dialogue_rank, is_question
 from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
@@ -50,17 +50,97 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
         return {"hits": []}
     stores = rt.stores_in(scope)
     # One term selection over all searched stores, so scores stay comparable between them.
-    if all(term.exact for term in parsed.terms):
-        selected = parsed  # identifiers and quoted phrases are always kept: no df lookup needed
+    if len(parsed.terms) == 1 or all(term.exact for term in parsed.terms):
+        # Identifiers and quoted phrases are always kept, and so is a lone term; its idf weight
+        # would only scale a coverage of 0 or 1 into the same 0 or 1: no df lookup needed.
+        selected = parsed
     else:
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
-    found: list[tuple[AgentStore, SearchRow]] = []
-    wanted = TextQuery.of(selected.terms)
+    if is_question(text, selected):  # a question is ranked as dialogue (dialogue_rank.py)
+        found: list[tuple[AgentStore, SearchRow]] = []
+        wanted = TextQuery.of(selected.terms)
+        for store in stores:
+            found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
+        return {"hits": [_hit(row, selected) for row in dialogue_rank(found, selected, text)[:limit]]}
+    # a keyword lookup: ranked by its words alone, reading only what the answer needs
+    return {"hits": [_hit(row, selected) for row in best_rows(stores, selected, scope.session_ids, limit)]}
+
+
+def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozenset[str] | None,
+              limit: int) -> list[SearchRow]:
+    """The first `limit` of `rerank` over each store's best CANDIDATES matches, reading only
+    what that answer needs.
+
+    Re-ranking adds to a row's bm25 share (its rank over the best rank: lower ranks give lower
+    shares) a boost that is largest for rows holding every term. So rows past the first
+    `limit` of a store can reach the answer only if that most boost lifts them over the
+    `limit`-th best score found so far: when it cannot, their tokens are never read. One term:
+    every row holds it, so the first `limit` rows are the answer (checked, one query fetches
+    them whole). Several: the ranking is read for CANDIDATES rows, the tokens of the first
+    `limit` and, only if the bound says so, of the rest; entries only for the rows shown.
+    """
+    wanted = TextQuery.of(query.terms)
+    if len(query.terms) == 1:
+        rows = _one_term_rows(stores, wanted, query, session_ids, limit)
+        if rows is not None and len(stores) == 1:
+            return rows  # already in re-ranked order: same boost for all, bm25 order, ties in store order
+        if rows is not None:
+            return rerank(rows, query, tokens=lambda r: r.tokens, rank=lambda r: r.score)[:limit]
+    ranked = [(store, store.rank_matches(wanted, session_ids=session_ids, limit=CANDIDATES)) for store in stores]
+    if not any(matches for _store, matches in ranked):
+        return []
+    best = rerank_best(matches[0].score for _store, matches in ranked if matches)
+    for store, matches in ranked:
+        store.load_tokens(matches[:limit])
+    top = _settled_top([m for _s, matches in ranked for m in matches[:limit]], ranked, query, best, limit)
+    if top is None:
+        for store, matches in ranked:
+            store.load_tokens(matches)
+        top = _rerank_matches([m for _s, matches in ranked for m in matches], query)[:limit]
+    return _rows_in_order(top, ranked)
+
+
+def _one_term_rows(stores: list[AgentStore], wanted: TextQuery, query: SearchQuery,
+                   session_ids: frozenset[str] | None, limit: int) -> list[SearchRow] | None:
+    """Each store's first `limit` rows, when every one holds the term (else None: re-rank more)."""
+    rows: list[SearchRow] = []
     for store in stores:
-        found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
-    ranked = dialogue_rank(found, selected, text)
-    return {"hits": [_hit(row, selected) for row in ranked[:limit]]}
+        first = store.search(wanted, session_ids=session_ids, limit=limit)
+        # (a positive best score would turn the bm25 share around: never seen, but then no shortcut)
+        if (first and first[0].score > 0) or not all(holds_every_term(row.tokens, query) for row in first):
+            return None
+        rows += first
+    return rows
+
+
+def _settled_top(loaded: list[TextMatch], ranked: list[tuple[AgentStore, list[TextMatch]]], query: SearchQuery,
+                 best: float, limit: int) -> list[TextMatch] | None:
+    """The first `limit` of the re-ranking of every match, from the `loaded` ones (each store's
+    first `limit`, tokens read) when no unread match can reach them; else None."""
+    unread = [matches[limit].score for _store, matches in ranked if len(matches) > limit]
+    top = _rerank_matches(loaded, query)[:limit]
+    if not unread:
+        return top
+    if best > 0 or len(top) < limit:
+        return None
+    # strictly above: an unread row scoring the same might come first in the full list's order
+    if rerank_score(top[-1].tokens or "", top[-1].score, query, best) > max(rerank_ceiling(r, query, best)
+                                                                           for r in unread):
+        return top
+    return None
+
+
+def _rerank_matches(matches: list[TextMatch], query: SearchQuery) -> list[TextMatch]:
+    return rerank(matches, query, tokens=lambda m: m.tokens or "", rank=lambda m: m.score)
+
+
+def _rows_in_order(top: list[TextMatch], ranked: list[tuple[AgentStore, list[TextMatch]]]) -> list[SearchRow]:
+    """The full rows of `top` (matches of several stores), in its order."""
+    for store, matches in ranked:
+        mine = {id(m) for m in matches}
+        store.load_rows([m for m in top if id(m) in mine])
+    return [m.row for m in top if m.row is not None]
 
 
 def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int]:

@@ -8,7 +8,7 @@ package per backend (sqlite/) holding all of its SQL.
 from __future__ import annotations
 
 from .documents_base import Document, DocumentConflict, DocumentStore
-from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord
+from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch
 from .factory import (
     agent_database_path,
     agent_store_exists,
@@ -36,6 +36,7 @@ __all__ = [
     "SearchRow",
     "SessionFilter",
     "SessionRecord",
+    "TextMatch",
     "TextQuery",
     "TextTerm",
     "VectorFilter",

@@ -10,7 +10,7 @@ since the epoch (UTC).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,12 +61,54 @@ class EntryRecord:
     client_scope: str | None = None
 
 
-@dataclass
 class SearchRow:
-    entry: EntryRecord
-    session_key: str
-    score: float  # lower is better (FTS5 bm25 convention)
-    tokens: str = ""  # the analysed text that was indexed (for re-ranking)
+    """One full-text candidate: its entry, the session's key, the score (lower is better, the
+    FTS5 bm25 convention) and the analysed text that was indexed (for re-ranking).
+
+    A backend may hand over `decode` instead of the entry: it runs on first access. A search
+    re-ranks up to 100 candidates by score and tokens alone and shows about 10 of them, and
+    decoding an entry (two JSON documents) cost more than fetching it.
+    """
+
+    __slots__ = ("_entry", "_decode", "session_key", "score", "tokens")
+
+    def __init__(self, entry: EntryRecord | None, session_key: str, score: float, tokens: str = "", *,
+                 decode: Callable[[], EntryRecord] | None = None) -> None:
+        if entry is None and decode is None:
+            raise ValueError("a search row needs its entry or a way to decode it")
+        self._entry, self._decode = entry, decode
+        self.session_key, self.score, self.tokens = session_key, score, tokens
+
+    @property
+    def entry(self) -> EntryRecord:
+        if self._entry is None:
+            assert self._decode is not None
+            self._entry, self._decode = self._decode(), None
+        return self._entry
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SearchRow):
+            return NotImplemented
+        return (self.entry, self.session_key, self.score, self.tokens) == (
+            other.entry, other.session_key, other.score, other.tokens)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaced
+
+    def __repr__(self) -> str:
+        return (f"SearchRow(entry={self.entry!r}, session_key={self.session_key!r}, score={self.score!r}, "
+                f"tokens={self.tokens!r})")
+
+
+@dataclass
+class TextMatch:
+    """One ranked full-text match (`AgentStore.rank_matches`): the entry's seq and score. Its
+    indexed tokens and its full row are read only when asked for (`load_tokens`, `load_rows`):
+    a search re-ranks the first few of ~100 matches by their tokens and shows about 10."""
+
+    seq: int
+    score: float
+    tokens: str | None = None
+    row: SearchRow | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +275,24 @@ class AgentStore(abc.ABC):
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
         """Full-text candidates, best (lowest score) first. `session_ids` (None: every session)
         restricts the candidates before the limit, never after: a caller's visibility."""
+
+    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
+        """`search`'s ranking (same rows, same order, same scores), each row's tokens and entry left
+        for `load_tokens` and `load_rows` when a backend can read the index alone. This default
+        reads everything at once."""
+        return [TextMatch(row.entry.seq, row.score, row.tokens, row)
+                for row in self.search(query, session_ids=session_ids, limit=limit)]
+
+    def load_tokens(self, matches: Sequence[TextMatch]) -> None:
+        """Fill `tokens` of these matches (from `rank_matches`) where it is missing."""
+        if any(m.tokens is None for m in matches):
+            raise NotImplementedError(f"{type(self).__name__} ranks without tokens but cannot load them")
+
+    def load_rows(self, matches: Sequence[TextMatch]) -> None:
+        """Fill `row` of these matches (from `rank_matches`) where it is missing; a match whose
+        session was deleted since it was ranked keeps None (and no tokens)."""
+        if any(m.row is None for m in matches):
+            raise NotImplementedError(f"{type(self).__name__} ranks without rows but cannot load them")
 
     @abc.abstractmethod
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:

@@ -56,6 +56,7 @@ __all__ = [
     "SearchQuery",
     "Term",
     "analyze_document",
+    "analyze_lines",
     "parse_query",
     "rerank",
     "score_boost",
@@ -67,3 +68,11 @@ __all__ = [
 def analyze_document(text: str) -> str:
     """Space-separated index tokens for one message (store them in the FTS column)."""
     return " ".join(tok for chunk in iter_chunks(text) for tok in chunk_tokens(chunk))
+
+
+def analyze_lines(text: str) -> str:
+    """`analyze_document` line by line, each line's tokens on a line of their own: the same
+    tokens in the same order (no token spans a line break), so a full-text index stores them
+    as they are, and a reader of the stored tokens knows which line holds which token without
+    analysing the text again (memory_search's windows)."""
+    return "\n".join(analyze_document(line) for line in text.split("\n"))

@@ -14,8 +14,9 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from ..patterns import lazy
@@ -48,6 +49,8 @@ COMMON_RATIO = 0.25  # terms in more than this share of rows add ~nothing to bm2
 # share to say something.
 MIN_DF_DOCUMENTS = 50
 CJK_RUN_PHRASE_MAX = 8  # an unquoted CJK run up to this length is also tried as a whole phrase
+COVERAGE_WEIGHT = 0.5  # re-ranking: a row holding every term gains this over its bm25 share
+EXACT_WEIGHT = 1.0  # ... and this for each quoted phrase or identifier it holds
 
 # Quoted phrases: ASCII, curly and CJK corner quotes (full-width ＂ becomes " under NFKC).
 _QUOTED = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d|\u300c([^\u300d]*)\u300d|\u300e([^\u300f]*)\u300f')
@@ -95,6 +98,19 @@ class SearchQuery:
     @property
     def phrases(self) -> tuple[Term, ...]:
         return tuple(t for t in self.terms if t.kind == "phrase")
+
+    @cached_property
+    def needles(self) -> tuple[tuple[str, ...], ...]:
+        """Per term, what `score_boost` looks for in a row's space-padded tokens (built once per
+        query, not once per candidate row)."""
+        return tuple(tuple(" " + " ".join(form) + ("" if t.prefix else " ") for form in t.forms) for t in self.terms)
+
+    @cached_property
+    def boost_plan(self) -> tuple[tuple[tuple[tuple[str, ...], float, bool], ...], float]:
+        """((needles, weight, exact) per term, the weights' total) for `score_boost`."""
+        weights = self.weights or (1.0,) * len(self.terms)
+        plan = tuple(zip(self.needles, weights, (t.exact for t in self.terms), strict=True))
+        return plan, sum(weights) or 1.0
 
     def select(
         self,
@@ -155,12 +171,22 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
     phrase hits: how many quoted phrases and identifiers it contains. bm25 alone lets one
     repeated rare word beat a message that mentions every term.
     """
-    padded = f" {doc_tokens} "
-    weights = query.weights or (1.0,) * len(query.terms)
-    found = [_contains(padded, t) for t in query.terms]
-    total = sum(weights) or 1.0
-    coverage = sum(w for w, hit in zip(weights, found, strict=True) if hit) / total
-    return coverage, float(sum(1 for t, hit in zip(query.terms, found, strict=True) if hit and t.exact))
+    padded = f" {doc_tokens} ".replace("\n", " ")  # tokens may be stored line by line (analyze_lines)
+    plan, total = query.boost_plan
+    covered, exact = 0, 0  # summed in term order from 0, as sum() would: the same float every time
+    for needles, weight, is_exact in plan:
+        for needle in needles:
+            if needle in padded:
+                covered += weight
+                exact += is_exact
+                break
+    return covered / total, float(exact)
+
+
+def holds_every_term(doc_tokens: str, query: SearchQuery) -> bool:
+    """True when a row's tokens hold every term of the query: the most `score_boost` gives."""
+    padded = f" {doc_tokens} ".replace("\n", " ")  # tokens may be stored line by line (analyze_lines)
+    return all(any(needle in padded for needle in needles) for needles in query.needles)
 
 
 def rerank(
@@ -169,8 +195,8 @@ def rerank(
     *,
     tokens: Callable[[T], str],
     rank: Callable[[T], float],
-    coverage_weight: float = 0.5,
-    exact_weight: float = 1.0,
+    coverage_weight: float = COVERAGE_WEIGHT,
+    exact_weight: float = EXACT_WEIGHT,
 ) -> list[T]:
     """Reorder bm25 candidates (FTS5 `rank`: lower is better) by bm25 share plus boosts.
 
@@ -179,13 +205,31 @@ def rerank(
     """
     if not rows:
         return []
-    best = min(rank(r) for r in rows) or -1.0
+    best = rerank_best(rank(r) for r in rows)
 
     def score(row: T) -> float:
-        coverage, exact = score_boost(tokens(row), query)
-        return rank(row) / best + coverage_weight * coverage + exact_weight * exact
+        return rerank_score(tokens(row), rank(row), query, best, coverage_weight, exact_weight)
 
     return sorted(rows, key=score, reverse=True)
+
+
+def rerank_best(ranks: Iterable[float]) -> float:
+    """The bm25 rank `rerank` divides by: the best (lowest) of the candidates'."""
+    return min(ranks) or -1.0
+
+
+def rerank_score(doc_tokens: str, rank: float, query: SearchQuery, best: float,
+                 coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> float:
+    """What `rerank` sorts a candidate by (higher first)."""
+    coverage, exact = score_boost(doc_tokens, query)
+    return rank / best + coverage_weight * coverage + exact_weight * exact
+
+
+def rerank_ceiling(rank: float, query: SearchQuery, best: float,
+                   coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> float:
+    """The most `rerank_score` can give a candidate of this bm25 rank: one holding every term
+    (its coverage is at most 1.0 and its exact hits at most the exact terms, in floats too)."""
+    return rank / best + coverage_weight * 1.0 + exact_weight * float(sum(1 for t in query.terms if t.exact))
 
 
 def warm_up() -> None:
@@ -206,14 +250,6 @@ def _term_df(term: Term, counts: Mapping[str, int]) -> int | None:
 def _idf(n: int | None, total: int) -> float:
     n = total // 2 if n is None else n
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-
-
-def _contains(padded: str, term: Term) -> bool:
-    for form in term.forms:
-        needle = " " + " ".join(form) + ("" if term.prefix else " ")
-        if needle in padded:
-            return True
-    return False
 
 
 def _free_terms(text: str, out: list[Term]) -> None:

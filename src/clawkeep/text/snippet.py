@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from functools import lru_cache
 
 from .query import SearchQuery, parse_query
 from .tokens import CJK_RUN, fold, has_cjk, normalise, stem
 
 ELLIPSIS = "\u2026"
 _WORD = re.compile(r"[^\W_]+")
-_SPACES = re.compile(r"\s+")
+# ASCII text: every character that is not a letter or digit becomes a space (its _WORD runs are
+# then what str.split returns).
+_ASCII_GAPS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _BOUNDARY_SLACK = 16  # how far a cut may move to avoid splitting a word
 _MAX_HITS = 400
 
@@ -20,7 +24,7 @@ def snippet(text: str, query: str | SearchQuery | None, width: int = 160) -> str
     Whitespace is collapsed; cut ends get an ellipsis. With no match the text's start is
     returned, so a hit always shows something.
     """
-    flat = _SPACES.sub(" ", text).strip()
+    flat = " ".join(text.split())  # whitespace runs collapsed to one space (str.split: no regex pass)
     if len(flat) <= width:
         return flat
     parsed = parse_query(query) if isinstance(query, str) else query
@@ -42,25 +46,47 @@ def _hits(text: str, query: SearchQuery) -> list[tuple[int, int, int]]:
                 hits.extend((s, s + len(frag), i) for s in _find_all(norm, frag))
         for form in term.forms:
             words.update((tok, i) for tok in form if not has_cjk(tok))
-    for m in _WORD.finditer(norm):
-        i = words.get(stem(m.group()))
-        if i is not None:
-            hits.append((m.start(), m.end(), i))
+    # Stem each distinct word once, and only the words that start like a query token (Snowball
+    # never changes a word's first letter; other tokens are their own stem); then find where the
+    # words that stem to a query token occur.
+    distinct: set[str] = set()
+    if words:
+        distinct = set(norm.translate(_ASCII_GAPS).split() if norm.isascii() else _WORD.findall(norm))
+    initials = {tok[:1] for tok in words}
+    for word in distinct:
+        if word[:1] in initials and (i := words.get(stem(word))) is not None:
+            hits.extend((s, s + len(word), i) for s in _find_all(norm, word) if _whole_word(norm, s, s + len(word)))
     hits.sort()
     del hits[_MAX_HITS:]  # the window search is quadratic in hits
     return [(origin[s], origin[e - 1] + 1, i) for s, e, i in hits]
 
 
-def _normalised_with_offsets(text: str) -> tuple[str, list[int]]:
+def _whole_word(text: str, start: int, end: int) -> bool:
+    """text[start:end] is a whole `_WORD` run: no letter or digit on either side ([^\\W_] is
+    exactly str.isalnum)."""
+    return (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
+
+
+def _normalised_with_offsets(text: str) -> tuple[str, Sequence[int]]:
     """Per-character NFKC + fold, remembering each output character's source offset."""
-    out: list[str] = []
+    if text.isascii():  # NFKC changes no ASCII character and casefold maps each to one character
+        return text.lower(), range(len(text))
+    pieces = [_normalised_char(ch) for ch in text]
+    norm = "".join(pieces)
+    if len(norm) == len(text) and "" not in pieces:  # every character stayed one character
+        return norm, range(len(text))
     origin: list[int] = []
-    for pos, ch in enumerate(text):
-        norm = normalise(ch)
-        norm = norm if has_cjk(norm) else fold(norm)
-        out.append(norm)
-        origin.extend([pos] * len(norm))
-    return "".join(out), origin
+    for pos, piece in enumerate(pieces):
+        origin.extend([pos] * len(piece))
+    return norm, origin
+
+
+@lru_cache(maxsize=16384)
+def _normalised_char(ch: str) -> str:
+    """One character NFKC-normalised, then folded unless it is CJK (cached: chat reuses few
+    thousand characters, and this was most of a snippet's cost)."""
+    norm = normalise(ch)
+    return norm if has_cjk(norm) else fold(norm)
 
 
 def _find_all(haystack: str, needle: str) -> list[int]:

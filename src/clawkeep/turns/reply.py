@@ -68,7 +68,7 @@ def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | N
     options = active_memory_config(rt.config).config
     ref = options.model or options.model_fallback
     recall_model = rt.models.chat_model(ref) if model is not None and ref else None
-    return recall(rt, text, session.key, model=recall_model or model)
+    return recall(rt, text, session.key, model=recall_model or model, session=session)
 
 
 def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,
@@ -248,25 +248,27 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
                                                    overhead_tokens=overhead).to_json()
             context = build_context(rt, store, session, text, recall_result, model, at, offered)
             continue
-        _record_usage(store, session, result, rt.now())
         if not result.tool_calls or last:
+            _record_usage(store, session, result, rt.now())
             done.text = strip_reasoning(result.text) or ("" if not last else "(no answer: the tool step limit "
                                                                               "was reached)")
             return done
         steps += 1
-        _run_calls(rt, store, session, result, offered, context, done, on_event)
+        _run_calls(rt, store, session, result, offered, context, done, on_event)  # the call's usage goes with it
 
 
 def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: Any, offered: list[dict[str, Any]],
                context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None) -> None:
-    """Record the model's tool calls, run each, record each result; the next call sees them."""
+    """Record the model's tool calls (with the usage of the model call that asked for them: one
+    write), run each, record each result; the next call sees them."""
     from . import tools  # noqa: PLC0415 - see reply()
 
     said = strip_reasoning(result.text)
     calls = [call.to_message() for call in result.tool_calls]
     blocks = (transcript.text_blocks(said) if said else []) + [
         {"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
-    _record_entry(rt, store, session, "assistant", blocks, {"model": f"{result.provider}/{result.model}"})
+    _record_entry(rt, store, session, "assistant", blocks, {"model": f"{result.provider}/{result.model}"},
+                  usage_of=result)
     context.messages.append({"role": "assistant", "content": said, "tool_calls": calls})
     for call in result.tool_calls:
         outcome = tools.run_tool(rt, session, call, offered, done.asking)
@@ -380,13 +382,18 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
 def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: int) -> None:
     with store.transaction():
         fresh = store.get_session(session.session_id) or session
-        usage = fresh.meta.setdefault("usage", {"inputTokens": 0, "outputTokens": 0})
-        usage["inputTokens"] += int(result.usage.get("inputTokens") or 0)
-        usage["outputTokens"] += int(result.usage.get("outputTokens") or 0)
-        fresh.meta["lastModelCallAt"] = now
-        fresh.model = f"{result.provider}/{result.model}"
+        _add_usage(fresh, result, now)
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
+
+
+def _add_usage(session: SessionRecord, result: Any, now: int) -> None:
+    """A model call's tokens added to the session's counters; the session records its model."""
+    usage = session.meta.setdefault("usage", {"inputTokens": 0, "outputTokens": 0})
+    usage["inputTokens"] += int(result.usage.get("inputTokens") or 0)
+    usage["outputTokens"] += int(result.usage.get("outputTokens") or 0)
+    session.meta["lastModelCallAt"] = now
+    session.model = f"{result.provider}/{result.model}"
 
 
 def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
@@ -448,14 +455,17 @@ def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[s
 
 
 def _record_entry(rt: Runtime, store: AgentStore, session: SessionRecord, role: str, content: list[dict[str, Any]],
-                  meta: dict[str, Any]) -> None:
-    """Append one assistant or tool entry; the entry and the session counters land together."""
+                  meta: dict[str, Any], usage_of: Any | None = None) -> None:
+    """Append one assistant or tool entry; the entry and the session counters (with the usage of
+    the model call `usage_of`, when given) land together."""
     at = rt.now()
     entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role=role, content=content,
                         meta=meta)
     with store.transaction():
         transcript.append(store, entry)
         fresh = store.get_session(session.session_id) or session
+        if usage_of is not None:
+            _add_usage(fresh, usage_of, at)
         transcript.add_active_size(fresh, entry)
         fresh.message_count += 1
         fresh.updated_at = max(fresh.updated_at, at)

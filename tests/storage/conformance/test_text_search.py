@@ -97,3 +97,21 @@ def test_entries_appended_without_index_text_are_not_searchable(store):
 
     store.append_entry(message(s.session_id, "hidden walrus"))
     assert found(store, TextQuery.words("walrus")) == []
+
+
+def test_ranking_alone_then_tokens_and_rows_match_search(store, corpus):
+    for _ in range(3):  # ties: the same text several times
+        append_text(store, "sb", "deploy the server")
+    query = q("deploy server tonight")
+    rows = store.search(query, session_ids=None, limit=10)
+    matches = store.rank_matches(query, session_ids=None, limit=10)
+    assert [(m.seq, m.score) for m in matches] == [(r.entry.seq, r.score) for r in rows]
+    store.load_tokens(matches[:2])
+    assert [m.tokens for m in matches[:2]] == [r.tokens for r in rows[:2]]
+    store.load_tokens(matches)
+    store.load_rows(matches[1:3])
+    assert [m.row.entry for m in matches[1:3]] == [r.entry for r in rows[1:3]]
+    assert [m.row.session_key for m in matches[1:3]] == [r.session_key for r in rows[1:3]]
+    assert store.rank_matches(query, session_ids=[], limit=10) == []
+    assert [m.seq for m in store.rank_matches(q("deploy"), session_ids=["sa"], limit=10)] == [
+        r.entry.seq for r in store.search(q("deploy"), session_ids=["sa"], limit=10)]

@@ -7,7 +7,7 @@ import sqlite3
 
 from clawkeep.storage import ChunkRecord, FileRecord, TextQuery
 from clawkeep.storage.sqlite.fts import match_expression
-from clawkeep.storage.sqlite.memory import SqliteMemoryStore
+from clawkeep.storage.sqlite.memory import SPLIT_FROM_CHUNKS, SqliteMemoryStore
 from clawkeep.text.analyzer import analyze_document
 
 REFERENCE = ("SELECT f.rowid, f.rank, f.tokens FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
@@ -65,4 +65,30 @@ def test_reads_inside_a_transaction_are_not_kept(tmp_path):
     except RuntimeError:
         pass
     assert set(store.files()) == {"a.md"}  # the rolled-back record was not kept for later
+    store.close()
+
+
+def test_a_large_index_ranked_in_two_halves_at_once_ranks_exactly_like_fts5_rank(tmp_path):
+    """From SPLIT_FROM_CHUNKS chunks on, the ranking runs as two halves of the chunk ids on two
+    connections at once: merged, the same rows in the same order as one ranking, ties included."""
+    path = str(tmp_path / "memory.sqlite")
+    store = SqliteMemoryStore(path)
+    rng = random.Random(6)
+    with store.transaction():
+        fill(store, rng, files=SPLIT_FROM_CHUNKS // 6 + 20)
+    assert store.chunk_count() >= SPLIT_FROM_CHUNKS and store._split_id() is not None
+    queries = [TextQuery.words("kayak"), TextQuery.words("kayak", "rental"), TextQuery.words("servic", "sprint", "piano"),
+               TextQuery.words("roadmap", "coach", "pier", "boiler")]
+    for query in queries:
+        for limit in (1, 24, 96, 5000):
+            assert store.keyword_search(query, sources=["memory"], limit=limit) == reference(
+                path, query, ["memory"], limit)
+    # inside a transaction the other connection cannot see the uncommitted rows: one ranking
+    with store.transaction():
+        text = "kayak kayak kayak kayak"
+        store.replace_file(FileRecord("memory/new.md", "memory", "n", 1.0, 1),
+                           [ChunkRecord("memory/new.md", "memory", 1, 1, text, "hn", tokens=analyze_document(text))],
+                           None, None)
+        best = store.keyword_search(TextQuery.words("kayak"), sources=["memory"], limit=1)
+        assert store.chunks([best[0][0]])[best[0][0]].path == "memory/new.md"
     store.close()

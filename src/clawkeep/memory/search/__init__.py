@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from typing import Any
@@ -115,8 +116,12 @@ def _relative(line_sims: dict[int, dict[int, float]]) -> dict[int, dict[int, flo
 
 def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, mode: str = "hybrid",
                   sources: list[str] | None = None, today: date | None = None,
-                  citations: str = "auto") -> list[MemoryHit]:
-    """`mode`: hybrid (default), keyword, or vector."""
+                  citations: str = "auto", visible: Callable[[Any], bool] | None = None,
+                  pool_for: int | None = None) -> list[MemoryHit]:
+    """`mode`: hybrid (default), keyword, or vector. `visible(chunk)`: the chunks the reader may
+    see; the others are dropped as soon as they are read, before any scoring of lines or
+    windows. `pool_for`: the number of results the candidate pool is sized for (default
+    `limit`; more when some candidates may be invisible)."""
     if mode not in ("hybrid", "keyword", "vector"):
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
@@ -125,7 +130,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     if not 1 <= limit <= MAX_LIMIT:
         raise InputError(f"limit {limit} is out of range; allowed 1-{MAX_LIMIT}")
     sources = sources or list(index.settings.sources)
-    pool = min(MAX_CANDIDATES, max(limit, limit * settings.hybrid.candidate_multiplier))
+    reach = max(limit, pool_for or limit)
+    pool = min(MAX_CANDIDATES, max(reach, reach * settings.hybrid.candidate_multiplier))
     candidates: dict[int, Candidate] = {}
     # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
     # keyword path (SQLite FTS5, also outside the GIL)
@@ -142,6 +148,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         candidates.setdefault(cid, Candidate(cid)).vector = sim
     wv, wt = weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
     chunks = index.store.chunks(candidates)
+    if visible is not None:
+        chunks = {cid: chunk for cid, chunk in chunks.items() if visible(chunk)}
     line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
                                          if query_vec is not None else ({}, {}, {}))
     near_line = _nearest_lines_floor(raw_line_sims, limit)

@@ -30,6 +30,7 @@ class Candidate:
     text: float | None = None
     coverage: float = 0.0
     line: float = 0.0  # the best line vector's similarity (fact-level vectors)
+    tokens: str | None = None  # the chunk's stored tokens, line by line (keyword matches only)
 
     def merged(self, wv: float, wt: float) -> float:
         return wv * (self.vector or 0.0) + wt * (self.text or 0.0)
@@ -59,6 +60,7 @@ def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
         # bm25 share rewards rare words, coverage rewards answering the whole question
         cand = candidates.setdefault(cid, Candidate(cid))
         cand.coverage = coverage
+        cand.tokens = tokens
         cand.text = min(1.0, SHARE_WEIGHT * share + (1 - SHARE_WEIGHT) * coverage + 0.1 * exact)
     return True
 

@@ -178,8 +178,14 @@ def _analysed_line(line: str) -> str:
 
 
 def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
-                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None) -> _Lines:
+                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None,
+                 tokens: str | None = None) -> _Lines:
+    """`tokens`: the chunk's stored tokens, line by line (`analyze_lines`); without them (a
+    vector-only match) each line that may hold a query term is analysed here."""
     lines = chunk.text.split("\n")
+    stored = tokens.split("\n") if tokens is not None else None
+    if stored is not None and len(stored) != len(lines):
+        stored = None  # not this chunk's lines (an index of an older format): analyse
     numbers = (list(range(chunk.start_line, chunk.end_line + 1))
                if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
     labels: list[str | None] = [None] * len(lines)
@@ -193,10 +199,10 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
             labels[i] = label
     terms: list[frozenset[int]] = []
     for i, line in enumerate(lines):
-        if i in breaks or query is None or not line.strip() or not _may_hold(line, needles):
+        if i in breaks or query is None or not line.strip() or (stored is None and not _may_hold(line, needles)):
             terms.append(frozenset())
             continue
-        padded = _analysed_line(line)
+        padded = f" {stored[i]} " if stored is not None else _analysed_line(line)
         terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
     sims = sims or {}
     vecs = [sims.get(i, 0.0) for i in range(len(lines))]
@@ -366,8 +372,8 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
     rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
     needles = _needles(query) if query is not None else ()
-    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id))
-                   for _, _, chunk in rows]
+    chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id),
+                                getattr(cand, "tokens", None)) for _, cand, chunk in rows]
     _set_coverage(chunk_lines, query, small_index)
     if TURN_RANKING and reorder:
         scores = _turn_scores(rows, chunk_lines, query_words or frozenset(), raw_sims or {}, periods or [])

@@ -7,12 +7,13 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConflictError, DuplicateError
 from ...locks import SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry
+from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch, describe_entry
 from ..query import TextQuery
 from .connection import SqliteConnection
 from .fts import match_expression, vocab_sql
@@ -100,19 +101,19 @@ _SESSION_COLUMNS = (
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _ENTRY_COLUMNS = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
 _ENTRY_WIDTH = 11
+_SEARCH_COLUMNS = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
+_IDS_PER_QUERY = 500  # bound parameters per IN list (SQLite allows 32,766 since 3.32, older ones 999)
 # What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
 _BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
                                                   8232, 8233, 8239, 8287, 12288)) + ")"
 # Appends go to the right edge of these B-trees: read it (and the FTS5 structure record) before
 # a call's first write, so a damaged page there fails the call before anything commits.
-_WRITE_PATH_PROBES = (
-    "SELECT max(rowid) FROM sessions",
-    "SELECT max(seq) FROM entries",
-    "SELECT name, seq FROM sqlite_sequence",
-    "SELECT max(id) FROM entries_fts_content",
-    "SELECT max(id) FROM entries_fts_docsize",
-    "SELECT max(id) FROM entries_fts_data",
-    "SELECT length(block) FROM entries_fts_data WHERE id = 10",
+# One statement (each scalar subquery one descent), so the probe costs one round trip per call.
+_WRITE_PATH_PROBE = (
+    "SELECT (SELECT max(rowid) FROM sessions), (SELECT max(seq) FROM entries),"
+    " (SELECT group_concat(name || ':' || seq) FROM sqlite_sequence),"
+    " (SELECT max(id) FROM entries_fts_content), (SELECT max(id) FROM entries_fts_docsize),"
+    " (SELECT max(id) FROM entries_fts_data), (SELECT length(block) FROM entries_fts_data WHERE id = 10)"
 )
 
 
@@ -152,8 +153,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     def _probe_write_path(self) -> None:
-        for sql in _WRITE_PATH_PROBES:
-            self._conn.execute(sql).fetchall()
+        self._conn.execute(_WRITE_PATH_PROBE).fetchall()
 
     # --- sessions -------------------------------------------------------------------
     @staticmethod
@@ -264,7 +264,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
             timestamp=ts,
             role=role,
             content=json.loads(content),
-            meta=json.loads(meta),
+            meta={} if meta == "{}" else json.loads(meta),  # most entries: skip the parser
             parent_entry_id=parent,
             seq=seq,
             client_id=client_id,
@@ -390,40 +390,81 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     # --- search ---------------------------------------------------------------------
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        ranked = self._ranked(query, session_ids, limit)
+        if ranked is None:
+            return []
+        # Rank inside a subquery and fetch the stored tokens only for the rows that survive the
+        # LIMIT: reading `tokens` for every match costs ~20% at 1M rows. They are read from the
+        # FTS5 content table directly (a B-tree lookup, where a join on the virtual table opens
+        # an FTS5 cursor per row).
+        rows = self._query(
+            f"SELECT {_SEARCH_COLUMNS}, s.key, top.score, f.c0 FROM ({ranked[0]}) top "
+            "JOIN entries e ON e.seq = top.rowid JOIN sessions s ON s.session_id = e.session_id "
+            "JOIN entries_fts_content f ON f.id = top.rowid ORDER BY top.score, top.rowid",
+            ranked[1],
+        )
+        return [self._search_row(r, r[_ENTRY_WIDTH + 1], r[_ENTRY_WIDTH + 2]) for r in rows]
+
+    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
+        ranked = self._ranked(query, session_ids, limit)
+        return [] if ranked is None else [TextMatch(seq, score) for seq, score in self._query(*ranked)]
+
+    def load_tokens(self, matches: Sequence[TextMatch]) -> None:
+        missing = {m.seq: m for m in matches if m.tokens is None}
+        for start in range(0, len(missing), _IDS_PER_QUERY):
+            seqs = list(missing)[start:start + _IDS_PER_QUERY]
+            for seq, tokens in self._query(
+                    f"SELECT id, c0 FROM entries_fts_content WHERE id IN ({', '.join('?' for _ in seqs)})", seqs):
+                missing[seq].tokens = tokens
+
+    def load_rows(self, matches: Sequence[TextMatch]) -> None:
+        missing = {m.seq: m for m in matches if m.row is None}
+        for start in range(0, len(missing), _IDS_PER_QUERY):
+            seqs = list(missing)[start:start + _IDS_PER_QUERY]
+            for r in self._query(f"SELECT {_SEARCH_COLUMNS}, s.key FROM entries e JOIN sessions s "
+                                 f"ON s.session_id = e.session_id WHERE e.seq IN ({', '.join('?' for _ in seqs)})",
+                                 seqs):
+                match = missing[r[0]]
+                match.row = self._search_row(r, match.score, match.tokens or "")
+
+    def _ranked(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int) -> tuple[str, list[Any]] | None:
+        """SQL and parameters of the best `limit` matches, (rowid, score), best first; ties go to
+        the older row (the order the sorter gave them anyway). None: no session is visible."""
         params: list[Any] = [match_expression(query)]
         scope = ""
         if session_ids is not None:
             ids = list(session_ids)
             if not ids:
-                return []
+                return None
             # visibility filters inside the ranked subquery: before the limit, never after
             scope = f" AND rowid IN (SELECT seq FROM entries WHERE session_id IN ({', '.join('?' for _ in ids)}))"
             params.extend(ids)
         params.append(int(limit))
-        # Rank inside a subquery and fetch the stored tokens only for the rows that survive the
-        # LIMIT: reading `tokens` for every match costs ~20% at 1M rows.
-        rows = self._query(
-            f"SELECT {', '.join('e.' + c.strip() for c in _ENTRY_COLUMNS.split(','))}, s.key, top.score, f.tokens "
-            f"FROM (SELECT rowid, bm25(entries_fts) AS score FROM entries_fts WHERE entries_fts MATCH ?{scope} "
-            "ORDER BY score LIMIT ?) top "
-            "JOIN entries e ON e.seq = top.rowid JOIN sessions s ON s.session_id = e.session_id "
-            "JOIN entries_fts f ON f.rowid = top.rowid ORDER BY top.score",
-            params,
-        )
-        w = _ENTRY_WIDTH
-        return [SearchRow(self._entry(r[:w]), r[w], r[w + 1], r[w + 2]) for r in rows]
+        return (f"SELECT rowid, bm25(entries_fts) AS score FROM entries_fts WHERE entries_fts MATCH ?{scope} "
+                "ORDER BY score, rowid LIMIT ?", params)
+
+    def _search_row(self, r: Sequence[Any], score: float, tokens: str) -> SearchRow:
+        """A row of `_SEARCH_COLUMNS` then the session key; the entry is decoded when first used."""
+        return SearchRow(None, r[_ENTRY_WIDTH], score, tokens, decode=partial(self._entry, r[:_ENTRY_WIDTH]))
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         if not tokens:
             return {}
         unique = list(dict.fromkeys(tokens))
-        found = {term: doc for term, doc in self._query(vocab_sql("entries_fts_vocab", len(unique)), unique)}
-        return {t: found.get(t, 0) for t in unique}
+
+        def read() -> dict[str, int]:
+            found = dict(self._query(vocab_sql("entries_fts_vocab", len(unique)), unique))
+            return {t: found.get(t, 0) for t in unique}
+
+        # Kept until anything is committed to the file, as the memory index does: a common
+        # term's count walks its whole posting list, for every multi-word search.
+        return dict(self._committed_read(("df", tuple(unique)), read))
 
     def indexed_documents(self) -> int:
         # max(rowid) is O(log n) where count(*) walks the whole index; rowids are entry seqs,
         # so this over-counts by the non-message entries, which only flattens idf slightly.
-        return self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0]
+        return self._committed_read(
+            "indexed", lambda: self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0])
 
     # --- counters -------------------------------------------------------------------
     def add_counters(self, deltas: dict[str, int]) -> None:

@@ -1,0 +1,35 @@
+"""Results of the two searches: `sessions_search` and `memory_search`."""
+
+from __future__ import annotations
+
+from .base import Shape
+
+
+class SearchHit(Shape):
+    session_key: str
+    session_id: str
+    message_id: str
+    role: str | None = None
+    timestamp: str | None = None
+    snippet: str
+    client_message_id: str | None = None
+
+
+class SearchResult(Shape):
+    hits: list[SearchHit]
+
+
+class MemoryHit(Shape):
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str | None = None
+    origin: str | None = None
+    session_key: str | None = None
+    message_ids: list[str] | None = None
+
+
+class MemorySearchResult(Shape):
+    results: list[MemoryHit]
