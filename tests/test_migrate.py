@@ -120,3 +120,14 @@ def test_bad_endpoints_are_refused(tmp_path, pg):
         migrate(str(home), url, schema=prefix, agents=["main"])
     result = run_cli(tmp_path, "migrate", "--from", str(tmp_path / "a"), "--to", str(tmp_path / "b"))
     assert result.code == 2 and "Traceback" not in result.stderr
+
+
+def test_an_unusable_home_path_is_an_input_error_not_a_crash(tmp_path):
+    """A name component longer than the file system allows made `exists()` raise OSError (exit 1
+    with a traceback); it is a user mistake, so exit 2 naming the argument."""
+    too_long = str(tmp_path / ("x" * 300))
+    result = run_cli(tmp_path, "migrate", "--from", too_long, "--to", "postgresql://127.0.0.1:1/none")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr and "--from" in result.stderr and "postgresql://" in result.stderr
+    with pytest.raises(InputError, match="contains a NUL"):
+        migrate("bad\x00home", "postgresql://127.0.0.1:1/none")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import validation
 from .config import Config, StorageConfig, load_config
 from .errors import InputError, StorageError
 from .memory.documents import memory_files, read_lines, write_text
@@ -66,8 +67,14 @@ def endpoint(value: str, schema: str, name: str) -> Endpoint:
         except ValueError as exc:
             raise InputError(f"{name} {value!r}: {exc}") from None
         return Endpoint(value, Path("/nonexistent-home"), config)
+    validation.path(value, name)
     home = Path(value).expanduser()
-    if home.exists() and not home.is_dir():
+    try:
+        is_file = home.exists() and not home.is_dir()
+    except OSError as exc:  # a name component longer than the file system allows, a loop of links, ...
+        raise InputError(f"{name} {validation.shown(value)} cannot be used as a directory ({exc.strerror}); "
+                         "give a clawkeep home directory or a postgresql:// URL") from None
+    if is_file:
         raise InputError(f"{name} {value!r} is not a directory; give a clawkeep home or a postgresql:// URL")
     config = load_config(home / "clawkeep.json5", missing_ok=True)
     # the home's own SQLite files, whatever its config says about storage.url
