@@ -15,6 +15,7 @@ down-weighted and only removed by the sweep after a grace period, into
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import uuid
@@ -75,6 +76,8 @@ class Item:
 def parse_marker(line: str) -> tuple[str, dict[str, str]]:
     """(line without marker, attributes). A marker that is present but cannot be read (cut,
     injected, hand-damaged) gives an unknown owner: such a note is private to nobody."""
+    if "<!--" not in line:  # most lines carry no marker; both patterns need this
+        return line, {}
     match = _MARKER.search(line)
     if not match:
         broken = _MARKER_START.search(line)
@@ -151,6 +154,13 @@ def visible_text(text: str, reader_key: str | None, *, across: bool, today: date
     """What a conversation may be shown of a memory file: lines owned by conversations it may
     not see are dropped (`owners.visible_to`), as are superseded and expired items, and the
     hidden state comments are removed."""
+    return _visible_text(text, reader_key, across, today)
+
+
+@functools.lru_cache(maxsize=64)
+def _visible_text(text: str, reader_key: str | None, across: bool, today: date) -> str:
+    # Every model call of every turn injects MEMORY.md and two daily notes; they rarely change
+    # between turns, so the same (file text, reader, day) is reduced once, not per call.
     lines = text.splitlines()
     kept = []
     for line, state in zip(lines, line_states(lines), strict=True):
