@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConflictError
 from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
 from ..query import TextQuery
+from . import bm25
 from .connection import SqliteConnection, storage_error
 from .fts import match_expression, vocab_sql
 from .migrations import Migration
@@ -225,6 +226,9 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         if set(self._sources()) <= set(sources):
             # every chunk qualifies: rank the matches alone (no row of chunks read per match) and
             # read the tokens of the kept ones only — bm25 over 3,000 matches is the cost here
+            ranked = self._ranked_from_memory(query, int(limit))
+            if ranked is not None:
+                return ranked
             expression, split = match_expression(query), self._split_id()
             if split is not None:
                 return self._ranked_in_halves(expression, split, int(limit))
@@ -235,6 +239,28 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             f"WHERE chunks_fts MATCH ? AND c.source IN ({marks}) ORDER BY f.rank LIMIT ?",
             [match_expression(query), *sources, int(limit)],
         )
+
+    def _ranked_from_memory(self, query: TextQuery, limit: int) -> list[tuple[int, float, str]] | None:
+        """The same rows as `_RANKED`, scored from the posting lists this process keeps (`bm25.py`);
+        None when FTS5 should rank (a phrase or prefix term, the first search after a commit)."""
+        tokens = bm25.single_tokens(query)
+        if tokens is None:
+            return None
+        with self._lock:  # no commit of this process between the token check and the reads
+            if self._depth or self._conn.in_transaction:  # uncommitted rows the cache does not hold
+                return None
+            cache = self._committed_read("bm25", lambda: bm25.Bm25Cache("chunks_fts", "temp.chunks_fts_instances"))
+            if not cache.wanted():
+                return None
+            self._rows("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
+                       "USING fts5vocab(main, chunks_fts, instance)")
+            best = cache.top(self._rows, tokens, limit)
+            if not best:
+                return best
+            marks = ", ".join("?" for _ in best)
+            stored = dict(self._rows(f"SELECT rowid, tokens FROM chunks_fts WHERE rowid IN ({marks})",
+                                     [d for d, _ in best]))
+        return [(d, score, stored[d]) for d, score in best if d in stored]
 
     def _split_id(self) -> int | None:
         """The median chunk id when a ranking is worth splitting in two (SPLIT_FROM_CHUNKS, and

@@ -1,0 +1,180 @@
+"""FTS5's bm25 ranking, computed from posting lists kept in memory between searches.
+
+FTS5 ranks a MATCH by calling bm25 on every matching row: a row's size and its position
+lists are read each time, ≈1.5-2.5 µs a row, so two common words matching half of 10,000
+chunks cost 5-12 ms a search however few results are wanted. A long-running process (the
+gateway, an agent's tool loop) asks about the same common words again and again, so this
+module keeps, until the next commit to the file, each row's size and each asked term's
+(row, frequency) list, and scores with numpy by FTS5's own formula:
+
+    score(row) = -Σ_phrase idf · tf·(k1+1) / (tf + k1·(1 − b + b·|row| / avg|row|)),
+    idf = ln((N − n + 0.5) / (n + 0.5)), at least 1e-6;  k1 = 1.2, b = 0.75
+
+(N rows, n rows holding the phrase). Results equal FTS5's `ORDER BY bm25(...), rowid` to
+floating-point rounding. Only single-token, non-prefix phrases are scored here; anything else
+goes to FTS5. A store uses this from its second search after a commit, so a one-shot CLI
+process never pays for loading the sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..query import TextQuery
+
+if TYPE_CHECKING:
+    import numpy as np
+
+K1, B = 1.2, 0.75  # FTS5's bm25 constants
+ACTIVATE_AFTER_SEARCHES = 1  # searches answered by FTS5 after a commit before the sizes are loaded
+MAX_CACHED_POSTINGS = 2_000_000  # (row, tf) pairs kept in all (≈32 MB); least recently used terms go first
+
+Rows = Callable[[str, Sequence[Any]], list[Any]]
+
+
+def single_tokens(query: TextQuery) -> list[str] | None:
+    """The phrases of `query` as FTS5 ranks them (one per alternative, repeats kept), or None
+    when one is a multi-token phrase or a prefix (FTS5 ranks those itself)."""
+    tokens = []
+    for term in query.terms:
+        if term.prefix:
+            return None
+        for phrase in term.phrases:
+            if len(phrase) != 1 or not plain(phrase[0]):
+                return None
+            tokens.append(phrase[0])
+    return tokens or None
+
+
+class NotOneToken(Exception):
+    """A phrase FTS5 tokenizes differently from its text (case, diacritics, a separator inside)."""
+
+
+def quoted(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def plain(token: str) -> bool:
+    """Text FTS5's unicode61 tokenizer keeps as it is: lower-case ASCII letters and digits, or
+    letters of scripts without case or diacritics to fold (CJK, kana, hangul: U+2E80 on)."""
+    return bool(token) and all(("a" <= ch <= "z") or ("0" <= ch <= "9") or (ord(ch) >= 0x2E80 and ch.isalnum())
+                               for ch in token)
+
+
+def _varints(blobs: list[bytes]) -> list[int]:
+    """The first varint of each docsize record (one indexed column: the row's token count)."""
+    out = []
+    for blob in blobs:
+        value = 0
+        for byte in blob[:9]:
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+class Bm25Cache:
+    """Row sizes and posting lists of one FTS5 table as of one committed state of the file."""
+
+    def __init__(self, table: str, instances: str) -> None:
+        self.table, self.instances = table, instances
+        self.searches = 0
+        self._lock = threading.Lock()
+        self._ids: np.ndarray | None = None  # sorted rowids
+        self._sizes: np.ndarray | None = None  # tokens per row, aligned with _ids
+        self._average = 0.0
+        self._postings: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._cached = 0
+        self._not_one: set[str] = set()
+
+    def wanted(self) -> bool:
+        """Count this search; True once the cache is worth loading (see ACTIVATE_AFTER_SEARCHES)."""
+        with self._lock:
+            self.searches += 1
+            return self._ids is not None or self.searches > ACTIVATE_AFTER_SEARCHES
+
+    def top(self, rows: Rows, tokens: list[str], limit: int) -> list[tuple[int, float]] | None:
+        """(rowid, bm25) of the best `limit` rows matching any token, best first, ties by rowid;
+        None when a token is not one FTS5 token after all (FTS5 must rank that query)."""
+        try:
+            return self._top(rows, tokens, limit)
+        except NotOneToken:
+            return None
+
+    def _top(self, rows: Rows, tokens: list[str], limit: int) -> list[tuple[int, float]]:
+        import numpy as np  # noqa: PLC0415 - numpy only where a ranking is computed
+
+        with self._lock:
+            self._load_sizes(rows)
+            assert self._ids is not None and self._sizes is not None
+            total = len(self._ids)
+            if total == 0 or limit <= 0:
+                return []
+            found, scores = [], []
+            for token in tokens:
+                docs, freqs = self._posting(rows, token)
+                if not len(docs):
+                    continue
+                hits = len(docs)
+                idf = math.log((total - hits + 0.5) / (hits + 0.5))
+                idf = idf if idf > 0.0 else 1e-6  # as FTS5 does
+                at = np.minimum(np.searchsorted(self._ids, docs), total - 1)
+                known = self._ids[at] == docs  # False only for a row another process added since
+                if not known.all():
+                    docs, freqs, at = docs[known], freqs[known], at[known]
+                lengths = self._sizes[at]
+                norm = K1 * (1 - B + B * lengths / self._average)
+                found.append(docs)
+                scores.append(idf * ((freqs * (K1 + 1)) / (freqs + norm)))  # FTS5's order of operations
+        if not found:
+            return []
+        docs = np.concatenate(found)
+        if len(found) == 1:
+            unique, summed = docs, scores[0]
+        else:
+            unique, inverse = np.unique(docs, return_inverse=True)
+            summed = np.bincount(inverse, weights=np.concatenate(scores))
+        if len(unique) > limit:  # only the best `limit` (plus ties at the edge) are sorted
+            edge = np.partition(-summed, limit - 1)[limit - 1]
+            keep = -summed <= edge
+            unique, summed = unique[keep], summed[keep]
+        order = np.lexsort((unique, -summed))[:limit]
+        return [(int(d), -float(s)) for d, s in zip(unique[order], summed[order], strict=True)]
+
+    def _load_sizes(self, rows: Rows) -> None:
+        if self._ids is not None:
+            return
+        import numpy as np  # noqa: PLC0415
+
+        records = rows(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id", ())
+        self._ids = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
+        self._sizes = np.asarray(_varints([r[1] for r in records]), dtype=np.float64)
+        self._average = float(self._sizes.sum()) / len(records) if records else 0.0
+
+    def _posting(self, rows: Rows, token: str) -> tuple[np.ndarray, np.ndarray]:
+        if token in self._not_one:
+            raise NotOneToken(token)
+        cached = self._postings.get(token)
+        if cached is not None:
+            self._postings.move_to_end(token)
+            return cached
+        import numpy as np  # noqa: PLC0415
+
+        pairs = rows(f"SELECT doc, count(*) FROM {self.instances} WHERE term = ? GROUP BY doc", (token,))
+        matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
+        if matched != len(pairs):  # FTS5 reads this phrase as other tokens than the text itself
+            self._not_one.add(token)
+            raise NotOneToken(token)
+        docs = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+        freqs = np.fromiter((p[1] for p in pairs), dtype=np.float64, count=len(pairs))
+        self._postings[token] = (docs, freqs)
+        self._cached += len(docs)
+        while self._cached > MAX_CACHED_POSTINGS and len(self._postings) > 1:
+            _, (old, _) = self._postings.popitem(last=False)
+            self._cached -= len(old)
+        return docs, freqs

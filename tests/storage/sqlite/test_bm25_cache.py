@@ -1,0 +1,92 @@
+"""The memory index's keyword ranking from posting lists kept between searches (bm25.py): the
+same rows, scores and order as FTS5's own bm25, before and after commits by this and another
+connection, for English and CJK tokens, repeated tokens and several alternatives per term."""
+
+import random
+import sqlite3
+
+from clawkeep.storage import ChunkRecord, FileRecord, TextQuery
+from clawkeep.storage.query import TextTerm
+from clawkeep.storage.sqlite import bm25
+from clawkeep.storage.sqlite.fts import match_expression
+from clawkeep.storage.sqlite.memory import SqliteMemoryStore
+from clawkeep.text.analyzer import analyze_document
+
+WORDS = ["kayak", "rental", "pier", "boiler", "service", "sprint", "roadmap", "piano", "coach",
+         "搬家", "方案", "预算", "上海", "出差"]
+RANKED = ("SELECT rowid, bm25(chunks_fts), tokens FROM chunks_fts WHERE chunks_fts MATCH ? "
+          "ORDER BY 2, 1 LIMIT ?")
+
+
+def add_file(store, rng, name, lines=6):
+    chunks = []
+    for i in range(lines):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+        chunks.append(ChunkRecord(name, "memory", i + 1, i + 1, text, f"{name}-{i}", tokens=analyze_document(text)))
+    store.replace_file(FileRecord(name, "memory", name, 1.0, 1), chunks, None, None)
+
+
+def fts5_ranking(path, query, limit):
+    with sqlite3.connect(path) as conn:
+        return conn.execute(RANKED, (match_expression(query), limit)).fetchall()
+
+
+def queries():
+    one = [TextQuery.words(w) for w in ("kayak", "piano", "方案")]
+    many = [TextQuery.words("kayak", "rental"), TextQuery.words("搬家", "方案", "kayak"),
+            TextQuery.words("coach", "coach"),  # a repeated token is two phrases in FTS5's sum
+            TextQuery.words("nothing", "matches", "this")]
+    alternatives = [TextQuery((TextTerm((("pier",), ("boiler",))), TextTerm((("预算",),))))]
+    return one + many + alternatives
+
+
+def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path):
+    path = str(tmp_path / "memory.sqlite")
+    store = SqliteMemoryStore(path)
+    rng = random.Random(11)
+    with store.transaction():
+        for f in range(300):
+            add_file(store, rng, f"memory/n{f}.md")
+
+    def compare():
+        for query in queries():
+            for limit in (1, 7, 40, 5000):
+                assert store.keyword_search(query, sources=["memory"], limit=limit) == fts5_ranking(path, query, limit)
+
+    compare()
+    cache = store._committed_read("bm25", lambda: None)
+    assert cache is not None and cache._ids is not None and cache._postings  # the memory path answered
+    add_file(store, rng, "memory/n5.md", lines=9)  # this connection replaces a file: new state
+    store.remove_file("memory/n7.md")
+    compare()
+    other = SqliteMemoryStore(path)  # another connection (another process) commits
+    add_file(other, rng, "memory/late.md", lines=20)
+    other.close()
+    compare()
+    store.close()
+
+
+def test_a_token_fts5_reads_differently_is_ranked_by_fts5(tmp_path):
+    """A stemming tokenizer indexes "running" as "run": the literal term has no postings, so
+    the count guard refuses to rank it from memory (FTS5 must)."""
+    conn = sqlite3.connect(tmp_path / "x.sqlite")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize = 'porter unicode61')")
+    conn.executemany("INSERT INTO t(tokens) VALUES (?)", [("running fast",), ("she runs",), ("slow walk",)])
+    conn.execute("CREATE VIRTUAL TABLE temp.ti USING fts5vocab(main, t, instance)")
+    cache = bm25.Bm25Cache("t", "temp.ti")
+
+    def rows(sql, params=()):
+        return conn.execute(sql, params).fetchall()
+
+    assert cache.top(rows, ["running"], 5) is None
+    assert cache.top(rows, ["running"], 5) is None  # remembered, not read again
+    ranked = cache.top(rows, ["walk"], 5)
+    assert ranked == conn.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH 'walk' ORDER BY 2, 1").fetchall()
+
+
+def test_only_plain_single_tokens_are_ranked_from_memory():
+    assert bm25.single_tokens(TextQuery.words("kayak", "方案")) == ["kayak", "方案"]
+    assert bm25.single_tokens(TextQuery((TextTerm((("inv", "2024"),)),))) is None  # a phrase
+    assert bm25.single_tokens(TextQuery((TextTerm((("kay",),), True),))) is None  # a prefix
+    assert bm25.single_tokens(TextQuery.words("café")) is None  # FTS5 folds the diacritic
+    assert bm25.single_tokens(TextQuery.words("Kayak")) is None  # FTS5 folds the case
