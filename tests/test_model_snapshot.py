@@ -4,6 +4,7 @@ must fall back to the ordinary load."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +88,10 @@ def test_a_cold_process_restores_from_the_snapshot(tmp_path: Path, reference):
     code = ("import numpy as np, sys; from clawkeep.models.embeddings import snapshot; "
             f"e = snapshot.load_use(1); v = e.encode({TEXTS!r}); np.save(sys.argv[1], v); "
             "print(type(e._backend.table).__name__)")
-    env = {"CLAWKEEP_MODEL_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    # the BLAS settings of this process go along (OPENBLAS_CORETYPE picks the kernel, and so the
+    # last bits of every float), or the child's vectors differ from the reference for that alone
+    blas = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_", "NPY_"))}
+    env = {**blas, "CLAWKEEP_MODEL_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     kinds = []
     for n in range(2):
         out = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"v{n}.npy")], capture_output=True,
