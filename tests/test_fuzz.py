@@ -423,7 +423,10 @@ def check_cli(home: Path, args: list[str], extra: list[str] = ()) -> None:
     assert "Traceback" not in output, output[-2000:]
     if result.exit_code == 0:
         options = args[:args.index("--")] if "--" in args else args  # after "--", "--json" is text
-        if "--json" in options and result.stdout.strip():
+        # "--json" right after another option may be that option's value (`--label --json`)
+        as_flag = any(a == "--json" and (i == 0 or not options[i - 1].startswith("-"))
+                      for i, a in enumerate(options))
+        if as_flag and result.stdout.strip():
             json.loads(result.stdout)
         return
     if exc is None or isinstance(exc, SystemExit):  # click's own usage errors exit 2
