@@ -252,8 +252,10 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             cache = self._committed_read("bm25", lambda: bm25.Bm25Cache("chunks_fts", "temp.chunks_fts_instances"))
             if not cache.wanted():
                 return None
-            self._rows("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
-                       "USING fts5vocab(main, chunks_fts, instance)")
+            if not self.__dict__.get("_instances_table"):  # once per connection, not per search
+                self._rows("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
+                           "USING fts5vocab(main, chunks_fts, instance)")
+                self._instances_table = True
             best = cache.top(self._rows, tokens, limit)
             if not best:
                 return best
