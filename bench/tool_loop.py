@@ -10,7 +10,9 @@ messages across ~800 sessions; `--quick`: 1.5k chunks, 10k messages), copied to 
 for each run, since the turns write to it.
 
 Model: `tests/scripted_server.py`'s `ScriptedServer` on loopback speaking the OpenAI chat
-protocol and answering at once. In a *tool* turn the first call answers with one `memory_search`
+protocol and answering at once, in its own process (as a model provider is: a server thread in
+the engine's process would share its GIL, and the hand-overs of the GIL between the two on every
+request would be counted as the engine's time; that variant is measured too, for comparison). In a *tool* turn the first call answers with one `memory_search`
 tool call (a query from the corpus), the second with text; in a *baseline* turn the model
 answers text at once (the tools are offered to both). The server times each request it handles
 (from header parsing to just before the answer is written) and that time is subtracted as the model's own.
@@ -106,7 +108,7 @@ class Model:
 
 
 class TimedServer(ScriptedServer):
-    """ScriptedServer that also records how long it spends on each request (the model's time)."""
+    """ScriptedServer that also records how long it spends on each model request (the model's time)."""
 
     def __init__(self, script: Any) -> None:
         self.spent: list[float] = []
@@ -128,10 +130,76 @@ class TimedServer(ScriptedServer):
             def _send(self, reply: Reply) -> None:
                 # recorded before the answer goes out, so the client never returns before it is
                 # counted (the few syscalls of writing it count as engine time: conservative)
-                server.spent.append(time.perf_counter() - self._bench_t0)
+                if self.path.startswith("/v1/"):  # not the bench's own control requests
+                    server.spent.append(time.perf_counter() - self._bench_t0)
                 base._send(self, reply)
 
         return Timed
+
+
+class RemoteModel(Model):
+    """The script of the model server in its own process: the bench sets the next turn's query
+    and collects the server's request times through two control paths (outside the timed turn)."""
+
+    def __init__(self, server: TimedServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def __call__(self, request: Any) -> Reply:
+        if request.path == "/bench/query":
+            self.query = request.json()["query"]
+            return Reply(json={"ok": True})
+        if request.path == "/bench/spent":
+            spent, self.server.spent[:] = list(self.server.spent), []
+            self.server.requests.clear()  # bodies grow with the history; nothing reads them back
+            return Reply(json={"spent": spent, "wire_tools": self.wire_tools})
+        return super().__call__(request)
+
+
+def _serve_model(urls: Any, stop: Any) -> None:
+    """The model server process: serve until `stop` is set."""
+    server = TimedServer(())
+    server.set_script(RemoteModel(server))
+    server.start()
+    urls.put(server.url)
+    stop.wait()
+    server.stop()
+
+
+class ModelProcess:
+    """The scripted model in a child process, with the same surface `Runner` uses in-process:
+    `query` to set, `take_spent()` for the server's times since the last call."""
+
+    def __init__(self) -> None:
+        import multiprocessing  # noqa: PLC0415
+
+        ctx = multiprocessing.get_context("spawn")
+        urls, self._stop = ctx.Queue(), ctx.Event()
+        self._process = ctx.Process(target=_serve_model, args=(urls, self._stop), daemon=True)
+        self._process.start()
+        self.url = urls.get(timeout=60)
+        self._client = httpx.Client(base_url=self.url)
+        self.wire_tools: list[Any] | None = None
+
+    @property
+    def query(self) -> str | None:  # write-only in practice; kept for Runner's symmetry
+        return None
+
+    @query.setter
+    def query(self, value: str | None) -> None:
+        self._client.post("/bench/query", json={"query": value}).raise_for_status()
+
+    def take_spent(self) -> list[float]:
+        data = self._client.get("/bench/spent").json()
+        self.wire_tools = data["wire_tools"] or self.wire_tools
+        return data["spent"]
+
+    def stop(self) -> None:
+        self._client.close()
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
 
 
 def config_for(url: str) -> dict[str, Any]:
@@ -166,17 +234,27 @@ def stats(values: list[float]) -> dict[str, float]:
 
 # --- measurements -------------------------------------------------------------------------------
 class Runner:
-    def __init__(self, eng: Engine, server: TimedServer, model: Model):
-        self.eng, self.server, self.model = eng, server, model
+    """Timed turns against the scripted model: `model` is a `ModelProcess` (its own process), or
+    a `Model` served by `server` on a thread of this process."""
+
+    def __init__(self, eng: Engine, model: Model | ModelProcess, server: TimedServer | None = None):
+        self.eng, self.model, self.server = eng, model, server
+
+    def _spent(self) -> list[float]:
+        if self.server is None:
+            return self.model.take_spent()  # type: ignore[union-attr]
+        spent = list(self.server.spent)
+        self.server.spent.clear()
+        self.server.requests.clear()  # bodies grow with the history; nothing reads them back
+        return spent
 
     def turn(self, key: str, text: str, query: str | None) -> dict[str, Any]:
         self.model.query = query
-        mark = len(self.server.spent)
+        self._spent()  # anything before this turn (a warm-up) is not this turn's
         start = time.perf_counter()
         result = self.eng.message(text, session=key)
         wall = time.perf_counter() - start
-        spent = self.server.spent[mark:]
-        self.server.requests.clear()  # bodies grow with the history; nothing reads them back
+        spent = self._spent()
         calls = [c.get("name") for c in result.tool_calls or []]
         return {"wall": wall, "server": sum(spent), "requests": len(spent), "calls": calls,
                 "side": result.compaction is not None or result.flush is not None}
@@ -264,8 +342,8 @@ def _inline(seconds: float, work: Any) -> tuple[bool, Any]:
 
 
 def profile(runner: Runner, keys: list[str], rng: random.Random, progress: Any, top: int = 12) -> dict[str, Any]:
-    """cProfile of tool turns vs baseline turns (other threads, i.e. the model server, are not
-    profiled; run_tool's worker thread is run inline here so its search is seen). Rows: the
+    """cProfile of tool turns vs baseline turns (other threads are not profiled; the model server
+    is another process; run_tool's worker thread is run inline here so its search is seen). Rows: the
     functions whose own time grows most from a baseline to a tool turn, and the loop's stages
     (cumulative), ms per turn."""
     qs = queries(rng, len(keys))
@@ -314,16 +392,32 @@ STAGES = (  # (file, function, label): cumulative time per turn in the profile
     ("memory/search/terms.py", "of", "  of which query terms (parse + document frequencies)"),
     ("memory/search/rank.py", "keyword", "  of which the keyword (FTS5) ranking"),
     ("memory/search/windows.py", "hits", "  of which snippet windows (re-analysing the hit chunks' lines)"),
-    ("turns/reply.py", "_record_entry", "recording transcript entries (call, result, answer)"),
-    ("turns/reply.py", "_record_usage", "usage update after each model call"),
+    ("turns/reply.py", "_record_entries", "recording transcript entries (the calls with their results, then the answer)"),
     ("turns/reply.py", "build_context", "building the context"),
 )
+
+
+def measure_threaded(home: Path, keys: list[str], rng: random.Random, progress: Any) -> dict[str, Any]:
+    """The same pairs with the model server on a thread of this process (how the tests run it):
+    the server and the engine then share one GIL, and every hand-over between them on a request
+    is counted as the engine's time. For comparison only."""
+    model = Model()
+    server = TimedServer(model).start()
+    try:
+        eng = Engine.open(home=home, config=config_for(server.url))
+        try:
+            return measure_turns(Runner(eng, model, server), keys, rng, progress)
+        finally:
+            eng.close()
+    finally:
+        server.stop()
 
 
 # --- the section --------------------------------------------------------------------------------
 def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> Section:
     sizes = QUICK if quick else FULL
     n_turns = turns or sizes["turns"]
+    n_threaded = max(10, n_turns // 2)  # the in-process comparison: half as many pairs
     cached, manifest = recall_perf.prepared_home(sizes["store"], fresh=False)
     scratch = scratch_dir("tool-loop-")
     home = scratch / "home"
@@ -331,10 +425,10 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
     shutil.copytree(cached, home)
     copy_s = time.perf_counter() - t0
     rng = random.Random(20261201)
-    model = Model()
-    server = TimedServer(model).start()
+    model = ModelProcess()
+    threaded = None
     try:
-        eng = Engine.open(home=home, config=config_for(server.url))
+        eng = Engine.open(home=home, config=config_for(model.url))
         try:
             store = eng.runtime.store()
             threads = [s.key for s in store.list_sessions() if s.kind == "dashboard" and s.message_count >= 4]
@@ -345,25 +439,30 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
                 raise RuntimeError(f"{len(threads)} dashboard threads in the seeded home, {need} needed")
             counts = {s.key: s.message_count for s in store.list_sessions()}
             keys = threads[:WARMUP_THREADS + n_turns]
-            turns_data = measure_turns(Runner(eng, server, model), keys, rng, progress)
+            runner = Runner(eng, model)
+            turns_data = measure_turns(runner, keys, rng, progress)
             search = measure_search(eng, threads[0], sizes["search_calls"], rng, progress)
-            rtt = round_trip(server.url)
-            prof_rows = profile(Runner(eng, server, model), threads[len(keys):need], rng, progress)
+            rtt = round_trip(model.url)
+            prof_rows = profile(runner, threads[len(keys):need], rng, progress)
             # The gateway's state: a watcher also re-indexes edits in the background (each search
             # still checks the change queue, or without one trusts the watcher). Other threads.
             watched_keys = threads[need:need + WARMUP_THREADS + n_turns]
+            threaded_keys = threads[need + len(watched_keys):need + len(watched_keys) + WARMUP_THREADS + n_threaded]
             watched = None
             if len(watched_keys) == WARMUP_THREADS + n_turns:
                 eng.memory_watch()
-                watched = measure_turns(Runner(eng, server, model), watched_keys, rng, progress)
+                watched = measure_turns(runner, watched_keys, rng, progress)
+            model.take_spent()
             wire = model.wire_tools or []
             wire_chars = len(json.dumps(wire, ensure_ascii=False))
             wire_tokens = estimate_tokens(json.dumps(wire, ensure_ascii=False))
             history = sorted(counts[k] for k in keys[WARMUP_THREADS:])
         finally:
             eng.close()
+        if len(threaded_keys) == WARMUP_THREADS + n_threaded:
+            threaded = measure_threaded(home, threaded_keys, rng, progress)
     finally:
-        server.stop()
+        model.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
     d = turns_data
@@ -389,6 +488,10 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              f"**{fmt_ms(watched['overhead']['p50'])}** ({watched['overhead']['p50'] / TARGET_S:.2f}×)",
              f"**{fmt_ms(watched['overhead']['p95'])}** ({watched['overhead']['p95'] / TARGET_S:.2f}×)",
              fmt_ms(watched["overhead"]["mean"])]] if watched else []),
+         *([[f"overhead per tool step, model server on a thread of the engine's process (shared GIL; "
+             f"{threaded['pairs']} other threads; comparison only)",
+             fmt_ms(threaded["overhead"]["p50"]), fmt_ms(threaded["overhead"]["p95"]),
+             fmt_ms(threaded["overhead"]["mean"])]] if threaded else []),
          ["memory_search alone (`turns.tools.run_tool`, same store)", fmt_ms(search["run_tool"]["p50"]),
           fmt_ms(search["run_tool"]["p95"]), fmt_ms(search["run_tool"]["mean"])],
          ["model server time per request (subtracted)", fmt_ms(d["server_per_request"]["p50"]),
@@ -409,8 +512,9 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              "(`plugins.entries.active-memory.enabled: false`) so recall does not dominate the turn; "
              "`session.reset.mode: none` so the old seeded threads keep their history; context window "
              f"{CONTEXT_WINDOW:,} tokens. Model: tests/scripted_server.py on 127.0.0.1 (OpenAI chat API, "
-             "non-streaming, answers at once); its time per request (header parsing until the answer is written) is "
-             "subtracted. Each thread gets one untimed turn, then a baseline and a tool turn (alternating order); "
+             "non-streaming, answers at once) in a child process, as a provider is; its time per request (header "
+             "parsing until the answer is written) is subtracted. The bench sets each turn's script and collects "
+             "those times over the same loopback server before and after the timed turn. Each thread gets one untimed turn, then a baseline and a tool turn (alternating order); "
              "overhead = (tool − server) − (baseline − server) per thread. The overhead includes the second "
              "model call's client side (context re-serialised, HTTP), running memory_search (limit 6, in a worker "
              "thread), and recording the call and result entries. Of the overhead's p50 "
@@ -429,15 +533,16 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
     prof = md_table(["function (cProfile, own time)", "tool turn ms", "baseline ms", "difference ms",
                      "cumulative in tool turn ms"], prof_rows["functions"])
     prof_note = (f"Where a tool step's time goes: cProfile over {sizes['profile_turns']} tool and "
-                 f"{sizes['profile_turns']} baseline turns on other threads (main thread only; the server thread is "
-                 "not profiled, so waiting for it shows up as socket reads; run_tool's worker thread run inline; the "
+                 f"{sizes['profile_turns']} baseline turns on other threads (main thread only; the model server is "
+                 "another process, so waiting for it shows up as socket reads; run_tool's worker thread run inline; the "
                  "upper half of a split keyword ranking runs on its own thread, so the profile sees the wait for it). "
                  "Profiling inflates times; read the rows as shares.")
     data = {"turns": d, "turns_watched": watched, "memory_search": search, "round_trip": rtt, "schema_wire_tokens": wire_tokens,
             "schema_wire_chars": wire_chars, "profile": prof_rows, "store": {"chunks": manifest.chunks,
                                                                               "messages": manifest.messages},
             "target_s": TARGET_S, "verdict_p50": verdict, "verdict_p95": verdict95,
-            "verdict_watched_p50": watched_verdict, "verdict_watched_p95": watched_verdict95}
+            "verdict_watched_p50": watched_verdict, "verdict_watched_p95": watched_verdict95,
+            "turns_threaded_server": threaded, "model_server": "child process"}
     return Section("tool-loop", "Tool loop overhead per turn",
                    [table, notes, store_line, schema, stages, prof, prof_note], data)
 

@@ -233,6 +233,24 @@ def test_provider_timeout_mid_loop_keeps_everything_recorded(home, server):
     assert any(m["role"] == "tool" for m in sent)  # the interrupted call and its result are replayed, paired
 
 
+def test_calls_land_with_their_results_in_order_and_every_call_counts_its_usage(home, server):
+    server.add(completion("", [("session_status", {}), ("memory_search", {"query": "tea"})]),
+               completion("", [("sessions_list", {})]), completion("done"))
+    eng = open_engine(home, config_for(server))
+    recorded = []
+    from clawkeep.events import MessageRecorded
+    eng.runtime.events.subscribe(MessageRecorded, lambda event: recorded.append(event.role))
+    assert eng.message("look around").reply == "done"
+    history = eng.sessions_history("agent:main:main", include_tools=True)["messages"]
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    assert "session_status" in history[1]["text"] and "memory_search" in history[1]["text"]
+    assert "agent:main:main" in history[2]["text"] and "messageCount" in history[5]["text"]
+    assert [r for r in recorded if r] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    status = eng.session_status("agent:main:main")
+    # three model calls of 40 + 5 tokens: the two that asked for tools and the one that answered
+    assert status["usage"]["inputTokens"] == 120 and status["usage"]["outputTokens"] == 15
+
+
 def test_a_tool_that_outlives_its_timeout_is_a_tool_error(home, server):
     server.add(completion("", [("memory_search", {"query": "slow"})]), completion("ok"))
     eng = open_engine(home, config_for(server, tools={"timeoutSeconds": 0.2}))

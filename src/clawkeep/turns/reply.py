@@ -203,6 +203,7 @@ class ModelReply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     compaction: dict[str, Any] | None = None
     asking: str | None = None  # the id of the user message being answered
+    answered_by: Any | None = None  # the model call that gave the answer: its usage goes with the answer's entry
 
 
 STEP_LIMIT_NOTE = ("Tool step limit reached (agents.defaults.tools.maxSteps): no more tools this turn; "
@@ -249,7 +250,7 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
             context = build_context(rt, store, session, text, recall_result, model, at, offered)
             continue
         if not result.tool_calls or last:
-            _record_usage(store, session, result, rt.now())
+            done.answered_by = result
             done.text = strip_reasoning(result.text) or ("" if not last else "(no answer: the tool step limit "
                                                                               "was reached)")
             return done
@@ -259,21 +260,24 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
 
 def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: Any, offered: list[dict[str, Any]],
                context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None) -> None:
-    """Record the model's tool calls (with the usage of the model call that asked for them: one
-    write), run each, record each result; the next call sees them."""
+    """Run the model's tool calls, then record the calls (with the usage of the model call that
+    asked for them) and their results in one write: a call never lands without its result, and
+    the next model call sees both."""
     from . import tools  # noqa: PLC0415 - see reply()
 
     said = strip_reasoning(result.text)
     calls = [call.to_message() for call in result.tool_calls]
     blocks = (transcript.text_blocks(said) if said else []) + [
         {"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
-    _record_entry(rt, store, session, "assistant", blocks, {"model": f"{result.provider}/{result.model}"},
-                  usage_of=result)
+    entries: list[PendingEntry] = [PendingEntry("assistant", blocks, {"model": f"{result.provider}/{result.model}"},
+                                                usage_of=result)]
+    outcomes = [(call, tools.run_tool(rt, session, call, offered, done.asking)) for call in result.tool_calls]
+    entries += [PendingEntry("tool", [{"type": "toolResult", "toolCallId": call.id, "name": call.name,
+                                       "content": outcome.content, "isError": outcome.is_error}], {})
+                for call, outcome in outcomes]
+    _record_entries(rt, store, session, entries)
     context.messages.append({"role": "assistant", "content": said, "tool_calls": calls})
-    for call in result.tool_calls:
-        outcome = tools.run_tool(rt, session, call, offered, done.asking)
-        _record_entry(rt, store, session, "tool", [{"type": "toolResult", "toolCallId": call.id, "name": call.name,
-                                                    "content": outcome.content, "isError": outcome.is_error}], {})
+    for call, outcome in outcomes:
         context.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                  "content": outcome.content, "is_error": outcome.is_error})
         summary = {"name": call.name, "isError": outcome.is_error}
@@ -379,14 +383,6 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
                     after_user=after, tools=offered)
 
 
-def _record_usage(store: AgentStore, session: SessionRecord, result: Any, now: int) -> None:
-    with store.transaction():
-        fresh = store.get_session(session.session_id) or session
-        _add_usage(fresh, result, now)
-        store.update_session(fresh)
-    session.__dict__.update(fresh.__dict__)
-
-
 def _add_usage(session: SessionRecord, result: Any, now: int) -> None:
     """A model call's tokens added to the session's counters; the session records its model."""
     usage = session.meta.setdefault("usage", {"inputTokens": 0, "outputTokens": 0})
@@ -426,7 +422,8 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
                        context=context if unchanged else None, on_event=on_event)
         outcome.reply, outcome.tool_calls = answer.text, answer.tool_calls
         outcome.compaction = answer.compaction or outcome.compaction
-        _record_entry(rt, store, session, "assistant", transcript.text_blocks(answer.text), {"model": outcome.model})
+        _record_entry(rt, store, session, "assistant", transcript.text_blocks(answer.text), {"model": outcome.model},
+                      usage_of=answer.answered_by)
     clear_notices(store, session)
     return outcome
 
@@ -454,21 +451,40 @@ def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[s
         return {"status": "failed", "reason": str(exc)}
 
 
+@dataclass
+class PendingEntry:
+    """An assistant or tool entry to append; `usage_of`: the model call whose tokens it carries."""
+
+    role: str
+    content: list[dict[str, Any]]
+    meta: dict[str, Any]
+    usage_of: Any | None = None
+
+
 def _record_entry(rt: Runtime, store: AgentStore, session: SessionRecord, role: str, content: list[dict[str, Any]],
                   meta: dict[str, Any], usage_of: Any | None = None) -> None:
-    """Append one assistant or tool entry; the entry and the session counters (with the usage of
-    the model call `usage_of`, when given) land together."""
+    _record_entries(rt, store, session, [PendingEntry(role, content, meta, usage_of)])
+
+
+def _record_entries(rt: Runtime, store: AgentStore, session: SessionRecord, pending: list[PendingEntry]) -> None:
+    """Append assistant or tool entries in order; the entries and the session counters (with
+    the usage of each entry's model call) land together, in one transaction."""
     at = rt.now()
-    entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role=role, content=content,
-                        meta=meta)
+    entries = []
     with store.transaction():
-        transcript.append(store, entry)
         fresh = store.get_session(session.session_id) or session
-        if usage_of is not None:
-            _add_usage(fresh, usage_of, at)
-        transcript.add_active_size(fresh, entry)
-        fresh.message_count += 1
+        for item in pending:
+            entry = EntryRecord(transcript.new_entry_id(), session.session_id, "message", at, role=item.role,
+                                content=item.content, meta=item.meta)
+            transcript.append(store, entry)
+            if item.usage_of is not None:
+                _add_usage(fresh, item.usage_of, at)
+            transcript.add_active_size(fresh, entry)
+            fresh.message_count += 1
+            entries.append(entry)
         fresh.updated_at = max(fresh.updated_at, at)
         store.update_session(fresh)
     session.__dict__.update(fresh.__dict__)
-    rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id, role))
+    for entry in entries:
+        rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id,
+                                          entry.role))
