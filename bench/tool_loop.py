@@ -260,11 +260,24 @@ class Runner:
                 "side": result.compaction is not None or result.flush is not None}
 
 
+def settle_background() -> float:
+    """Wait for the memory index's background load of common terms' posting lists (started by
+    the warm-up's searches; ≈1 CPU-s at 10k chunks), so the timed turns see a process that has
+    been up for a few seconds, as a gateway is. Returns the seconds waited."""
+    import threading  # noqa: PLC0415
+
+    start = time.perf_counter()
+    for thread in threading.enumerate():
+        if thread.name == "clawkeep-bm25-warm":
+            thread.join(120)
+    return time.perf_counter() - start
+
+
 def measure_turns(runner: Runner, keys: list[str], rng: random.Random, progress: Any) -> dict[str, Any]:
     qs = queries(rng, len(keys) + WARMUP_THREADS)
     task = progress.add_task("tool-loop: turns (warm-up + baseline + tool per thread)",
                              total=len(keys) + WARMUP_THREADS) if progress else None
-    base, tool, excluded = [], [], 0
+    base, tool, excluded, settled = [], [], 0, 0.0
     for i, key in enumerate(keys):
         runner.turn(key, recall_perf.filler(rng), None)  # untimed: compaction/flush the old history makes due
         order = (None, qs[i]) if i % 2 == 0 else (qs[i], None)
@@ -278,6 +291,8 @@ def measure_turns(runner: Runner, keys: list[str], rng: random.Random, progress:
         if task is not None:
             progress.advance(task)
         if i < WARMUP_THREADS:
+            if i == WARMUP_THREADS - 1:
+                settled = settle_background()
             continue
         if pair["tool"]["side"] or pair["base"]["side"]:
             excluded += 1
@@ -287,7 +302,7 @@ def measure_turns(runner: Runner, keys: list[str], rng: random.Random, progress:
     net_base = [t["wall"] - t["server"] for t in base]
     net_tool = [t["wall"] - t["server"] for t in tool]
     return {
-        "pairs": len(base), "excluded_pairs": excluded,
+        "pairs": len(base), "excluded_pairs": excluded, "background_settle_s": settled,
         "baseline": stats([t["wall"] for t in base]), "baseline_net": stats(net_base),
         "tool": stats([t["wall"] for t in tool]), "tool_net": stats(net_tool),
         "server_per_request": stats([t["server"] / t["requests"] for t in base + tool]),
@@ -514,7 +529,11 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              f"{CONTEXT_WINDOW:,} tokens. Model: tests/scripted_server.py on 127.0.0.1 (OpenAI chat API, "
              "non-streaming, answers at once) in a child process, as a provider is; its time per request (header "
              "parsing until the answer is written) is subtracted. The bench sets each turn's script and collects "
-             "those times over the same loopback server before and after the timed turn. Each thread gets one untimed turn, then a baseline and a tool turn (alternating order); "
+             "those times over the same loopback server before and after the timed turn. The first "
+             f"{WARMUP_THREADS} threads are a warm-up, after which the bench waits for the index's background load of "
+             f"common terms' posting lists ({d['background_settle_s']:.1f} s here): the turns see a gateway that has "
+             "been up a few seconds (before that load ends, a common word costs a search what FTS5 would). "
+             "Each thread gets one untimed turn, then a baseline and a tool turn (alternating order); "
              "overhead = (tool − server) − (baseline − server) per thread. The overhead includes the second "
              "model call's client side (context re-serialised, HTTP), running memory_search (limit 6, in a worker "
              "thread), and recording the call and result entries. Of the overhead's p50 "

@@ -90,3 +90,53 @@ def test_only_plain_single_tokens_are_ranked_from_memory():
     assert bm25.single_tokens(TextQuery((TextTerm((("kay",),), True),))) is None  # a prefix
     assert bm25.single_tokens(TextQuery.words("café")) is None  # FTS5 folds the diacritic
     assert bm25.single_tokens(TextQuery.words("Kayak")) is None  # FTS5 folds the case
+
+
+def test_common_terms_loaded_ahead_give_the_same_rankings_and_stop_when_the_index_moves(tmp_path):
+    import threading
+
+    path = str(tmp_path / "memory.sqlite")
+    store = SqliteMemoryStore(path)
+    rng = random.Random(5)
+    with store.transaction():
+        for f in range(200):
+            add_file(store, rng, f"memory/n{f}.md")
+    first = TextQuery.words("pier")
+    store.keyword_search(first, sources=["memory"], limit=5)  # FTS5 answers the first search after a commit
+    store.keyword_search(first, sources=["memory"], limit=5)  # the second loads the sizes (and starts a load ahead)
+    cache = store._committed_read("bm25", lambda: None)
+    assert cache.generation is not None
+    finish_loads_ahead()
+    cache.warm(store._snapshot, threading.Event(), min_rows=50)  # run here, to its end
+    common = {analyze_document(w) for w in WORDS if w.isascii()} - {"pier"}
+    assert common <= set(cache._postings)  # every word is in far more than 50 of 1,200 rows
+    for query in queries():
+        for limit in (1, 7, 5000):
+            assert store.keyword_search(query, sources=["memory"], limit=limit) == fts5_ranking(path, query, limit)
+
+    # a commit by another connection after the sizes were read: the load ahead reads nothing
+    add_file(store, rng, "memory/fresh.md")
+    store.keyword_search(first, sources=["memory"], limit=5)
+    store.keyword_search(first, sources=["memory"], limit=5)
+    cache = store._committed_read("bm25", lambda: None)
+    finish_loads_ahead()  # the background load this search started
+    other = SqliteMemoryStore(path)
+    add_file(other, rng, "memory/other.md", lines=30)
+    other.close()
+    before = set(cache._postings)
+    cache.warm(store._snapshot, threading.Event(), min_rows=50)
+    assert set(cache._postings) == before
+    for query in queries():
+        assert store.keyword_search(query, sources=["memory"], limit=40) == fts5_ranking(path, query, 40)
+    # a closed store: the load ahead ends quietly and opens nothing
+    store.close()
+    cache.warm(store._snapshot, threading.Event(), min_rows=1)
+    assert store._reader is None
+
+
+def finish_loads_ahead():
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "clawkeep-bm25-warm":
+            thread.join(30)

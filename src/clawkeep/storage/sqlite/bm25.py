@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 ACTIVATE_AFTER_SEARCHES = 1  # searches answered by FTS5 after a commit before the sizes are loaded
 MAX_CACHED_POSTINGS = 2_000_000  # (row, tf) pairs kept in all (≈32 MB); least recently used terms go first
+# Loaded ahead, on a background thread, once the cache is in use: the posting lists of the terms in
+# at least WARM_MIN_ROWS rows (a cold one costs ≈1 µs a row, as FTS5 would to rank it), least
+# common first, up to WARM_SHARE of the budget, so a long-running process rarely pays for a common
+# word on the first search that asks for it.
+WARM_MIN_ROWS = 500
+WARM_SHARE = 0.5
+WARM_BATCH = 4  # terms per read transaction of the loading thread (a search waits for at most one batch)
 
 Rows = Callable[[str, Sequence[Any]], list[Any]]
 
@@ -81,8 +88,10 @@ def _varints(blobs: list[bytes]) -> list[int]:
 class Bm25Cache:
     """Row sizes and posting lists of one FTS5 table as of one committed state of the file."""
 
-    def __init__(self, table: str, instances: str) -> None:
-        self.table, self.instances = table, instances
+    def __init__(self, table: str, instances: str, version: Callable[[Rows], Any] | None = None) -> None:
+        """`version(rows)`: a value every commit that changes `table` moves (without one, nothing
+        is loaded ahead: a background load could not tell which state it read)."""
+        self.table, self.instances, self._version = table, instances, version
         self.searches = 0
         self._lock = threading.Lock()
         self._ids: np.ndarray | None = None  # sorted rowids
@@ -91,6 +100,53 @@ class Bm25Cache:
         self._postings: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached = 0
         self._not_one: set[str] = set()
+        self.generation: str | None = None  # the index's generation the sizes were read at
+        self._warm = "no"  # "no" → "due" once the sizes are loaded → "started"
+
+    def take_warm_start(self) -> bool:
+        """True once, when the background load of common terms should start (see `warm`)."""
+        with self._lock:
+            if self._warm != "due":
+                return False
+            self._warm = "started"
+            return True
+
+    def warm(self, snapshot: Callable[[Callable[[Rows], Any]], Any], stop: threading.Event,
+             min_rows: int = WARM_MIN_ROWS) -> None:
+        """Load the posting lists of the terms in `min_rows` rows or more ahead of the searches,
+        `snapshot(work)` running `work(rows)` in one read transaction of another connection.
+        Stops when the index changed since the sizes were read (its generation moved), when
+        `stop` is set, or on any error: everything it does is an optimisation."""
+        def batch_of(terms: list[str]) -> list[tuple[str, Any]] | None:
+            def work(rows: Rows) -> list[tuple[str, Any]] | None:
+                if self._version(rows) != self.generation:
+                    return None
+                return [(term, self._read_posting(rows, term)) for term in terms]
+            return snapshot(work)
+
+        try:
+            listed = snapshot(lambda rows: (self._version(rows), rows(
+                f"SELECT term, doc FROM {self.table}_vocab WHERE doc >= ? ORDER BY doc, term", (min_rows,))))
+            if listed[0] != self.generation:
+                return
+            budget = int(MAX_CACHED_POSTINGS * WARM_SHARE)
+            terms = [term for term, _ in listed[1] if plain(term)]
+            for start in range(0, len(terms), WARM_BATCH):
+                if stop.is_set():
+                    return
+                loaded = batch_of(terms[start:start + WARM_BATCH])
+                if loaded is None:
+                    return
+                with self._lock:
+                    for term, posting in loaded:
+                        if posting is None:
+                            self._not_one.add(term)
+                        elif term not in self._postings:
+                            if self._cached + len(posting[0]) > budget:
+                                return
+                            self._keep(term, posting)
+        except Exception:  # noqa: BLE001 - a closed store, a locked file: searches load what they need
+            return
 
     def wanted(self) -> bool:
         """Count this search; True once the cache is worth loading (see ACTIVATE_AFTER_SEARCHES)."""
@@ -151,7 +207,10 @@ class Bm25Cache:
             return
         import numpy as np  # noqa: PLC0415
 
+        before = self._version(rows) if self._version else None
         records = rows(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id", ())
+        if self._version and self._version(rows) == before:  # no commit between: `before`'s postings fit
+            self.generation, self._warm = before, "due"
         self._ids = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
         self._sizes = np.asarray(_varints([r[1] for r in records]), dtype=np.float64)
         self._average = float(self._sizes.sum()) / len(records) if records else 0.0
@@ -163,18 +222,28 @@ class Bm25Cache:
         if cached is not None:
             self._postings.move_to_end(token)
             return cached
+        posting = self._read_posting(rows, token)
+        if posting is None:
+            self._not_one.add(token)
+            raise NotOneToken(token)
+        self._keep(token, posting)
+        return posting
+
+    def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, frequencies) of one token, or None when FTS5 reads it as other tokens."""
         import numpy as np  # noqa: PLC0415
 
         pairs = rows(f"SELECT doc, count(*) FROM {self.instances} WHERE term = ? GROUP BY doc", (token,))
         matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
         if matched != len(pairs):  # FTS5 reads this phrase as other tokens than the text itself
-            self._not_one.add(token)
-            raise NotOneToken(token)
-        docs = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
-        freqs = np.fromiter((p[1] for p in pairs), dtype=np.float64, count=len(pairs))
-        self._postings[token] = (docs, freqs)
-        self._cached += len(docs)
+            return None
+        table = np.array(pairs, dtype=np.int64).reshape(-1, 2)  # converted in C: the GIL is held briefly
+        return np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.float64)
+
+    def _keep(self, token: str, posting: tuple[np.ndarray, np.ndarray]) -> None:
+        self._postings[token] = posting
+        self._cached += len(posting[0])
         while self._cached > MAX_CACHED_POSTINGS and len(self._postings) > 1:
             _, (old, _) = self._postings.popitem(last=False)
             self._cached -= len(old)
-        return docs, freqs
+

@@ -77,6 +77,12 @@ def _halves_pool() -> ThreadPoolExecutor:
         return _HALVES[0][1]
 
 
+def _generation(rows: Any) -> str | None:
+    """The index's change counter (meta 'generation'): every write of chunks moves it."""
+    found = rows("SELECT value FROM meta WHERE key = 'generation'", ())
+    return found[0][0] if found else None
+
+
 class SqliteMemoryStore(SqliteConnection, MemoryStore):
     """`vector_store`: "numpy" (brute force in process) or "sqlite-vec" (a vec0 mirror in a
     sidecar file beside the index); checked when vectors are first searched."""
@@ -90,9 +96,11 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         self._busy_timeout_ms = busy_timeout_ms
         self._reader: sqlite3.Connection | None = None  # the second connection of a split ranking
         self._reader_lock = threading.Lock()
+        self._closing = threading.Event()  # stops a background posting-list load
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
+        self._closing.set()
         with self._reader_lock:
             if self._reader is not None:
                 self._reader.close()
@@ -249,7 +257,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         with self._lock:  # no commit of this process between the token check and the reads
             if self._depth or self._conn.in_transaction:  # uncommitted rows the cache does not hold
                 return None
-            cache = self._committed_read("bm25", lambda: bm25.Bm25Cache("chunks_fts", "temp.chunks_fts_instances"))
+            cache = self._committed_read("bm25", lambda: bm25.Bm25Cache("chunks_fts", "temp.chunks_fts_instances",
+                                                                         _generation))
             if not cache.wanted():
                 return None
             if not self.__dict__.get("_instances_table"):  # once per connection, not per search
@@ -257,6 +266,9 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                            "USING fts5vocab(main, chunks_fts, instance)")
                 self._instances_table = True
             best = cache.top(self._rows, tokens, limit)
+            if cache.take_warm_start():
+                threading.Thread(target=cache.warm, args=(self._snapshot, self._closing), daemon=True,
+                                 name="clawkeep-bm25-warm").start()
             if not best:
                 return best
             marks = ", ".join("?" for _ in best)
@@ -291,16 +303,36 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         rows.sort(key=lambda row: (row[1], row[0]))
         return rows[:limit]
 
+    def _reader_connection(self) -> sqlite3.Connection:
+        """The second, read-only connection (call with `_reader_lock` held)."""
+        if self._reader is None:
+            if self._closing.is_set():
+                raise sqlite3.ProgrammingError("the memory index is closed")
+            reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                     timeout=self._busy_timeout_ms / 1000)
+            reader.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
+                           "USING fts5vocab(main, chunks_fts, instance)")
+            reader.execute("PRAGMA query_only = ON")
+            self._reader = reader
+        return self._reader
+
     def _reader_rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
         with self._reader_lock:
             try:
-                if self._reader is None:
-                    self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                                   timeout=self._busy_timeout_ms / 1000)
-                    self._reader.execute("PRAGMA query_only = ON")
-                return self._reader.execute(sql, params).fetchall()
+                return self._reader_connection().execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise storage_error(self.path, exc) from None
+
+    def _snapshot(self, work: Any) -> Any:
+        """`work(rows)` in one read transaction of the second connection: every query it makes
+        sees the same committed state (raises sqlite3.Error once the store is closed)."""
+        with self._reader_lock:
+            reader = self._reader_connection()
+            reader.execute("BEGIN")
+            try:
+                return work(lambda sql, params=(): reader.execute(sql, params).fetchall())
+            finally:
+                reader.execute("COMMIT")
 
     def _sources(self) -> tuple[str, ...]:
         """The sources the index holds chunks of (read again after a commit)."""
