@@ -7,6 +7,7 @@ import platform
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,3 +180,16 @@ def fts5_doc_freq(conn: sqlite3.Connection, vocab_table: str) -> Any:
     from clawkeep.storage.sqlite.fts import vocab_doc_freq
 
     return vocab_doc_freq(conn, vocab_table)
+
+
+def settle_background() -> float:
+    """Wait for the memory index's background load of common terms' posting lists (started by
+    a warm-up's searches; ≈1 CPU-s at 10k chunks), so what is timed next sees a process that has
+    been up for a few seconds, as a gateway is. Returns the seconds waited."""
+    import threading  # noqa: PLC0415
+
+    start = time.perf_counter()
+    for thread in threading.enumerate():
+        if thread.name == "clawkeep-bm25-warm":
+            thread.join(120)
+    return time.perf_counter() - start

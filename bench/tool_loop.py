@@ -62,7 +62,7 @@ from clawkeep.sessions.service import find_session  # noqa: E402
 from clawkeep.turns import tools as turn_tools  # noqa: E402
 
 from . import recall_perf  # noqa: E402
-from .common import Section, console, fmt_ms, make_progress, md_table, percentile, scratch_dir  # noqa: E402
+from .common import Section, console, settle_background, fmt_ms, make_progress, md_table, percentile, scratch_dir  # noqa: E402
 
 TARGET_S = 0.020
 FULL = {"turns": 200, "store": dict(recall_perf.FULL), "search_calls": 200, "profile_turns": 40}
@@ -258,19 +258,6 @@ class Runner:
         calls = [c.get("name") for c in result.tool_calls or []]
         return {"wall": wall, "server": sum(spent), "requests": len(spent), "calls": calls,
                 "side": result.compaction is not None or result.flush is not None}
-
-
-def settle_background() -> float:
-    """Wait for the memory index's background load of common terms' posting lists (started by
-    the warm-up's searches; ≈1 CPU-s at 10k chunks), so the timed turns see a process that has
-    been up for a few seconds, as a gateway is. Returns the seconds waited."""
-    import threading  # noqa: PLC0415
-
-    start = time.perf_counter()
-    for thread in threading.enumerate():
-        if thread.name == "clawkeep-bm25-warm":
-            thread.join(120)
-    return time.perf_counter() - start
 
 
 def measure_turns(runner: Runner, keys: list[str], rng: random.Random, progress: Any) -> dict[str, Any]:
