@@ -40,13 +40,18 @@ def queries():
     return one + many + alternatives
 
 
-def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path):
+def seeded_store(tmp_path, seed, files):
     path = str(tmp_path / "memory.sqlite")
     store = SqliteMemoryStore(path)
-    rng = random.Random(11)
+    rng = random.Random(seed)
     with store.transaction():
-        for f in range(300):
+        for f in range(files):
             add_file(store, rng, f"memory/n{f}.md")
+    return path, store, rng
+
+
+def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path):
+    path, store, rng = seeded_store(tmp_path, 11, 300)
 
     def compare():
         for query in queries():
@@ -95,12 +100,7 @@ def test_only_plain_single_tokens_are_ranked_from_memory():
 def test_common_terms_loaded_ahead_give_the_same_rankings_and_stop_when_the_index_moves(tmp_path):
     import threading
 
-    path = str(tmp_path / "memory.sqlite")
-    store = SqliteMemoryStore(path)
-    rng = random.Random(5)
-    with store.transaction():
-        for f in range(200):
-            add_file(store, rng, f"memory/n{f}.md")
+    path, store, rng = seeded_store(tmp_path, 5, 200)
     first = TextQuery.words("pier")
     store.keyword_search(first, sources=["memory"], limit=5)  # FTS5 answers the first search after a commit
     store.keyword_search(first, sources=["memory"], limit=5)  # the second loads the sizes (and starts a load ahead)
