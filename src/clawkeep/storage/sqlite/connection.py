@@ -205,10 +205,10 @@ class SqliteConnection:
     def close(self) -> None:
         with self._lock:
             self._settle_reads()
+            with self._readers_lock:
+                self._closed = True  # later reads go to the closed writer connection: an error
+                idle, self._readers = self._readers, []
             self._conn.close()
-        with self._readers_lock:
-            self._closed = True
-            idle, self._readers = self._readers, []
         for reader in idle:  # one still reading is closed when its read returns it
             reader.conn.close()
 
