@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clawkeep.errors import DuplicateError, StorageError
+from clawkeep.errors import ConflictError, DuplicateError, StorageError
 from clawkeep.storage import EntryRecord, SessionRecord
 from clawkeep.storage.journal import commit_journal
 from clawkeep.storage.sqlite import SqliteAgentStore
@@ -180,7 +180,8 @@ def test_eight_threads_all_durable_after_reopen_with_fewer_commits(tmp_path: Pat
     assert commits < 8 * per_thread  # writers shared COMMITs
 
 
-def test_a_read_never_sees_an_uncommitted_group(store):
+def test_a_read_never_sees_an_uncommitted_group_and_does_not_end_it(store):
+    store.append_entry(entry(6), index_text="m 6")
     inside = threading.Event()
     release = threading.Event()
 
@@ -193,16 +194,116 @@ def test_a_read_never_sees_an_uncommitted_group(store):
     t = threading.Thread(target=writer)
     t.start()
     inside.wait(5)
+    before = store.commits
     seen: list[object] = []
-    reader = threading.Thread(target=lambda: seen.append(store.get_entry("e7")))
+    reader = threading.Thread(target=lambda: seen.extend([store.get_entry("e7"), store.get_entry("e6"),
+                                                          store.count_entries("s1")]))
     reader.start()
-    time.sleep(0.1)
-    assert not seen  # the reader waits for the writer's transaction...
+    reader.join(5)  # the reader does not wait for the writer's open transaction...
+    assert seen[0] is None and seen[1] is not None and seen[2] == 1  # ...and sees the last COMMIT only
+    assert store.commits == before  # nor did it commit the writer's group early
     release.set()
     t.join()
-    reader.join()
-    assert seen and seen[0] is not None  # ...and then reads the committed row
-    assert seen_elsewhere(store.path) == {"e7"}
+    assert store.get_entry("e7") is not None  # committed: now every reader sees it
+    assert seen_elsewhere(store.path) == {"e6", "e7"}
+
+
+def test_reads_outside_a_transaction_keep_up_with_commits_and_the_cached_counts(store):
+    store.append_entry(entry(1), index_text="walrus one")
+    assert store.document_frequency(["walrus"]) == {"walrus": 1}
+    assert store.document_frequency(["walrus"]) == {"walrus": 1}  # cached until the next COMMIT
+    done = threading.Barrier(4)
+
+    def write(k: int) -> None:
+        done.wait()
+        for i in range(10):
+            store.append_entry(entry(f"{k}-{i}"), index_text=f"walrus {k} {i}")
+            # read right after the answer, on whichever connection: the writer's own row is there
+            assert store.get_entry(f"e{k}-{i}") is not None
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.document_frequency(["walrus"]) == {"walrus": 41}
+    assert store.indexed_documents() == store.count_entries("s1") == 41
+    with store.transaction():  # inside a transaction the writer's connection answers, own rows included
+        store.append_entry(entry("in"), index_text="walrus inside")
+        assert store.document_frequency(["walrus"]) == {"walrus": 42}
+        assert store.get_entry("ein") is not None
+    assert store.document_frequency(["walrus"]) == {"walrus": 42}
+
+
+def test_failing_writers_inside_shared_groups_lose_only_their_own_writes(tmp_path: Path):
+    """Sixteen writers, a transaction body like a recorded message (entry, index row, session
+    counters); every third one fails after writing (its own error, a duplicate id or a stale
+    session version). All the others are stored, each failure is reported to its own caller."""
+    path = tmp_path / "agent.sqlite"
+    store = open_store(path)
+    writers, per = 16, 30
+    for k in range(writers):
+        store.insert_session(SessionRecord(f"s{k}", f"agent:main:w{k}", "main", 1, 1))
+    start = threading.Barrier(writers)
+    failures: dict[str, int] = {"own": 0, "duplicate": 0, "conflict": 0}
+    wrong: list[BaseException] = []
+    count_lock = threading.Lock()
+
+    def write(k: int) -> None:
+        session = store.get_session(f"s{k}")
+        start.wait()
+        for i in range(per):
+            eid = f"w{k}-{i}"
+            kind = ("ok", "own", "ok", "duplicate", "ok", "conflict")[i % 6]
+            try:
+                with store.transaction():
+                    store.append_entry(EntryRecord(eid, f"s{k}", "message", 1, role="user",
+                                                   content=[{"type": "text", "text": eid}]), index_text=eid)
+                    if kind == "own":
+                        raise RuntimeError("the caller's own failure")
+                    if kind == "duplicate":
+                        store.append_entry(EntryRecord(f"w{k}-0", f"s{k}", "message", 1))
+                    stale = SessionRecord(**{**session.__dict__, "meta": dict(session.meta)})
+                    if kind == "conflict":
+                        stale.version -= 1
+                    stale.message_count += 1
+                    store.update_session(stale)
+                    session = stale
+            except (RuntimeError, DuplicateError, ConflictError) as exc:
+                expected = {"own": RuntimeError, "duplicate": DuplicateError, "conflict": ConflictError}.get(kind)
+                if expected is None or not isinstance(exc, expected):
+                    wrong.append(exc)
+                with count_lock:
+                    failures[kind] += 1
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.close()
+    assert not wrong
+    assert failures == {"own": writers * per // 6, "duplicate": writers * per // 6, "conflict": writers * per // 6}
+    reopened = open_store(path)
+    try:
+        for k in range(writers):
+            kept = {e.entry_id for e in reopened.iter_entries(f"s{k}")}
+            assert kept == {f"w{k}-{i}" for i in range(per) if i % 2 == 0}
+            assert reopened.get_session(f"s{k}").message_count == per // 2
+        assert reopened.document_frequency(["w0"]) == {"w0": per // 2}
+    finally:
+        reopened.close()
+
+
+def test_incognito_store_in_memory_still_reads_committed_rows_only(tmp_path: Path):
+    store = SqliteAgentStore(":memory:", "main")
+    store.insert_session(SessionRecord("s1", "agent:main:main", "main", 1, 1))
+    store.append_entry(entry(1), index_text="m 1")
+    with store.transaction():
+        store.append_entry(entry(2), index_text="m 2")
+        assert store.get_entry("e2") is not None
+    assert {e.entry_id for e in store.iter_entries("s1")} == {"e1", "e2"}
+    store.close()
 
 
 def test_nested_transactions_are_one_unit_and_journal_notes_follow_the_commit(store):
@@ -297,3 +398,60 @@ def test_sigkill_mid_burst_loses_no_acknowledged_message(tmp_path: Path):
         assert reopened.count_entries("s1", types=["message"]) == len(on_disk) + 1
     finally:
         reopened.close()
+
+
+ENGINE_CONFIG = {"session": {"dmScope": "per-peer", "reset": {"mode": "none"}},
+                 "plugins": {"entries": {"active-memory": {"enabled": False}}},
+                 "storage": {"synchronous": "FULL"}}
+
+
+@pytest.mark.parametrize("role", ["assistant", "user"])
+def test_engine_messages_join_an_open_group_instead_of_committing_it(tmp_path: Path, role: str):
+    """A turn reads before it writes (duplicate check, its session, the entry id): those reads
+    must not commit another writer's open group, so concurrent turns share one COMMIT. The user
+    role runs a record-mode turn (no model)."""
+    from clawkeep import Engine
+
+    eng = Engine.open(home=tmp_path / "home", config=ENGINE_CONFIG)
+    try:
+        writers = 3
+        for k in range(writers):
+            eng.message(f"warm-up {k}", sender=f"w{k}", role=role)
+        store = eng.runtime.store()
+        holder_session = store.get_session_by_key(eng.message("holder", sender="holder").session_key)
+        inside, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store.transaction():
+                store.append_entry(EntryRecord("held", holder_session.session_id, "message", 1, role="user",
+                                               content=[{"type": "text", "text": "held"}]), index_text="held")
+                inside.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        inside.wait(5)
+        before = store.commits
+        results: list[object] = []
+        turns = [threading.Thread(target=lambda k=k: results.append(
+            eng.message(f"hello from {k}", sender=f"w{k}", role=role, message_id=f"id-{k}")))
+            for k in range(writers)]
+        for t in turns:
+            t.start()
+        deadline = time.monotonic() + 30
+        while store._queued < writers and time.monotonic() < deadline:  # every turn reached the write lock
+            time.sleep(0.01)
+        queued = store._queued
+        release.set()
+        holder.join()
+        for t in turns:
+            t.join()
+        assert queued == writers  # their reads ran beside the open group without ending it...
+        assert len(results) == writers
+        assert store.commits - before <= 2  # ...so they joined it or the next one: not one COMMIT per turn
+        for k in range(writers):
+            session = store.get_session_by_key(results[k].session_key)
+            assert store.count_entries(session.session_id, types=["message"]) == 2
+    finally:
+        eng.close()
+    assert seen_elsewhere(str(tmp_path / "home" / "agents" / "main" / "agent.sqlite"), "held", "id-0") == {"held", "id-0"}

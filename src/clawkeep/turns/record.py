@@ -43,9 +43,10 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
     entry = EntryRecord(_entry_id(store, message_id, scope), session.session_id, "message", at,
                         role=role, content=transcript.text_blocks(text), client_id=message_id, client_scope=scope,
                         meta={"provenance": provenance} if provenance else {})
+    index_text = transcript.index_text_for(entry)  # analysed before the write lock: writers overlap here
     try:
         with store.transaction():
-            transcript.append(store, entry)
+            store.append_entry(entry, index_text=index_text)
             fresh = _apply_message(SessionRecord(**{**session.__dict__, "meta": dict(session.meta)}),
                                    entry, role, text, at, interactive)
             try:

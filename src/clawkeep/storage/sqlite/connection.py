@@ -80,6 +80,17 @@ class _Group:
         self.error: BaseException | None = None
 
 
+class _Reader:
+    """A read-only connection of the pool (group commit), used by one thread at a time, with
+    its `_committed_read` cache: (its data_version when filled, values by key)."""
+
+    __slots__ = ("conn", "reads")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.reads: tuple[int, dict[Any, Any]] | None = None
+
+
 class SqliteConnection:
     """One connection per store, shared by threads under a lock; ":memory:" never touches disk.
 
@@ -92,8 +103,10 @@ class SqliteConnection:
     back only its own writes); when it is done the caller waits until a COMMIT that includes it
     has returned, so nothing is acknowledged before it is durable under the configured mode. The last writer of a burst
     commits: a writer whose group still has writers queued behind it lets them join first, up to
-    GROUP_MAX members. A read outside any transaction first commits an open group, so readers
-    only ever see committed rows."""
+    GROUP_MAX members. A read outside any transaction runs on a read-only connection of a small
+    pool (WAL: it sees the last COMMIT, never an open group), so readers neither wait for the
+    writers nor end their group early; in memory (one connection only) it first commits an open
+    group. Either way readers only ever see committed rows."""
 
     migrations: tuple[Migration, ...] = ()
     _ready = False  # set once the schema is in place: the write-path probe needs the tables
@@ -102,6 +115,7 @@ class SqliteConnection:
     commits = 0  # COMMITs this connection ran (with group commit: `grouped` transactions in them)
     grouped = 0
     GROUP_WAIT_S = 0.05  # a waiting member re-checks this often (the committer also notifies)
+    READERS_KEPT = 4  # idle read-only connections kept for reads outside a transaction (group commit)
 
     def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int, group_commit: bool = False):
         self.path = str(path)
@@ -113,6 +127,14 @@ class SqliteConnection:
         self._queued = 0  # writers waiting for the lock to start a transaction
         self._queue_lock = threading.Lock()
         self._committed_cond = threading.Condition(self._lock)
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._synchronous = synchronous
+        # Reads outside a transaction on their own connections (a file with group commit only).
+        self._read_apart = group_commit and self.path != ":memory:"
+        self._readers: list[_Reader] = []  # idle ones
+        self._readers_lock = threading.Lock()  # the pool
+        self._closed = False
+        self._local = threading.local()  # .reader: the one this thread's current read uses
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -122,12 +144,16 @@ class SqliteConnection:
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._configure(self._conn)
             self._migrate()
             self._ready = True
         except sqlite3.Error as exc:
             raise storage_error(self.path, exc) from None
         except OSError as exc:
             raise StorageError(f"database {self.path} cannot be created: {exc}") from None
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        """Per-connection setup (SQL functions) for the writer and every reader."""
 
     @property
     def schema_version(self) -> int:
@@ -179,7 +205,12 @@ class SqliteConnection:
     def close(self) -> None:
         with self._lock:
             self._settle_reads()
+            with self._readers_lock:
+                self._closed = True  # later reads go to the closed writer connection: an error
+                idle, self._readers = self._readers, []
             self._conn.close()
+        for reader in idle:  # one still reading is closed when its read returns it
+            reader.conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -232,6 +263,19 @@ class SqliteConnection:
         """`read()`, kept per `key` until anything is committed to the file (by any connection):
         for what every search asks again (all file records, document frequencies). The values
         are shared: callers must not change them."""
+        if self._reads_apart():  # one reader answers both the token and `read()`'s queries
+            try:
+                with self._reading() as reader:
+                    # data_version numbers are the connection's own: one cache per reader
+                    token = reader.conn.execute("PRAGMA data_version").fetchone()[0]
+                    cache = reader.reads
+                    if cache is None or cache[0] != token or len(cache[1]) > MAX_CACHED_READS:
+                        cache = reader.reads = (token, {})
+                    if key not in cache[1]:
+                        cache[1][key] = read()  # as new as the token or newer: a later token re-reads
+                    return cache[1][key]
+            except sqlite3.Error as exc:
+                raise storage_error(self.path, exc) from None
         with self._lock:
             try:
                 token = self.change_token()
@@ -383,7 +427,55 @@ class SqliteConnection:
         if self._group is not None and self._owner is None:
             self._commit_group()
 
+    # --- reads beside the writer (group commit) -------------------------------------------
+    def _reads_apart(self) -> bool:
+        """This read runs on a reader: group commit on a file, and this thread is not inside its
+        own transaction (whose body reads the group's rows on the writer's connection)."""
+        return self._read_apart and self._owner != threading.get_ident() and not self._closed
+
+    @contextmanager
+    def _reading(self) -> Iterator[_Reader]:
+        """A read-only connection for this thread's read (the one it already uses when nested)."""
+        pinned = getattr(self._local, "reader", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._readers_lock:
+            reader = self._readers.pop() if self._readers else None  # the last returned: its cache is warm
+        if reader is None:
+            reader = _Reader(self._open_reader())
+        self._local.reader = reader
+        try:
+            yield reader
+        finally:
+            self._local.reader = None
+            with self._readers_lock:
+                keep = not self._closed and len(self._readers) < self.READERS_KEPT
+                if keep:
+                    self._readers.append(reader)
+            if not keep:
+                reader.conn.close()
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=self._busy_timeout_ms / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")  # a checkpoint on close syncs alike
+            conn.execute("PRAGMA query_only = 1")
+            self._configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self._reads_apart():
+            try:
+                with self._reading() as reader:
+                    return reader.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise storage_error(self.path, exc) from None
         with self._lock:
             self._settle_reads()
             try:

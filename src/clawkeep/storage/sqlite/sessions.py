@@ -129,9 +129,10 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # Group commit: concurrent writers of this process share one COMMIT (connection.py).
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
                                   group_commit=group_commit)
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
         # Python's str.lower for label filters: SQLite's lower() folds ASCII only.
-        self._conn.create_function("py_lower", 1, lambda v: v.lower() if isinstance(v, str) else v,
-                                   deterministic=True)
+        conn.create_function("py_lower", 1, lambda v: v.lower() if isinstance(v, str) else v, deterministic=True)
 
     def session_lock(self, key: str) -> AbstractContextManager[None]:
         # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
