@@ -79,7 +79,8 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     `limit`-th best score found so far: when it cannot, their tokens are never read. One term:
     every row holds it, so the first `limit` rows are the answer (checked, one query fetches
     them whole). Several: the ranking is read for CANDIDATES rows, the tokens of the first
-    `limit` and, only if the bound says so, of the rest; entries only for the rows shown.
+    `limit` and, only if the bound says so, of the rest (a backend may hand them over with the
+    ranking: SQLite does); entries only for the rows shown.
     """
     wanted = TextQuery.of(query.terms)
     if len(query.terms) == 1:
@@ -162,7 +163,7 @@ def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
     return hit
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)
 def _redacted(excerpt: str) -> str:
     """A snippet with its secrets redacted. `redact_secrets` is a pure function of the text, so
     an excerpt shown before (the same message found again) is not scanned again; the cache holds
