@@ -3,6 +3,7 @@
 import pytest
 
 from clawkeep.errors import InputError
+from conftest import open_engine
 
 ZH = "下周二我去上海出差，记得提醒我带护照"
 JA = "来週東京に行きます。明日の会議は十時からです"
@@ -128,3 +129,18 @@ def test_search_index_written_with_the_entry(engine, home):
         entries = conn.execute("SELECT count(*) FROM entries WHERE type='message'").fetchone()[0]
         indexed = conn.execute("SELECT count(*) FROM entries_fts").fetchone()[0]
     assert entries == indexed == 1
+
+
+def test_repeated_search_redacts_every_time_and_sees_other_writers(engine, home):
+    # snippets are redacted through a memo of redact_secrets: the second search must come out
+    # redacted too, and a message another connection commits in between must be found
+    engine.message("my key is sk-abc123def456ghi789jkl012mno345 for the staging box")
+    first = engine.sessions_search("staging box")["hits"]
+    with open_engine(home) as other:
+        other.message("the staging box moved to rack 7, key sk-zzz999yyy888xxx777www666vvv555")
+    again = engine.sessions_search("staging box")["hits"]
+    assert len(first) == 1 and len(again) == 2
+    for hit in again:
+        assert "abc123def456" not in hit["snippet"] and "zzz999yyy888" not in hit["snippet"]
+        assert "REDACTED" in hit["snippet"]
+    assert [h["snippet"] for h in again if h["messageId"] == first[0]["messageId"]] == [first[0]["snippet"]]

@@ -36,11 +36,29 @@ def parse_iso(value: str, what: str = "--at") -> int:
     return ms
 
 
+# Below this, ms / 1000 as a float is within half a microsecond of the exact time, so the
+# datetime path rounds to the exact millisecond and integer arithmetic gives the same text.
+_EXACT_ISO_MS = 4_000_000_000_000  # 2096-10-02
+_DAY_MS = 86_400_000
+_ISO_DAYS: dict[int, str] = {}  # day number -> "YYYY-MM-DDT" (a few thousand days at most)
+_ISO_DAYS_MAX = 65_536
+
+
 def to_iso(ms: int | None) -> str | None:
     """ISO-8601 UTC; a stored value no calendar can show (written before times were bounded)
     comes out as None rather than breaking the answer it is part of."""
     if ms is None:
         return None
+    if type(ms) is int and 0 <= ms < _EXACT_ISO_MS:  # every stored time: the date once per day
+        day, rest = divmod(ms, _DAY_MS)
+        date = _ISO_DAYS.get(day)
+        if date is None:
+            if len(_ISO_DAYS) >= _ISO_DAYS_MAX:
+                _ISO_DAYS.clear()
+            date = _ISO_DAYS[day] = (datetime(1970, 1, 1) + timedelta(days=day)).strftime("%Y-%m-%dT")
+        seconds, milli = divmod(rest, 1000)
+        minutes, sec = divmod(seconds, 60)
+        return f"{date}{minutes // 60:02d}:{minutes % 60:02d}:{sec:02d}.{milli:03d}Z"
     try:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except (ValueError, OverflowError, OSError, TypeError):

@@ -10,6 +10,7 @@ names) and cut to `limit`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
@@ -78,7 +79,8 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     `limit`-th best score found so far: when it cannot, their tokens are never read. One term:
     every row holds it, so the first `limit` rows are the answer (checked, one query fetches
     them whole). Several: the ranking is read for CANDIDATES rows, the tokens of the first
-    `limit` and, only if the bound says so, of the rest; entries only for the rows shown.
+    `limit` and, only if the bound says so, of the rest (a backend may hand them over with the
+    ranking: SQLite does); entries only for the rows shown.
     """
     wanted = TextQuery.of(query.terms)
     if len(query.terms) == 1:
@@ -152,10 +154,18 @@ def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int
 
 
 def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
-    text = transcript.plain_text(row.entry.content)
-    excerpt, _ = redact_secrets(snippet(text, query))
-    hit = {"sessionKey": row.session_key, "sessionId": row.entry.session_id, "messageId": row.entry.entry_id,
-           "role": row.entry.role, "timestamp": to_iso(row.entry.timestamp), "snippet": excerpt}
-    if row.entry.client_id:
-        hit["clientMessageId"] = row.entry.client_id
+    entry = row.entry  # decoded once (a property)
+    hit = {"sessionKey": row.session_key, "sessionId": entry.session_id, "messageId": entry.entry_id,
+           "role": entry.role, "timestamp": to_iso(entry.timestamp),
+           "snippet": _redacted(snippet(transcript.plain_text(entry.content), query))}
+    if entry.client_id:
+        hit["clientMessageId"] = entry.client_id
     return hit
+
+
+@lru_cache(maxsize=4096)
+def _redacted(excerpt: str) -> str:
+    """A snippet with its secrets redacted. `redact_secrets` is a pure function of the text, so
+    an excerpt shown before (the same message found again) is not scanned again; the cache holds
+    only the redacted output (snippets are about 160 characters: at most a few MiB)."""
+    return redact_secrets(excerpt)[0]

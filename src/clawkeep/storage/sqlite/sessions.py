@@ -408,7 +408,13 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
         ranked = self._ranked(query, session_ids, limit)
-        return [] if ranked is None else [TextMatch(seq, score) for seq, score in self._query(*ranked)]
+        if ranked is None:
+            return []
+        # The tokens come with the ranking: a B-tree lookup per surviving row inside SQLite is
+        # cheaper than the one or two `load_tokens` round trips that re-ranking needed anyway.
+        rows = self._query(f"SELECT top.rowid, top.score, f.c0 FROM ({ranked[0]}) top "
+                           "JOIN entries_fts_content f ON f.id = top.rowid ORDER BY top.score, top.rowid", ranked[1])
+        return [TextMatch(seq, score, tokens) for seq, score, tokens in rows]
 
     def load_tokens(self, matches: Sequence[TextMatch]) -> None:
         missing = {m.seq: m for m in matches if m.tokens is None}
