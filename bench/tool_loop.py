@@ -233,6 +233,29 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 # --- measurements -------------------------------------------------------------------------------
+MODEL_WAITS: list[float] = []  # seconds each chat request spent inside httpx's send (see wait_recorder)
+
+
+def wait_recorder() -> Any:
+    """Record how long each chat completion request of this process spends inside
+    `httpx.Client.send` — writing the request, the model answering, reading the reply: the
+    time the engine waits on its model, transport included (the engine's own client work —
+    building and encoding the request, decoding the reply — stays outside). Wraps the library
+    method for the bench's lifetime; returns the function that undoes it."""
+    original = httpx.Client.send
+
+    def send(self: httpx.Client, request: httpx.Request, *args: Any, **kwargs: Any) -> httpx.Response:
+        start = time.perf_counter()
+        try:
+            return original(self, request, *args, **kwargs)
+        finally:
+            if request.url.path.endswith("/chat/completions"):
+                MODEL_WAITS.append(time.perf_counter() - start)
+
+    httpx.Client.send = send  # type: ignore[method-assign]
+    return lambda: setattr(httpx.Client, "send", original)
+
+
 class Runner:
     """Timed turns against the scripted model: `model` is a `ModelProcess` (its own process), or
     a `Model` served by `server` on a thread of this process."""
@@ -251,12 +274,14 @@ class Runner:
     def turn(self, key: str, text: str, query: str | None) -> dict[str, Any]:
         self.model.query = query
         self._spent()  # anything before this turn (a warm-up) is not this turn's
+        waits = len(MODEL_WAITS)
         start = time.perf_counter()
         result = self.eng.message(text, session=key)
         wall = time.perf_counter() - start
+        waited = sum(MODEL_WAITS[waits:])
         spent = self._spent()
         calls = [c.get("name") for c in result.tool_calls or []]
-        return {"wall": wall, "server": sum(spent), "requests": len(spent), "calls": calls,
+        return {"wall": wall, "server": sum(spent), "waited": waited, "requests": len(spent), "calls": calls,
                 "side": result.compaction is not None or result.flush is not None}
 
 
@@ -294,6 +319,10 @@ def measure_turns(runner: Runner, keys: list[str], rng: random.Random, progress:
         "tool": stats([t["wall"] for t in tool]), "tool_net": stats(net_tool),
         "server_per_request": stats([t["server"] / t["requests"] for t in base + tool]),
         "overhead": stats([t - b for t, b in zip(net_tool, net_base, strict=True)]),
+        # the same with all the time spent waiting on the model's HTTP exchange taken out
+        "overhead_engine": stats([(t["wall"] - t["waited"]) - (b["wall"] - b["waited"])
+                                  for t, b in zip(tool, base, strict=True)]),
+        "wait_per_request": stats([t["waited"] / t["requests"] for t in base + tool]),
     }
 
 
@@ -429,6 +458,7 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
     rng = random.Random(20261201)
     model = ModelProcess()
     threaded = None
+    unwrap = wait_recorder()
     try:
         eng = Engine.open(home=home, config=config_for(model.url))
         try:
@@ -464,6 +494,7 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
         if len(threaded_keys) == WARMUP_THREADS + n_threaded:
             threaded = measure_threaded(home, threaded_keys, rng, progress)
     finally:
+        unwrap()
         model.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -473,6 +504,15 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
     verdict95 = "PASS" if over["p95"] <= TARGET_S else "FAIL"
     watched_verdict = ("PASS" if watched["overhead"]["p50"] <= TARGET_S else "FAIL") if watched else "not measured"
     watched_verdict95 = ("PASS" if watched["overhead"]["p95"] <= TARGET_S else "FAIL") if watched else "not measured"
+
+    def engine_row(label: str, data: dict[str, Any]) -> list[str]:
+        eng_over = data["overhead_engine"]
+        return [label, f"**{fmt_ms(eng_over['p50'])}** ({eng_over['p50'] / TARGET_S:.2f}×)",
+                f"**{fmt_ms(eng_over['p95'])}** ({eng_over['p95'] / TARGET_S:.2f}×)", fmt_ms(eng_over["mean"])]
+
+    engine_verdicts = {name: "/".join("PASS" if data["overhead_engine"][q] <= TARGET_S else "FAIL"
+                                      for q in ("p50", "p95"))
+                       for name, data in (("no watcher", d), ("watched", watched)) if data}
     table = md_table(
         ["per turn (ms)", "p50", "p95", "mean"],
         [["baseline turn, wall (1 model call, no tool)", fmt_ms(d["baseline"]["p50"]), fmt_ms(d["baseline"]["p95"]),
@@ -490,6 +530,9 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              f"**{fmt_ms(watched['overhead']['p50'])}** ({watched['overhead']['p50'] / TARGET_S:.2f}×)",
              f"**{fmt_ms(watched['overhead']['p95'])}** ({watched['overhead']['p95'] / TARGET_S:.2f}×)",
              fmt_ms(watched["overhead"]["mean"])]] if watched else []),
+         engine_row("**engine time per tool step** (same pairs, all the time inside the model's HTTP exchange "
+                    "taken out: transport and the model)", d),
+         *([engine_row("**engine time per tool step, watched index**", watched)] if watched else []),
          *([[f"overhead per tool step, model server on a thread of the engine's process (shared GIL; "
              f"{threaded['pairs']} other threads; comparison only)",
              fmt_ms(threaded["overhead"]["p50"]), fmt_ms(threaded["overhead"]["p95"]),
@@ -498,6 +541,9 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
           fmt_ms(search["run_tool"]["p95"]), fmt_ms(search["run_tool"]["mean"])],
          ["model server time per request (subtracted)", fmt_ms(d["server_per_request"]["p50"]),
           fmt_ms(d["server_per_request"]["p95"]), fmt_ms(d["server_per_request"]["mean"])],
+         ["time inside the model's HTTP exchange per request (`httpx.Client.send`; subtracted for engine time)",
+          fmt_ms(d["wait_per_request"]["p50"]), fmt_ms(d["wait_per_request"]["p95"]),
+          fmt_ms(d["wait_per_request"]["mean"])],
          ["loopback HTTP round trip, trivial request (separate client)", fmt_ms(rtt["p50"]), fmt_ms(rtt["p95"]),
           fmt_ms(rtt["mean"])]])
     store_line = (f"Store: {manifest.chunks:,} memory chunks (provider \"none\", keyword only), "
@@ -510,6 +556,8 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              f"**{verdict}**, p95 **{verdict95}** without a watcher (each turn checks the memory files for edits "
              "once, here in its first tool call: one read of the kernel's change queue while nothing changed); "
              f"with the watcher the gateway runs, p50 **{watched_verdict}**, p95 **{watched_verdict95}**. "
+             f"Engine time (the model's whole HTTP exchange out, as a remote provider's latency would be): "
+             f"{'; '.join(f'{k} p50/p95 **{v}**' for k, v in engine_verdicts.items())}. "
              "Active Memory is **disabled** "
              "(`plugins.entries.active-memory.enabled: false`) so recall does not dominate the turn; "
              "`session.reset.mode: none` so the old seeded threads keep their history; context window "
@@ -548,6 +596,7 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
                                                                               "messages": manifest.messages},
             "target_s": TARGET_S, "verdict_p50": verdict, "verdict_p95": verdict95,
             "verdict_watched_p50": watched_verdict, "verdict_watched_p95": watched_verdict95,
+            "verdict_engine": engine_verdicts,
             "turns_threaded_server": threaded, "model_server": "child process"}
     return Section("tool-loop", "Tool loop overhead per turn",
                    [table, notes, store_line, schema, stages, prof, prof_note], data)
