@@ -180,20 +180,31 @@ def test_eight_threads_all_durable_after_reopen_with_fewer_commits(tmp_path: Pat
     assert commits < 8 * per_thread  # writers shared COMMITs
 
 
+class HeldTransaction:
+    """A writer thread holding one transaction open — its row written, not committed — until
+    `finish()` (or `wait` seconds)."""
+
+    def __init__(self, store: SqliteAgentStore, record: EntryRecord, text: str, wait: float = 30.0):
+        self.release, inside = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store.transaction():
+                store.append_entry(record, index_text=text)
+                inside.set()
+                self.release.wait(wait)
+
+        self.thread = threading.Thread(target=hold)
+        self.thread.start()
+        inside.wait(5)
+
+    def finish(self) -> None:
+        self.release.set()
+        self.thread.join()
+
+
 def test_a_read_never_sees_an_uncommitted_group_and_does_not_end_it(store):
     store.append_entry(entry(6), index_text="m 6")
-    inside = threading.Event()
-    release = threading.Event()
-
-    def writer() -> None:
-        with store.transaction():
-            store.append_entry(entry(7), index_text="m 7")
-            inside.set()
-            release.wait(5)
-
-    t = threading.Thread(target=writer)
-    t.start()
-    inside.wait(5)
+    held = HeldTransaction(store, entry(7), "m 7", wait=5)
     before = store.commits
     seen: list[object] = []
     reader = threading.Thread(target=lambda: seen.extend([store.get_entry("e7"), store.get_entry("e6"),
@@ -202,8 +213,7 @@ def test_a_read_never_sees_an_uncommitted_group_and_does_not_end_it(store):
     reader.join(5)  # the reader does not wait for the writer's open transaction...
     assert seen[0] is None and seen[1] is not None and seen[2] == 1  # ...and sees the last COMMIT only
     assert store.commits == before  # nor did it commit the writer's group early
-    release.set()
-    t.join()
+    held.finish()
     assert store.get_entry("e7") is not None  # committed: now every reader sees it
     assert seen_elsewhere(store.path) == {"e6", "e7"}
 
@@ -419,18 +429,8 @@ def test_engine_messages_join_an_open_group_instead_of_committing_it(tmp_path: P
             eng.message(f"warm-up {k}", sender=f"w{k}", role=role)
         store = eng.runtime.store()
         holder_session = store.get_session_by_key(eng.message("holder", sender="holder").session_key)
-        inside, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with store.transaction():
-                store.append_entry(EntryRecord("held", holder_session.session_id, "message", 1, role="user",
-                                               content=[{"type": "text", "text": "held"}]), index_text="held")
-                inside.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        inside.wait(5)
+        held = HeldTransaction(store, EntryRecord("held", holder_session.session_id, "message", 1, role="user",
+                                                  content=[{"type": "text", "text": "held"}]), "held")
         before = store.commits
         results: list[object] = []
         turns = [threading.Thread(target=lambda k=k: results.append(
@@ -442,8 +442,7 @@ def test_engine_messages_join_an_open_group_instead_of_committing_it(tmp_path: P
         while store._queued < writers and time.monotonic() < deadline:  # every turn reached the write lock
             time.sleep(0.01)
         queued = store._queued
-        release.set()
-        holder.join()
+        held.finish()
         for t in turns:
             t.join()
         assert queued == writers  # their reads ran beside the open group without ending it...
