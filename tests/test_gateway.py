@@ -363,3 +363,18 @@ def test_dreaming_schedule_runs_in_the_gateway(home):
     finally:
         running.stop()
 
+
+
+def test_warm_up_freezes_the_start_up_objects_and_the_gateway_keeps_serving(home):
+    running = GatewayProcess(home, config=NO_VECTORS)
+    try:
+        running.wait_warm()
+        with running.client() as http:
+            warm = next(j for j in http.get("/v1/status").json()["gateway"]["background"] if j["name"] == "warm-up")
+            assert warm["ok"] and warm["result"]["frozenObjects"] > 10_000  # modules, config, index, rules
+            http.post("/v1/memory/remember", json={"text": "The spare key is under the blue pot"})
+            assert send(http, "where is the spare key?")["sessionKey"]  # work after the freeze goes on as before
+            found = http.get("/v1/memory/search", params={"q": "spare key"}).json()["results"]
+            assert found and "blue pot" in found[0]["snippet"]
+    finally:
+        running.stop()
