@@ -140,3 +140,16 @@ def finish_loads_ahead():
     for thread in threading.enumerate():
         if thread.name == "clawkeep-bm25-warm":
             thread.join(30)
+
+
+def test_the_load_ahead_starts_only_in_a_process_that_keeps_searching(tmp_path):
+    _, store, _ = seeded_store(tmp_path, 3, 50)
+    query = TextQuery.words("kayak")
+    for _ in range(bm25.WARM_AFTER_SEARCHES - 1):  # a one-shot CLI: FTS5, then the sizes, nothing ahead
+        store.keyword_search(query, sources=["memory"], limit=3)
+    cache = store._committed_read("bm25", lambda: None)
+    assert cache._ids is not None and cache._warm == "due"
+    store.keyword_search(query, sources=["memory"], limit=3)
+    assert cache._warm == "started"
+    finish_loads_ahead()
+    store.close()

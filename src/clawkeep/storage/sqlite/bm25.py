@@ -38,6 +38,7 @@ MAX_CACHED_POSTINGS = 2_000_000  # (row, tf) pairs kept in all (≈32 MB); least
 # word on the first search that asks for it.
 WARM_MIN_ROWS = 500
 WARM_SHARE = 0.5
+WARM_AFTER_SEARCHES = 3  # searches since the commit before loading ahead: a one-shot CLI never does
 WARM_BATCH = 4  # terms per read transaction of the loading thread (a search waits for at most one batch)
 
 Rows = Callable[[str, Sequence[Any]], list[Any]]
@@ -104,9 +105,10 @@ class Bm25Cache:
         self._warm = "no"  # "no" → "due" once the sizes are loaded → "started"
 
     def take_warm_start(self) -> bool:
-        """True once, when the background load of common terms should start (see `warm`)."""
+        """True once, when the background load of common terms should start (see `warm`): the
+        sizes are loaded and this state of the index has been searched WARM_AFTER_SEARCHES times."""
         with self._lock:
-            if self._warm != "due":
+            if self._warm != "due" or self.searches < WARM_AFTER_SEARCHES:
                 return False
             self._warm = "started"
             return True
