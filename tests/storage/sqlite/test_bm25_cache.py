@@ -153,3 +153,18 @@ def test_the_load_ahead_starts_only_in_a_process_that_keeps_searching(tmp_path):
     assert cache._warm == "started"
     finish_loads_ahead()
     store.close()
+
+
+def test_an_index_that_commits_often_is_loaded_ahead_once_not_after_every_commit(tmp_path):
+    _, store, rng = seeded_store(tmp_path, 4, 50)
+    query = TextQuery.words("kayak")
+    started = []
+    for round_ in range(3):
+        if round_:
+            add_file(store, rng, f"memory/late{round_}.md")  # a commit: a new index state, a new cache
+        for _ in range(bm25.WARM_AFTER_SEARCHES):
+            store.keyword_search(query, sources=["memory"], limit=3)
+        started.append(store._committed_read("bm25", lambda: None)._warm)
+        finish_loads_ahead()
+    assert started == ["started", "skipped", "skipped"]  # the first state only, within WARM_EVERY_S
+    store.close()

@@ -38,6 +38,7 @@ MAX_CACHED_POSTINGS = 2_000_000  # (row, tf) pairs kept in all (≈32 MB); least
 # word on the first search that asks for it.
 WARM_MIN_ROWS = 500
 WARM_SHARE = 0.5
+WARM_EVERY_S = 600.0  # at most one load ahead per store in this long (see SqliteMemoryStore._warm_allowed)
 WARM_AFTER_SEARCHES = 3  # searches since the commit before loading ahead: a one-shot CLI never does
 WARM_BATCH = 4  # terms per read transaction of the loading thread (a search waits for at most one batch)
 
@@ -102,16 +103,17 @@ class Bm25Cache:
         self._cached = 0
         self._not_one: set[str] = set()
         self.generation: str | None = None  # the index's generation the sizes were read at
-        self._warm = "no"  # "no" → "due" once the sizes are loaded → "started"
+        self._warm = "no"  # "no" → "due" once the sizes are loaded → "started" (or "skipped")
 
-    def take_warm_start(self) -> bool:
+    def take_warm_start(self, allowed: Callable[[], bool] = lambda: True) -> bool:
         """True once, when the background load of common terms should start (see `warm`): the
-        sizes are loaded and this state of the index has been searched WARM_AFTER_SEARCHES times."""
+        sizes are loaded, this state of the index has been searched WARM_AFTER_SEARCHES times,
+        and `allowed()` (asked then, once) agrees; otherwise it is "skipped" for this state."""
         with self._lock:
             if self._warm != "due" or self.searches < WARM_AFTER_SEARCHES:
                 return False
-            self._warm = "started"
-            return True
+            self._warm = "started" if allowed() else "skipped"
+            return self._warm == "started"
 
     def warm(self, snapshot: Callable[[Callable[[Rows], Any]], Any], stop: threading.Event,
              min_rows: int = WARM_MIN_ROWS) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -266,7 +267,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                            "USING fts5vocab(main, chunks_fts, instance)")
                 self._instances_table = True
             best = cache.top(self._rows, tokens, limit)
-            if cache.take_warm_start():
+            if cache.take_warm_start(self._warm_allowed):
                 threading.Thread(target=cache.warm, args=(self._snapshot, self._closing), daemon=True,
                                  name="clawkeep-bm25-warm").start()
             if not best:
@@ -302,6 +303,17 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             rows += upper.result()
         rows.sort(key=lambda row: (row[1], row[0]))
         return rows[:limit]
+
+    def _warm_allowed(self) -> bool:
+        """At most one load ahead per WARM_EVERY_S: an index that commits often (a gateway
+        indexing transcripts every few seconds) would otherwise spend a core re-loading the same
+        lists; after the first, words are loaded when a search asks for them."""
+        now = time.monotonic()
+        last = self.__dict__.get("_warmed_at")
+        if last is not None and now - last < bm25.WARM_EVERY_S:
+            return False
+        self._warmed_at = now
+        return True
 
     def _reader_connection(self) -> sqlite3.Connection:
         """The second, read-only connection (call with `_reader_lock` held)."""
