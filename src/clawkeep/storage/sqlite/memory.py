@@ -78,10 +78,20 @@ def _halves_pool() -> ThreadPoolExecutor:
         return _HALVES[0][1]
 
 
+# the per-connection table of each token's (row, position) instances the in-memory ranking reads
+_INSTANCES_TABLE = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
+                    "USING fts5vocab(main, chunks_fts, instance)")
+
+
+def _meta(rows: Any, key: str) -> str | None:
+    """A meta value read through `rows` (this store's connection or its second one)."""
+    found = rows("SELECT value FROM meta WHERE key = ?", (key,))
+    return found[0][0] if found else None
+
+
 def _generation(rows: Any) -> str | None:
     """The index's change counter (meta 'generation'): every write of chunks moves it."""
-    found = rows("SELECT value FROM meta WHERE key = 'generation'", ())
-    return found[0][0] if found else None
+    return _meta(rows, "generation")
 
 
 class SqliteMemoryStore(SqliteConnection, MemoryStore):
@@ -127,8 +137,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     # --- meta -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
+        return _meta(self._rows, key)
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
@@ -263,8 +272,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             if not cache.wanted():
                 return None
             if not self.__dict__.get("_instances_table"):  # once per connection, not per search
-                self._rows("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
-                           "USING fts5vocab(main, chunks_fts, instance)")
+                self._rows(_INSTANCES_TABLE)
                 self._instances_table = True
             best = cache.top(self._rows, tokens, limit)
             if cache.take_warm_start(self._warm_allowed):
@@ -322,8 +330,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                 raise sqlite3.ProgrammingError("the memory index is closed")
             reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                      timeout=self._busy_timeout_ms / 1000)
-            reader.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_instances "
-                           "USING fts5vocab(main, chunks_fts, instance)")
+            reader.execute(_INSTANCES_TABLE)  # before query_only, which refuses temp tables too
             reader.execute("PRAGMA query_only = ON")
             self._reader = reader
         return self._reader
