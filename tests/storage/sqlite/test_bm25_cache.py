@@ -37,7 +37,12 @@ def queries():
             TextQuery.words("coach", "coach"),  # a repeated token is two phrases in FTS5's sum
             TextQuery.words("nothing", "matches", "this")]
     alternatives = [TextQuery((TextTerm((("pier",), ("boiler",))), TextTerm((("预算",),))))]
-    return one + many + alternatives
+    # phrases of several tokens, as a Chinese query's run of bigrams or an identifier gives them:
+    # adjacent in some rows, repeated within a row, or never adjacent at all
+    phrases = [TextQuery((TextTerm((("搬家", "方案"),)), TextTerm((("方案",),)))),
+               TextQuery((TextTerm((("kayak", "rental", "pier"),)), TextTerm((("coach", "coach"),)))),
+               TextQuery((TextTerm((("piano", "nothing"),)),))]
+    return one + many + alternatives + phrases
 
 
 def seeded_store(tmp_path, seed, files):
@@ -61,6 +66,7 @@ def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path):
     compare()
     cache = store._committed_read("bm25", lambda: None)
     assert cache is not None and cache._ids is not None and cache._postings  # the memory path answered
+    assert {("搬家", "方案"), ("kayak", "rental", "pier"), ("piano", "nothing")} <= set(cache._postings)  # phrases too
     add_file(store, rng, "memory/n5.md", lines=9)  # this connection replaces a file: new state
     store.remove_file("memory/n7.md")
     compare()
@@ -83,18 +89,19 @@ def test_a_token_fts5_reads_differently_is_ranked_by_fts5(tmp_path):
     def rows(sql, params=()):
         return conn.execute(sql, params).fetchall()
 
-    assert cache.top(rows, ["running"], 5) is None
-    assert cache.top(rows, ["running"], 5) is None  # remembered, not read again
-    ranked = cache.top(rows, ["walk"], 5)
+    assert cache.top(rows, [("running",)], 5) is None
+    assert cache.top(rows, [("running",)], 5) is None  # remembered, not read again
+    assert cache.top(rows, [("running", "fast")], 5) is None  # a phrase with such a token too
+    ranked = cache.top(rows, [("walk",)], 5)
     assert ranked == conn.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH 'walk' ORDER BY 2, 1").fetchall()
 
 
-def test_only_plain_single_tokens_are_ranked_from_memory():
-    assert bm25.single_tokens(TextQuery.words("kayak", "方案")) == ["kayak", "方案"]
-    assert bm25.single_tokens(TextQuery((TextTerm((("inv", "2024"),)),))) is None  # a phrase
-    assert bm25.single_tokens(TextQuery((TextTerm((("kay",),), True),))) is None  # a prefix
-    assert bm25.single_tokens(TextQuery.words("café")) is None  # FTS5 folds the diacritic
-    assert bm25.single_tokens(TextQuery.words("Kayak")) is None  # FTS5 folds the case
+def test_only_plain_tokens_without_prefixes_are_ranked_from_memory():
+    assert bm25.phrases(TextQuery.words("kayak", "方案")) == [("kayak",), ("方案",)]
+    assert bm25.phrases(TextQuery((TextTerm((("inv", "2024"),)),))) == [("inv", "2024")]  # a phrase
+    assert bm25.phrases(TextQuery((TextTerm((("kay",),), True),))) is None  # a prefix
+    assert bm25.phrases(TextQuery.words("café")) is None  # FTS5 folds the diacritic
+    assert bm25.phrases(TextQuery((TextTerm((("kayak", "Rental"),)),))) is None  # FTS5 folds the case
 
 
 def test_common_terms_loaded_ahead_give_the_same_rankings_and_stop_when_the_index_moves(tmp_path):
@@ -108,7 +115,7 @@ def test_common_terms_loaded_ahead_give_the_same_rankings_and_stop_when_the_inde
     assert cache.generation is not None
     finish_loads_ahead()
     cache.warm(store._snapshot, threading.Event(), min_rows=50)  # run here, to its end
-    common = {analyze_document(w) for w in WORDS if w.isascii()} - {"pier"}
+    common = {(analyze_document(w),) for w in WORDS if w.isascii()} - {("pier",)}
     assert common <= set(cache._postings)  # every word is in far more than 50 of 1,200 rows
     for query in queries():
         for limit in (1, 7, 5000):

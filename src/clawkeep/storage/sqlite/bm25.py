@@ -10,9 +10,10 @@ module keeps, until the next commit to the file, each row's size and each asked 
     score(row) = -Σ_phrase idf · tf·(k1+1) / (tf + k1·(1 − b + b·|row| / avg|row|)),
     idf = ln((N − n + 0.5) / (n + 0.5)), at least 1e-6;  k1 = 1.2, b = 0.75
 
-(N rows, n rows holding the phrase). Results equal FTS5's `ORDER BY bm25(...), rowid` to
-floating-point rounding. Only single-token, non-prefix phrases are scored here; anything else
-goes to FTS5. A store uses this from its second search after a commit, so a one-shot CLI
+(N rows, n rows holding the phrase; tf: the phrase's occurrences in the row). Results equal
+FTS5's `ORDER BY bm25(...), rowid` to floating-point rounding. Phrases of several tokens (a
+Chinese query's run of bigrams, "装修 修方 方案") are counted from their tokens' positions,
+read once per phrase; prefix terms go to FTS5. A store uses this from its second search after a commit, so a one-shot CLI
 process never pays for loading the sizes.
 """
 
@@ -45,18 +46,18 @@ WARM_BATCH = 4  # terms per read transaction of the loading thread (a search wai
 Rows = Callable[[str, Sequence[Any]], list[Any]]
 
 
-def single_tokens(query: TextQuery) -> list[str] | None:
+def phrases(query: TextQuery) -> list[tuple[str, ...]] | None:
     """The phrases of `query` as FTS5 ranks them (one per alternative, repeats kept), or None
-    when one is a multi-token phrase or a prefix (FTS5 ranks those itself)."""
-    tokens = []
+    when one is a prefix or holds a token FTS5 may read as something else (FTS5 ranks those)."""
+    out = []
     for term in query.terms:
         if term.prefix:
             return None
         for phrase in term.phrases:
-            if len(phrase) != 1 or not plain(phrase[0]):
+            if not phrase or not all(plain(token) for token in phrase):
                 return None
-            tokens.append(phrase[0])
-    return tokens or None
+            out.append(tuple(phrase))
+    return out or None
 
 
 class NotOneToken(Exception):
@@ -99,9 +100,9 @@ class Bm25Cache:
         self._ids: np.ndarray | None = None  # sorted rowids
         self._sizes: np.ndarray | None = None  # tokens per row, aligned with _ids
         self._average = 0.0
-        self._postings: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._postings: OrderedDict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached = 0
-        self._not_one: set[str] = set()
+        self._not_one: set[tuple[str, ...]] = set()
         self.generation: str | None = None  # the index's generation the sizes were read at
         self._warm = "no"  # "no" → "due" once the sizes are loaded → "started" (or "skipped")
 
@@ -144,11 +145,11 @@ class Bm25Cache:
                 with self._lock:
                     for term, posting in loaded:
                         if posting is None:
-                            self._not_one.add(term)
-                        elif term not in self._postings:
+                            self._not_one.add((term,))
+                        elif (term,) not in self._postings:
                             if self._cached + len(posting[0]) > budget:
                                 return
-                            self._keep(term, posting)
+                            self._keep((term,), posting)
         except Exception:  # noqa: BLE001 - a closed store, a locked file: searches load what they need
             return
 
@@ -158,15 +159,15 @@ class Bm25Cache:
             self.searches += 1
             return self._ids is not None or self.searches > ACTIVATE_AFTER_SEARCHES
 
-    def top(self, rows: Rows, tokens: list[str], limit: int) -> list[tuple[int, float]] | None:
-        """(rowid, bm25) of the best `limit` rows matching any token, best first, ties by rowid;
-        None when a token is not one FTS5 token after all (FTS5 must rank that query)."""
+    def top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]] | None:
+        """(rowid, bm25) of the best `limit` rows matching any phrase, best first, ties by rowid;
+        None when a phrase is not what FTS5 reads after all (FTS5 must rank that query)."""
         try:
-            return self._top(rows, tokens, limit)
+            return self._top(rows, phrases, limit)
         except NotOneToken:
             return None
 
-    def _top(self, rows: Rows, tokens: list[str], limit: int) -> list[tuple[int, float]]:
+    def _top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]]:
         import numpy as np  # noqa: PLC0415 - numpy only where a ranking is computed
 
         with self._lock:
@@ -176,8 +177,8 @@ class Bm25Cache:
             if total == 0 or limit <= 0:
                 return []
             found, scores = [], []
-            for token in tokens:
-                docs, freqs = self._posting(rows, token)
+            for phrase in phrases:
+                docs, freqs = self._posting(rows, phrase)
                 if not len(docs):
                     continue
                 hits = len(docs)
@@ -219,19 +220,39 @@ class Bm25Cache:
         self._sizes = np.asarray(_varints([r[1] for r in records]), dtype=np.float64)
         self._average = float(self._sizes.sum()) / len(records) if records else 0.0
 
-    def _posting(self, rows: Rows, token: str) -> tuple[np.ndarray, np.ndarray]:
-        if token in self._not_one:
-            raise NotOneToken(token)
-        cached = self._postings.get(token)
+    def _posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        if phrase in self._not_one:
+            raise NotOneToken(" ".join(phrase))
+        cached = self._postings.get(phrase)
         if cached is not None:
-            self._postings.move_to_end(token)
+            self._postings.move_to_end(phrase)
             return cached
-        posting = self._read_posting(rows, token)
+        posting = self._read_posting(rows, phrase[0]) if len(phrase) == 1 else self._read_phrase(rows, phrase)
         if posting is None:
-            self._not_one.add(token)
-            raise NotOneToken(token)
-        self._keep(token, posting)
+            self._not_one.add(phrase)
+            raise NotOneToken(" ".join(phrase))
+        self._keep(phrase, posting)
         return posting
+
+    def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, occurrences) of a phrase of several tokens: the positions where token i sits i
+        places after the first, counted per row; None unless FTS5 matches exactly those rows."""
+        import numpy as np  # noqa: PLC0415
+
+        starts = None
+        for shift, token in enumerate(phrase):
+            # the table indexes one column (see _varints), so a row and an offset name a position
+            found = rows(f"SELECT doc, offset FROM {self.instances} WHERE term = ?", (token,))
+            table = np.array(found, dtype=np.int64).reshape(-1, 2)
+            keys = (table[:, 0] << 32) + (table[:, 1] - shift)  # one int64: row, offset of the phrase's start
+            starts = keys if starts is None else np.intersect1d(starts, keys, assume_unique=True)
+            if not len(starts):
+                break
+        docs, counts = np.unique(starts >> 32, return_counts=True)
+        matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(" ".join(phrase)),))
+        if matched[0][0] != len(docs):
+            return None
+        return np.ascontiguousarray(docs), counts.astype(np.float64)
 
     def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(rows, frequencies) of one token, or None when FTS5 reads it as other tokens."""
@@ -244,7 +265,7 @@ class Bm25Cache:
         table = np.array(pairs, dtype=np.int64).reshape(-1, 2)  # converted in C: the GIL is held briefly
         return np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.float64)
 
-    def _keep(self, token: str, posting: tuple[np.ndarray, np.ndarray]) -> None:
+    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, np.ndarray]) -> None:
         self._postings[token] = posting
         self._cached += len(posting[0])
         while self._cached > MAX_CACHED_POSTINGS and len(self._postings) > 1:

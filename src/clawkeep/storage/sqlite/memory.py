@@ -269,8 +269,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
     def _ranked_from_memory(self, query: TextQuery, limit: int) -> list[tuple[int, float, str]] | None:
         """The same rows as `_RANKED`, scored from the posting lists this process keeps (`bm25.py`);
         None when FTS5 should rank (a phrase or prefix term, the first search after a commit)."""
-        tokens = bm25.single_tokens(query)
-        if tokens is None:
+        phrases = bm25.phrases(query)
+        if phrases is None:
             return None
         with self._lock:  # no commit of this process between the token check and the reads
             if self._depth or self._conn.in_transaction:  # uncommitted rows the cache does not hold
@@ -282,7 +282,7 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             if not self.__dict__.get("_instances_table"):  # once per connection, not per search
                 self._rows(_INSTANCES_TABLE)
                 self._instances_table = True
-            best = cache.top(self._rows, tokens, limit)
+            best = cache.top(self._rows, phrases, limit)
             if cache.take_warm_start(self._warm_allowed):
                 threading.Thread(target=cache.warm, args=(self._snapshot, self._closing), daemon=True,
                                  name="clawkeep-bm25-warm").start()
