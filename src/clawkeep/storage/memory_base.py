@@ -100,7 +100,12 @@ class MemoryStore(abc.ABC):
         """Drop every file, chunk and vector (full rebuild); the embedding cache survives."""
 
     @abc.abstractmethod
-    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]: ...
+    def chunks(self, ids: Iterable[int], *, text: bool = True) -> dict[int, ChunkRecord]:
+        """The chunks of these ids that exist; `text=False` leaves each record's text empty (a
+        search reads the text of the few it shows with `chunk_texts`, not of every candidate)."""
+
+    @abc.abstractmethod
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]: ...
 
     @abc.abstractmethod
     def chunk_count(self) -> int: ...

@@ -27,6 +27,13 @@ def test_files_chunks_and_keyword_search_by_source(memory_store):
     assert memory_store.chunk_count() == 3
     got = memory_store.chunks([notes[1].id, talk[0].id, 999_999])
     assert got[notes[1].id].text == "kayak trip to Lofoten" and got[talk[0].id].source == "sessions"
+    # a search reads its candidates without their text, then the text of the few it shows
+    bare = memory_store.chunks([notes[1].id, talk[0].id, 999_999], text=False)
+    assert set(bare) == set(got) and all(c.text == "" for c in bare.values())
+    assert [(c.path, c.source, c.start_line, c.end_line, c.hash, c.weight, c.day, c.meta) for c in bare.values()] == [
+        (c.path, c.source, c.start_line, c.end_line, c.hash, c.weight, c.day, c.meta) for c in got.values()]
+    assert memory_store.chunk_texts([talk[0].id, 999_999]) == {talk[0].id: "we talked about the kayak"}
+    assert memory_store.chunk_texts([]) == {}
     rows = memory_store.keyword_search(TextQuery.words("kayak"), sources=["memory", "sessions"], limit=10)
     assert {r[0] for r in rows} == {notes[1].id, talk[0].id}
     assert [r[1] for r in rows] == sorted(r[1] for r in rows)

@@ -42,7 +42,7 @@ from ...text.dialogue import named_periods, query_words
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
 from .terms import Terms
-from .windows import MemoryHit, hits
+from .windows import MemoryHit, hits, window_rows
 
 __all__ = ["MAX_CANDIDATES", "MAX_LIMIT", "MAX_QUERY_CHARS", "MemoryHit", "memory_search", "validate", "vector_filter"]
 
@@ -89,6 +89,13 @@ def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Can
     blended = {cid: {i: (1 - WINDOW_SHARE) * v + WINDOW_SHARE * window_sims[cid].get(i, v) for i, v in sims.items()}
                for cid, sims in line_sims.items()}
     return _relative(line_sims), line_sims, blended
+
+
+def _read_texts(index: MemoryIndex, rows: list) -> None:
+    """Fill in the text of these (score, candidate, chunk) rows' chunks, read without it."""
+    texts = index.store.chunk_texts(chunk.id for _, _, chunk in rows if not chunk.text)
+    for _, _, chunk in rows:
+        chunk.text = texts.get(chunk.id, chunk.text)
 
 
 def _nearest_lines_floor(line_sims: dict[int, dict[int, float]], count: int) -> float:
@@ -147,7 +154,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     for cid, sim in similar:
         candidates.setdefault(cid, Candidate(cid)).vector = sim
     wv, wt = weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
-    chunks = index.store.chunks(candidates)
+    chunks = index.store.chunks(candidates, text=False)  # texts only for the rows that get windows
     if visible is not None:
         chunks = {cid: chunk for cid, chunk in chunks.items() if visible(chunk)}
     line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
@@ -176,8 +183,10 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         scored = decay(scored, settings.hybrid.temporal_decay.half_life_days, today, limit)
         reorder = False  # the decay's order stands
     if settings.hybrid.mmr.enabled:
+        _read_texts(index, scored)  # MMR compares the candidates' words
         scored = mmr(scored, settings.hybrid.mmr.lambda_, limit)
         reorder = False
+    _read_texts(index, scored[:window_rows(limit)])
     # also in vector mode, the query's words pick the lines of each result
     return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,

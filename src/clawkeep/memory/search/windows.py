@@ -386,6 +386,11 @@ def _rendered_size(lines: _Lines, picked: list[int]) -> int:
     return sum(len(lines.text[i]) + 1 for i in picked) + sum(len(x) + 1 for x in labels) + 2 * gaps - 1
 
 
+def window_rows(limit: int) -> int:
+    """How many of the best chunks the lines of `limit` results come from."""
+    return max(limit * CHUNK_POOL, limit + 10)
+
+
 def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, citations: str,
           reorder: bool, line_sims: dict[int, dict[int, float]] | None = None,
           small_index: bool = False, fact_sims: dict[int, dict[int, float]] | None = None,
@@ -393,7 +398,7 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
           raw_sims: dict[int, dict[int, float]] | None = None, periods: list | None = None) -> list[MemoryHit]:
     """`fact_sims`: {chunk id: {line: cosine}} of the line vectors; `fusion`: the search's
     (vector, keyword) weights, which score a fact line of its own (see FACT_MIN_SHARE)."""
-    rows = scored[: max(limit * CHUNK_POOL, limit + 10)]
+    rows = scored[:window_rows(limit)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
     needles = _needles(query) if query is not None else ()
     chunk_lines = [_chunk_lines(chunk, query, line_sims.get(chunk.id), needles, fact_sims.get(chunk.id),

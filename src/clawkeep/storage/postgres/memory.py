@@ -56,6 +56,7 @@ MIGRATIONS = (
 )
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
+_CHUNK_COLUMNS_NO_TEXT = _CHUNK_COLUMNS.replace(" text,", " '',")
 
 
 def _vector_text(vec: np.ndarray) -> str:
@@ -184,12 +185,16 @@ class PgMemoryStore(PgConnection, MemoryStore):
         return ChunkRecord(path, source, start, end, text, digest, weight=weight, day=day,
                            meta=json.loads(meta), id=cid)
 
-    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]:
+    def chunks(self, ids: Iterable[int], *, text: bool = True) -> dict[int, ChunkRecord]:
+        columns = _CHUNK_COLUMNS if text else _CHUNK_COLUMNS_NO_TEXT
+        return {row[0]: self._chunk(row) for row in self._by_ids(f"SELECT {columns} FROM {{s}}.chunks", ids)}
+
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
+        return dict(self._by_ids("SELECT id, text FROM {s}.chunks", ids))
+
+    def _by_ids(self, select: str, ids: Iterable[int]) -> list[Any]:
         wanted = list(dict.fromkeys(int(i) for i in ids))
-        if not wanted:
-            return {}
-        rows = self._query(f"SELECT {_CHUNK_COLUMNS} FROM {{s}}.chunks WHERE id = ANY(%s)", (wanted,))
-        return {row[0]: self._chunk(row) for row in rows}
+        return self._query(f"{select} WHERE id = ANY(%s)", (wanted,)) if wanted else []
 
     def chunk_count(self) -> int:
         return int(self._query("SELECT count(*) FROM {s}.chunks")[0][0])

@@ -57,6 +57,7 @@ MIGRATIONS = (Migration(1, "files, chunks, keyword index, vectors and the embedd
               Migration(2, "line vectors: one per line of a chunk (fact-level vector search)", _LINE_VECTORS))
 
 _CHUNK_COLUMNS = "id, path, source, start_line, end_line, hash, text, weight, day, meta"
+_CHUNK_COLUMNS_NO_TEXT = _CHUNK_COLUMNS.replace(" text,", " '',")
 # The keyword ranking of every chunk (bm25 of each match, then the best `limit` with their tokens);
 # `{rows}` restricts it to a range of chunk ids.
 _RANKED = ("SELECT t.id, t.score, f.tokens FROM (SELECT rowid AS id, bm25(chunks_fts) AS score FROM chunks_fts "
@@ -232,15 +233,20 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return ChunkRecord(path, source, start, end, text, digest, weight=weight, day=day,
                            meta=json.loads(meta) if meta != "{}" else {}, id=cid)  # most notes: no meta
 
-    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRecord]:
+    def chunks(self, ids: Iterable[int], *, text: bool = True) -> dict[int, ChunkRecord]:
+        columns = _CHUNK_COLUMNS if text else _CHUNK_COLUMNS_NO_TEXT
+        return {row[0]: self._chunk(row) for row in self._by_ids(f"SELECT {columns} FROM chunks WHERE id IN", ids)}
+
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
+        return dict(self._by_ids("SELECT id, text FROM chunks WHERE id IN", ids))
+
+    def _by_ids(self, select: str, ids: Iterable[int]) -> list[Any]:
         wanted = list(dict.fromkeys(int(i) for i in ids))
-        found: dict[int, ChunkRecord] = {}
+        rows: list[Any] = []
         for start in range(0, len(wanted), 500):
             batch = wanted[start:start + 500]
-            marks = ", ".join("?" for _ in batch)
-            for row in self._rows(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
-                found[row[0]] = self._chunk(row)
-        return found
+            rows += self._rows(f"{select} ({', '.join('?' for _ in batch)})", batch)
+        return rows
 
     def chunk_count(self) -> int:
         return self._rows("SELECT count(*) FROM chunks")[0][0]
