@@ -295,7 +295,10 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
             if not best:
                 return best
             marks = ", ".join("?" for _ in best)
-            stored = dict(self._rows(f"SELECT rowid, tokens FROM chunks_fts WHERE rowid IN ({marks})",
+            # the tokens straight from FTS5's content table (`chunks_fts_content`, column c0: its
+            # documented layout for a table that stores its own content) — through the virtual
+            # table a lookup by rowid cost twice as much (96 rows: 0.40 → 0.20 ms)
+            stored = dict(self._rows(f"SELECT id, c0 FROM chunks_fts_content WHERE id IN ({marks})",
                                      [d for d, _ in best]))
         return [(d, score, stored[d]) for d, score in best if d in stored]
 
