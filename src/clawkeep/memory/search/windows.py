@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -184,7 +185,8 @@ class _Layout:
     facts: frozenset[int]
     speakers: list[tuple[str, ...]]
     padded: list[str] | None  # " tokens " per line, when the stored tokens fit the lines
-    all_tokens: str | None  # every line's tokens in one padded string (a term absent here is on no line)
+    all_tokens: str | None  # the padded lines joined by a space: a needle found here lies inside one line
+    starts: list[int] | None  # where each padded line starts in all_tokens
 
 
 @lru_cache(maxsize=2048)
@@ -207,8 +209,35 @@ def _layout(text: str, start_line: int, end_line: int, source: str, day: str | N
     speakers = [speaker_labels(line) if i not in breaks and line.strip() else () for i, line in enumerate(lines)]
     facts = frozenset(i for i, line in enumerate(lines) if _LIST_ITEM.match(line))
     padded = [f" {t} " for t in stored] if stored is not None else None
+    starts = None
+    if padded is not None:
+        starts, at = [], 0
+        for line in padded:
+            starts.append(at)
+            at += len(line) + 1
     return _Layout(lines, numbers, labels, frozenset(breaks), facts, speakers, padded,
-                   " ".join(padded) if padded is not None else None)
+                   " ".join(padded) if padded is not None else None, starts)
+
+
+def _held_terms(layout: _Layout, needles: tuple[tuple[str, ...], ...]) -> list[frozenset[int]]:
+    """Which query terms each line's stored tokens hold: each needle is looked for in the joined
+    lines and every occurrence assigned to its line, instead of testing every line for every
+    term (date lines hold none)."""
+    assert layout.all_tokens is not None and layout.starts is not None
+    joined, starts = layout.all_tokens, layout.starts
+    held: dict[int, set[int]] = {}
+    for t, forms in enumerate(needles):
+        for needle in forms:
+            at = joined.find(needle)
+            while at >= 0:
+                line = bisect_right(starts, at) - 1
+                if line not in layout.breaks:
+                    held.setdefault(line, set()).add(t)
+                at = joined.find(needle, at + 1)
+    out: list[frozenset[int]] = [frozenset()] * len(starts)
+    for line, found in held.items():
+        out[line] = frozenset(found)
+    return out
 
 
 def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] | None = None,
@@ -219,15 +248,14 @@ def _chunk_lines(chunk: Any, query: SearchQuery | None, sims: dict[int, float] |
     layout = _layout(chunk.text, chunk.start_line, chunk.end_line, chunk.source, chunk.day, tokens)
     lines, padded = layout.text, layout.padded
     terms: list[frozenset[int]] = [frozenset()] * len(lines)
-    if query is not None:
-        wanted = list(enumerate(query.needles))
-        if padded is not None:  # only the terms the chunk holds at all are looked for line by line
-            wanted = [(t, forms) for t, forms in wanted if any(n in layout.all_tokens for n in forms)]
-        for i, line in enumerate(lines) if wanted else ():
-            if i in layout.breaks or not line.strip() or (padded is None and not _may_hold(line, needles)):
+    if query is not None and padded is not None:
+        terms = _held_terms(layout, query.needles)
+    elif query is not None:
+        for i, line in enumerate(lines):
+            if i in layout.breaks or not line.strip() or not _may_hold(line, needles):
                 continue
-            held = padded[i] if padded is not None else _analysed_line(line)
-            terms[i] = frozenset(t for t, forms in wanted if any(n in held for n in forms))
+            held = _analysed_line(line)
+            terms[i] = frozenset(t for t, forms in enumerate(query.needles) if any(n in held for n in forms))
     sims = sims or {}
     vecs = [sims.get(i, 0.0) for i in range(len(lines))]
     return _Lines(lines, layout.numbers, terms, layout.labels, layout.breaks, vecs=vecs, facts=layout.facts,
