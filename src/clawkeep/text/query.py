@@ -186,7 +186,13 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
 def holds_every_term(doc_tokens: str, query: SearchQuery) -> bool:
     """True when a row's tokens hold every term of the query: the most `score_boost` gives."""
     padded = f" {doc_tokens} ".replace("\n", " ")  # tokens may be stored line by line (analyze_lines)
-    return all(any(needle in padded for needle in needles) for needles in query.needles)
+    for needles in query.needles:  # loops, not all(any(...)): no generator per row
+        for needle in needles:
+            if needle in padded:
+                break
+        else:
+            return False
+    return True
 
 
 def rerank(
@@ -205,12 +211,30 @@ def rerank(
     """
     if not rows:
         return []
-    best = rerank_best(rank(r) for r in rows)
+    ranks = [rank(r) for r in rows]
+    keys = rerank_scores([tokens(r) for r in rows], ranks, query, rerank_best(ranks), coverage_weight, exact_weight)
+    # sorted() is stable with reverse=True too: equal scores keep the candidates' order
+    return [rows[i] for i in sorted(range(len(rows)), key=keys.__getitem__, reverse=True)]
 
-    def score(row: T) -> float:
-        return rerank_score(tokens(row), rank(row), query, best, coverage_weight, exact_weight)
 
-    return sorted(rows, key=score, reverse=True)
+def rerank_scores(docs: Sequence[str], ranks: Sequence[float], query: SearchQuery, best: float,
+                  coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> list[float]:
+    """`rerank_score` of every candidate (its tokens in `docs`, its bm25 rank in `ranks`), in
+    one loop: the same operations in the same order, so the same floats."""
+    plan, total = query.boost_plan
+    out: list[float] = []
+    append = out.append
+    for doc, rank in zip(docs, ranks, strict=True):
+        padded = f" {doc} ".replace("\n", " ")  # as score_boost
+        covered, exact = 0, 0
+        for needles, weight, is_exact in plan:
+            for needle in needles:
+                if needle in padded:
+                    covered += weight
+                    exact += is_exact
+                    break
+        append(rank / best + coverage_weight * (covered / total) + exact_weight * float(exact))
+    return out
 
 
 def rerank_best(ranks: Iterable[float]) -> float:

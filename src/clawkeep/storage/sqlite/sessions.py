@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
+from itertools import starmap
 from pathlib import Path
 from typing import Any
 
@@ -414,7 +415,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # cheaper than the one or two `load_tokens` round trips that re-ranking needed anyway.
         rows = self._query(f"SELECT top.rowid, top.score, f.c0 FROM ({ranked[0]}) top "
                            "JOIN entries_fts_content f ON f.id = top.rowid ORDER BY top.score, top.rowid", ranked[1])
-        return [TextMatch(seq, score, tokens) for seq, score, tokens in rows]
+        return list(starmap(TextMatch, rows))  # (seq, score, tokens) each
 
     def load_tokens(self, matches: Sequence[TextMatch]) -> None:
         missing = {m.seq: m for m in matches if m.tokens is None}
