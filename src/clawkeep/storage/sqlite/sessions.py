@@ -118,6 +118,19 @@ _WRITE_PATH_PROBE = (
 )
 
 
+_SCAN = json.JSONDecoder().scan_once  # what json.loads runs, without its Python wrapper
+
+
+def _json_value(text: str) -> Any:
+    """json.loads of a stored JSON document (written by json.dumps: no surrounding blanks), a
+    third faster; anything else (blanks, trailing data, bad JSON) goes through json.loads."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, TypeError):
+        return json.loads(text)  # its own error for a bad document
+    return value if end == len(text) else json.loads(text)
+
+
 class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
@@ -259,19 +272,11 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     @staticmethod
     def _entry(row: Sequence[Any]) -> EntryRecord:
         seq, entry_id, session_id, parent, etype, role, ts, content, meta, client_scope, client_id = row
-        return EntryRecord(
-            entry_id=entry_id,
-            session_id=session_id,
-            type=etype,
-            timestamp=ts,
-            role=role,
-            content=json.loads(content),
-            meta={} if meta == "{}" else json.loads(meta),  # most entries: skip the parser
-            parent_entry_id=parent,
-            seq=seq,
-            client_id=client_id,
-            client_scope=client_scope,
-        )
+        # positional (the field order of EntryRecord): half the time of keywords, and a search
+        # decodes one per hit
+        return EntryRecord(entry_id, session_id, etype, ts, role, _json_value(content),
+                           {} if meta == "{}" else _json_value(meta),  # most entries: skip the parser
+                           parent, seq, client_id, client_scope)
 
     def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
         with self.transaction():
