@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TypeVar
 
 from ..patterns import lazy
@@ -290,19 +290,28 @@ def _free_terms(text: str, out: list[Term]) -> None:
 
 
 def _word_term(chunk: str, out: list[Term]) -> None:
+    term = _chunk_term(chunk)
+    if term is not None:
+        out.append(term)
+
+
+@lru_cache(maxsize=16384)
+def _chunk_term(chunk: str) -> Term | None:
+    """The term of one non-CJK chunk (None: a stop word or nothing left). Cached like the
+    document side's `chunk_tokens`: a pure function of the chunk, and Terms are frozen."""
     parts = split_parts(chunk)
     if len(parts) == 1:
         word = fold(parts[0])[:MAX_TOKEN]
         if word and word not in stopwords.ENGLISH:
             # v2, gpt4, a1b2 are identifiers; 3am, 1st, 90s are ordinary words.
             ident = any(c.isdigit() for c in word) and not _NUMBER_WORD.fullmatch(word)
-            out.append(Term(((stem(word),),), "ident" if ident else "word", surface=word))
-        return
+            return Term(((stem(word),),), "ident" if ident else "word", surface=word)
+        return None
     tokens, joined = word_tokens(chunk)
     if not tokens:
-        return
+        return None
     forms = (tuple(tokens),) + (((joined,),) if joined else ())
-    out.append(Term(forms, "ident", surface=fold(chunk)))
+    return Term(forms, "ident", surface=fold(chunk))
 
 
 def _phrase_term(text: str, out: list[Term]) -> None:
