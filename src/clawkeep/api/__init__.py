@@ -44,5 +44,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(operations, name)
     if name in shapes.__all__:
-        return getattr(shapes, name)
+        value = getattr(shapes, name)
+        globals()[name] = value  # asked once: each call that returns a result names its model
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -78,9 +78,10 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     `limit` of a store can reach the answer only if that most boost lifts them over the
     `limit`-th best score found so far: when it cannot, their tokens are never read. One term:
     every row holds it, so the first `limit` rows are the answer (checked, one query fetches
-    them whole). Several: the ranking is read for CANDIDATES rows, the tokens of the first
-    `limit` and, only if the bound says so, of the rest (a backend may hand them over with the
-    ranking: SQLite does); entries only for the rows shown.
+    them whole). Several: the ranking is read for CANDIDATES rows; when the backend hands their
+    tokens over with it (SQLite does) all of them are re-ranked in one loop (the reference
+    answer; the bound would rarely spare any), otherwise the tokens of the first `limit` and,
+    only if the bound says so, of the rest are read. Entries only for the rows shown.
     """
     wanted = TextQuery.of(query.terms)
     if len(query.terms) == 1:
@@ -92,6 +93,10 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     ranked = [(store, store.rank_matches(wanted, session_ids=session_ids, limit=CANDIDATES)) for store in stores]
     if not any(matches for _store, matches in ranked):
         return []
+    every = [m for _s, matches in ranked for m in matches]
+    if all(m.tokens is not None for m in every):  # tokens came with the ranking (SQLite does)
+        # Re-ranking them all is the reference answer, and as cheap as the bound below.
+        return _rows_in_order(_rerank_matches(every, query)[:limit], ranked)
     best = rerank_best(matches[0].score for _store, matches in ranked if matches)
     for store, matches in ranked:
         store.load_tokens(matches[:limit])
@@ -99,7 +104,7 @@ def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozens
     if top is None:
         for store, matches in ranked:
             store.load_tokens(matches)
-        top = _rerank_matches([m for _s, matches in ranked for m in matches], query)[:limit]
+        top = _rerank_matches(every, query)[:limit]
     return _rows_in_order(top, ranked)
 
 
@@ -139,7 +144,9 @@ def _rerank_matches(matches: list[TextMatch], query: SearchQuery) -> list[TextMa
 
 def _rows_in_order(top: list[TextMatch], ranked: list[tuple[AgentStore, list[TextMatch]]]) -> list[SearchRow]:
     """The full rows of `top` (matches of several stores), in its order."""
-    for store, matches in ranked:
+    if len(ranked) == 1:
+        ranked[0][0].load_rows(top)
+    for store, matches in ranked if len(ranked) > 1 else ():
         mine = {id(m) for m in matches}
         store.load_rows([m for m in top if id(m) in mine])
     return [m.row for m in top if m.row is not None]

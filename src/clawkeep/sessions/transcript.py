@@ -49,6 +49,11 @@ def text_blocks(text: str) -> list[dict[str, Any]]:
 
 
 def plain_text(content: list[dict[str, Any]]) -> str:
+    if type(content) is list and len(content) == 1 and type(content[0]) is dict:  # most messages: one block
+        block = content[0]
+        text = block.get("text", "")
+        if block.get("type") == "text" and type(text) is str:
+            return text.strip()
     return "\n".join(b.get("text", "") for b in content if b.get("type") == "text").strip()
 
 

@@ -99,7 +99,7 @@ class SearchRow:
                 f"tokens={self.tokens!r})")
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a search builds ~100 of them
 class TextMatch:
     """One ranked full-text match (`AgentStore.rank_matches`): the entry's seq and score. Its
     indexed tokens and its full row are read only when asked for (`load_tokens`, `load_rows`):

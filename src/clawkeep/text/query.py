@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
 from ..patterns import lazy
@@ -187,7 +187,13 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
 def holds_every_term(doc_tokens: str, query: SearchQuery) -> bool:
     """True when a row's tokens hold every term of the query: the most `score_boost` gives."""
     padded = f" {doc_tokens} ".replace("\n", " ")  # tokens may be stored line by line (analyze_lines)
-    return all(any(needle in padded for needle in needles) for needles in query.needles)
+    for needles in query.needles:  # loops, not all(any(...)): no generator per row
+        for needle in needles:
+            if needle in padded:
+                break
+        else:
+            return False
+    return True
 
 
 def rerank(
@@ -206,12 +212,30 @@ def rerank(
     """
     if not rows:
         return []
-    best = rerank_best(rank(r) for r in rows)
+    ranks = [rank(r) for r in rows]
+    keys = rerank_scores([tokens(r) for r in rows], ranks, query, rerank_best(ranks), coverage_weight, exact_weight)
+    # sorted() is stable with reverse=True too: equal scores keep the candidates' order
+    return [rows[i] for i in sorted(range(len(rows)), key=keys.__getitem__, reverse=True)]
 
-    def score(row: T) -> float:
-        return rerank_score(tokens(row), rank(row), query, best, coverage_weight, exact_weight)
 
-    return sorted(rows, key=score, reverse=True)
+def rerank_scores(docs: Sequence[str], ranks: Sequence[float], query: SearchQuery, best: float,
+                  coverage_weight: float = COVERAGE_WEIGHT, exact_weight: float = EXACT_WEIGHT) -> list[float]:
+    """`rerank_score` of every candidate (its tokens in `docs`, its bm25 rank in `ranks`), in
+    one loop: the same operations in the same order, so the same floats."""
+    plan, total = query.boost_plan
+    out: list[float] = []
+    append = out.append
+    for doc, rank in zip(docs, ranks, strict=True):
+        padded = f" {doc} ".replace("\n", " ")  # as score_boost
+        covered, exact = 0, 0
+        for needles, weight, is_exact in plan:
+            for needle in needles:
+                if needle in padded:
+                    covered += weight
+                    exact += is_exact
+                    break
+        append(rank / best + coverage_weight * (covered / total) + exact_weight * float(exact))
+    return out
 
 
 def rerank_best(ranks: Iterable[float]) -> float:
@@ -267,19 +291,28 @@ def _free_terms(text: str, out: list[Term]) -> None:
 
 
 def _word_term(chunk: str, out: list[Term]) -> None:
+    term = _chunk_term(chunk)
+    if term is not None:
+        out.append(term)
+
+
+@lru_cache(maxsize=16384)
+def _chunk_term(chunk: str) -> Term | None:
+    """The term of one non-CJK chunk (None: a stop word or nothing left). Cached like the
+    document side's `chunk_tokens`: a pure function of the chunk, and Terms are frozen."""
     parts = split_parts(chunk)
     if len(parts) == 1:
         word = fold(parts[0])[:MAX_TOKEN]
         if word and word not in stopwords.ENGLISH:
             # v2, gpt4, a1b2 are identifiers; 3am, 1st, 90s are ordinary words.
             ident = any(c.isdigit() for c in word) and not _NUMBER_WORD.fullmatch(word)
-            out.append(Term(((stem(word),),), "ident" if ident else "word", surface=word))
-        return
+            return Term(((stem(word),),), "ident" if ident else "word", surface=word)
+        return None
     tokens, joined = word_tokens(chunk)
     if not tokens:
-        return
+        return None
     forms = (tuple(tokens),) + (((joined,),) if joined else ())
-    out.append(Term(forms, "ident", surface=fold(chunk)))
+    return Term(forms, "ident", surface=fold(chunk))
 
 
 def _phrase_term(text: str, out: list[Term]) -> None:

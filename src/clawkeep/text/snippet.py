@@ -38,27 +38,74 @@ def snippet(text: str, query: str | SearchQuery | None, width: int = 160) -> str
 def _hits(text: str, query: SearchQuery) -> list[tuple[int, int, int]]:
     """(start, end, term number) of every query-term occurrence, in original offsets."""
     norm, origin = _normalised_with_offsets(text)
-    words: dict[str, int] = {}
+    fragments, words, initials = _plan(query)
     hits: list[tuple[int, int, int]] = []
-    for i, term in enumerate(query.terms):
-        if has_cjk(term.surface):
-            for frag in CJK_RUN.findall(term.surface):
-                hits.extend((s, s + len(frag), i) for s in _find_all(norm, frag))
-        for form in term.forms:
-            words.update((tok, i) for tok in form if not has_cjk(tok))
-    # Stem each distinct word once, and only the words that start like a query token (Snowball
-    # never changes a word's first letter; other tokens are their own stem); then find where the
-    # words that stem to a query token occur.
-    distinct: set[str] = set()
+    for i, frag in fragments:
+        hits.extend((s, s + len(frag), i) for s in _find_all(norm, frag))
     if words:
+        # The words that stem to a query token: every distinct word of the text is stemmed
+        # once per process (`_stems`), so finding them is set arithmetic, not a loop.
         distinct = set(norm.translate(_ASCII_GAPS).split() if norm.isascii() else _WORD.findall(norm))
-    initials = {tok[:1] for tok in words}
-    for word in distinct:
-        if word[:1] in initials and (i := words.get(stem(word))) is not None:
-            hits.extend((s, s + len(word), i) for s in _find_all(norm, word) if _whole_word(norm, s, s + len(word)))
+        # (Snowball never changes a word's first letter; other tokens are their own stem.)
+        for word in _stems.matching(distinct, words):
+            if word[:1] in initials:
+                i = words[stem(word)]
+                hits.extend((s, s + len(word), i) for s in _find_all(norm, word)
+                            if _whole_word(norm, s, s + len(word)))
     hits.sort()
     del hits[_MAX_HITS:]  # the window search is quadratic in hits
+    if isinstance(origin, range):  # offsets unchanged (origin[s] == s)
+        return hits
     return [(origin[s], origin[e - 1] + 1, i) for s, e, i in hits]
+
+
+def _plan(query: SearchQuery) -> tuple[tuple[tuple[int, str], ...], dict[str, int], frozenset[str]]:
+    """What `_hits` looks for, once per query: (term number, CJK fragment) pairs, {word token:
+    term number} (a later term's number wins, as it always did) and the tokens' first letters."""
+    plan = query.__dict__.get("_snippet_plan")
+    if plan is None:
+        fragments: list[tuple[int, str]] = []
+        words: dict[str, int] = {}
+        for i, term in enumerate(query.terms):
+            if has_cjk(term.surface):
+                fragments.extend((i, frag) for frag in CJK_RUN.findall(term.surface))
+            for form in term.forms:
+                words.update((tok, i) for tok in form if not has_cjk(tok))
+        plan = (tuple(fragments), words, frozenset(tok[:1] for tok in words))
+        object.__setattr__(query, "_snippet_plan", plan)  # frozen dataclass: cached like its cached_property
+    return plan
+
+
+class _StemIndex:
+    """Words seen by snippets, grouped by their stem: `matching` answers "which of these words
+    stem to one of those tokens" with set operations, stemming only words never seen before.
+    Starts over past MAX_WORDS (memory stays bounded; a word seen again is stemmed again). The
+    state is one tuple swapped whole, so a thread that read it keeps a consistent pair."""
+
+    MAX_WORDS = 200_000
+
+    def __init__(self) -> None:
+        self._state: tuple[set[str], dict[str, set[str]]] = (set(), {})
+
+    def matching(self, distinct: set[str], tokens: dict[str, int]) -> set[str]:
+        known, by_stem = self._state
+        new = distinct - known
+        if new:
+            if len(known) + len(new) > self.MAX_WORDS:
+                known, by_stem = self._state = (set(), {})
+                new = distinct
+            for word in new:
+                by_stem.setdefault(stem(word), set()).add(word)
+            known |= new
+        found: set[str] = set()
+        for tok in tokens:
+            surfaces = by_stem.get(tok)
+            if surfaces:
+                found |= distinct & surfaces
+        return found
+
+
+_stems = _StemIndex()
 
 
 def _whole_word(text: str, start: int, end: int) -> bool:

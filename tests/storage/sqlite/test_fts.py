@@ -26,3 +26,23 @@ def test_every_rendering_is_valid_fts5():
     assert vocab_doc_freq(conn, "f_v")(["near", "zzz", "near"]) == {"near": 1}
     with pytest.raises(ValueError):
         TextQuery(())
+
+
+@pytest.mark.parametrize("text", ['[{"type":"text","text":"x"}]', '{"a":[1,2.5,null,true]}', '"str"', " []", "[] ",
+                                  "[1,", "", '{"a":', "nul", "[1]x", '{"a":"\x01"}', "NaN", "[1e999]", "\ufeff[]"])
+def test_stored_json_decodes_as_json_loads(text):
+    """Entries are decoded by the JSON scanner without json.loads' wrapper: the same value, or
+    the same error, for every document."""
+    import json
+    import math
+
+    from clawkeep.storage.sqlite.sessions import _json_value
+
+    def outcome(fn):
+        try:
+            value = fn(text)
+        except ValueError as exc:
+            return type(exc)
+        return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+    assert outcome(_json_value) == outcome(json.loads)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
+from itertools import starmap
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,19 @@ _WRITE_PATH_PROBE = (
     " (SELECT max(id) FROM entries_fts_content), (SELECT max(id) FROM entries_fts_docsize),"
     " (SELECT max(id) FROM entries_fts_data), (SELECT length(block) FROM entries_fts_data WHERE id = 10)"
 )
+
+
+_SCAN = json.JSONDecoder().scan_once  # what json.loads runs, without its Python wrapper
+
+
+def _json_value(text: str) -> Any:
+    """json.loads of a stored JSON document (written by json.dumps: no surrounding blanks), a
+    third faster; anything else (blanks, trailing data, bad JSON) goes through json.loads."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, TypeError):
+        return json.loads(text)  # its own error for a bad document
+    return value if end == len(text) else json.loads(text)
 
 
 class SqliteAgentStore(SqliteConnection, AgentStore):
@@ -258,19 +272,11 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     @staticmethod
     def _entry(row: Sequence[Any]) -> EntryRecord:
         seq, entry_id, session_id, parent, etype, role, ts, content, meta, client_scope, client_id = row
-        return EntryRecord(
-            entry_id=entry_id,
-            session_id=session_id,
-            type=etype,
-            timestamp=ts,
-            role=role,
-            content=json.loads(content),
-            meta={} if meta == "{}" else json.loads(meta),  # most entries: skip the parser
-            parent_entry_id=parent,
-            seq=seq,
-            client_id=client_id,
-            client_scope=client_scope,
-        )
+        # positional (the field order of EntryRecord): half the time of keywords, and a search
+        # decodes one per hit
+        return EntryRecord(entry_id, session_id, etype, ts, role, _json_value(content),
+                           {} if meta == "{}" else _json_value(meta),  # most entries: skip the parser
+                           parent, seq, client_id, client_scope)
 
     def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
         with self.transaction():
@@ -414,7 +420,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # cheaper than the one or two `load_tokens` round trips that re-ranking needed anyway.
         rows = self._query(f"SELECT top.rowid, top.score, f.c0 FROM ({ranked[0]}) top "
                            "JOIN entries_fts_content f ON f.id = top.rowid ORDER BY top.score, top.rowid", ranked[1])
-        return [TextMatch(seq, score, tokens) for seq, score, tokens in rows]
+        return list(starmap(TextMatch, rows))  # (seq, score, tokens) each
 
     def load_tokens(self, matches: Sequence[TextMatch]) -> None:
         missing = {m.seq: m for m in matches if m.tokens is None}
