@@ -520,3 +520,27 @@ def test_a_keyword_search_never_loads_the_embedding_model(home):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["1 False", "1 True MEMORY.md"]
+
+
+def test_a_turn_that_states_ranks_above_a_turn_that_only_asks(home):
+    # a question resembles the query, its words included, but the turn that tells is the answer
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    _chat(eng, _filler(4) + [("user", "Which pottery class for the kids would you recommend this spring?")]
+          + _filler(4, offset=4))
+    eng.message("/reset", at="2025-03-09T08:00:00+00:00")
+    _chat(eng, _filler(4, offset=8) + [("user", "I took the kids to a pottery class on Saturday, they made bowls.")]
+          + _filler(4, offset=12), start="2025-03-09T08:00:30+00:00")
+    hits = eng.memory_search("pottery class for the kids this spring", limit=5)["results"]
+    told = next(n for n, h in enumerate(hits) if "they made bowls" in h["snippet"])
+    asked = next(n for n, h in enumerate(hits) if "would you recommend" in h["snippet"])
+    assert told < asked
+
+
+def test_asking_share_counts_the_sentences_that_ask():
+    from clawkeep.memory.search.windows import _asking_share
+    assert _asking_share("User: I took the kids to pottery.") == 0.0
+    assert _asking_share("User: Which class would you recommend?") == 1.0
+    assert 0.3 < _asking_share("I went camping last weekend. How about you?") < 0.7
+    assert 0.2 < _asking_share("我上周去露营了。你呢？") < 0.5
+    # a trailing annotation (a shared photo) does not hide the question mark
+    assert _asking_share("Have you seen it? [shares a photo of a lake]") == 1.0

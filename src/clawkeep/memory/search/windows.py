@@ -316,6 +316,32 @@ TURN_MIN_SHARE = 0.3
 DATE_SHARE = 0.3
 DATE_BEFORE = 7
 DATE_AFTER = 14
+# A turn that asks resembles the question (its words, its vector) but tells little: a line with
+# at least QUESTION_FROM of its characters in sentences ending with ?/？ loses QUESTION_SHARE ×
+# that share of its score (its own evidence still gives context to the reply after it). On LoCoMo
+# returned lines ended with "?" 35% of the time, evidence turns 13%, all turns 25%. Dev / held-out
+# r@1800c / r@4000c 0.755 / 0.848, 0.747 / 0.839 → 0.768 / 0.854, 0.771 / 0.850 (README).
+QUESTION_SHARE = 0.5
+QUESTION_FROM = 0.3
+_SENTENCE = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+|$)")
+_ANNOTATION = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+
+@lru_cache(maxsize=32_768)
+def _asking_share(line: str) -> float:
+    """The share of a line's characters in sentences that ask (end with ? or ？)."""
+    text = _ANNOTATION.sub("", line).strip()
+    total = asked = 0
+    for m in _SENTENCE.finditer(text):
+        part = m.group(0).strip()
+        if not part:
+            continue
+        total += len(part)
+        if part.endswith(("?", "？")):
+            asked += len(part)
+    return asked / total if total else 0.0
+
+
 def _day(label: str | None) -> str | None:
     return label[1:11] if label else None
 
@@ -353,6 +379,13 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                 unnamed_any |= not hit
         named_rows.append(named)
         out.append(ctx)
+    if QUESTION_SHARE:
+        for lines, ctx in zip(chunk_lines, out, strict=True):
+            for i in range(len(ctx)):
+                if i not in lines.breaks and i not in lines.facts and ctx[i]:
+                    asked = _asking_share(lines.text[i])
+                    if asked >= QUESTION_FROM:
+                        ctx[i] *= 1 - QUESTION_SHARE * asked
     if named_any and unnamed_any and SPEAKER_SHARE:
         for ctx, named in zip(out, named_rows, strict=True):
             for i in range(len(ctx)):
