@@ -172,8 +172,13 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
     phrase hits: how many quoted phrases and identifiers it contains. bm25 alone lets one
     repeated rare word beat a message that mentions every term.
     """
-    padded = f" {doc_tokens} ".replace("\n", " ")  # tokens may be stored line by line (analyze_lines)
     plan, total = query.boost_plan
+    covered, exact = _boost(f" {doc_tokens} ".replace("\n", " "), plan)  # tokens may be stored line by line
+    return covered / total, float(exact)
+
+
+def _boost(padded: str, plan: Any) -> tuple[float, int]:
+    """(summed weight of the terms present, exact terms present) in a row's padded tokens."""
     covered, exact = 0, 0  # summed in term order from 0, as sum() would: the same float every time
     for needles, weight, is_exact in plan:
         for needle in needles:
@@ -181,7 +186,7 @@ def score_boost(doc_tokens: str, query: SearchQuery) -> tuple[float, float]:
                 covered += weight
                 exact += is_exact
                 break
-    return covered / total, float(exact)
+    return covered, exact
 
 
 def holds_every_term(doc_tokens: str, query: SearchQuery) -> bool:
@@ -226,14 +231,7 @@ def rerank_scores(docs: Sequence[str], ranks: Sequence[float], query: SearchQuer
     out: list[float] = []
     append = out.append
     for doc, rank in zip(docs, ranks, strict=True):
-        padded = f" {doc} ".replace("\n", " ")  # as score_boost
-        covered, exact = 0, 0
-        for needles, weight, is_exact in plan:
-            for needle in needles:
-                if needle in padded:
-                    covered += weight
-                    exact += is_exact
-                    break
+        covered, exact = _boost(f" {doc} ".replace("\n", " "), plan)  # as score_boost
         append(rank / best + coverage_weight * (covered / total) + exact_weight * float(exact))
     return out
 
