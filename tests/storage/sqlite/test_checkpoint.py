@@ -80,7 +80,8 @@ def test_commits_leave_the_checkpoint_to_the_thread_and_a_pause_lets_the_wal_sta
 
 def test_a_writer_that_never_pauses_keeps_the_wal_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # small limits so the test writes megabytes, not the defaults' tens of megabytes
-    monkeypatch.setattr(connection, "CHECKPOINT_COMMITS", 4)
+    monkeypatch.setattr(connection, "CHECKPOINT_FRAMES", 16)
+    monkeypatch.setattr(connection, "CHECKPOINT_LOOK_EVERY", 2)
     monkeypatch.setattr(connection, "CHECKPOINT_HOLD_FRAMES", 256)  # ≈1 MB
     path = tmp_path / "blobs.sqlite"
     store = BlobStore(path, synchronous="NORMAL", busy_timeout_ms=5_000)
@@ -91,5 +92,20 @@ def test_a_writer_that_never_pauses_keeps_the_wal_bounded(tmp_path: Path, monkey
             largest = max(largest, wal_size(path))
         assert largest < 12 * 1024 * 1024, largest
         assert store.count() == 1_500
+    finally:
+        store.close()
+
+
+def test_under_full_sqlite_keeps_checkpointing_inside_the_commit(tmp_path: Path):
+    # every FULL commit syncs the WAL already; a checkpoint beside them cost group commit throughput
+    path = tmp_path / "blobs.sqlite"
+    store = BlobStore(path, synchronous="FULL", busy_timeout_ms=5_000)
+    try:
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        assert store._checkpointer is None
+        for _ in range(300):  # ≈1,200 pages: past SQLite's threshold, so the WAL started over
+            store.add(os.urandom(BLOB))
+        frames, copied = wal_frames(path)
+        assert frames < 1_000 and store.count() == 300
     finally:
         store.close()
