@@ -213,7 +213,10 @@ class SqliteConnection:
     commits = 0  # COMMITs this connection ran (with group commit: `grouped` transactions in them)
     grouped = 0
     GROUP_WAIT_S = 0.05  # a waiting member re-checks this often (the committer also notifies)
-    READERS_KEPT = 4  # idle read-only connections kept for reads outside a transaction (group commit)
+    # Idle read-only connections kept for reads outside a transaction (group commit). A pool only
+    # grows to the reads that ran at once, so this caps what a busy gateway keeps: at 4, ten
+    # concurrent turns re-opened a reader every fifth turn (≈10% of a record-mode turn's CPU).
+    READERS_KEPT = 16
     _checkpointer: _Checkpointer | None = None  # a file's WAL checkpoints, off the commit path
 
     def __init__(self, path: str | Path, *, synchronous: str, busy_timeout_ms: int, group_commit: bool = False):
