@@ -37,6 +37,8 @@ words (shared 2-core machine, so ranges).
 
 from __future__ import annotations
 
+from itertools import chain
+
 from .query import (
     MAX_QUERY_CHARS,
     DocFreq,
@@ -48,7 +50,7 @@ from .query import (
     warm_up,
 )
 from .snippet import snippet
-from .tokens import chunk_tokens, iter_chunks
+from .tokens import CHUNK, chunk_tokens, normalise
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -67,7 +69,8 @@ __all__ = [
 
 def analyze_document(text: str) -> str:
     """Space-separated index tokens for one message (store them in the FTS column)."""
-    return " ".join(tok for chunk in iter_chunks(text) for tok in chunk_tokens(chunk))
+    # iter_chunks' steps without its generator and match objects: a quarter of the time, per message
+    return " ".join(chain.from_iterable(map(chunk_tokens, CHUNK.findall(normalise(text)))))
 
 
 def analyze_lines(text: str) -> str:
