@@ -154,8 +154,9 @@ def test_a_cross_language_fact_below_min_score_is_found_as_its_own_line(fact_set
 
 def test_a_fact_line_scores_on_its_own_whatever_its_neighbours(tmp_path):
     """A list item with its own vector is scored like a one-line document: vectorWeight × its
-    cosine + textWeight × its share of the query's words (none across languages), so moving it
-    among other facts does not change its score."""
+    cosine + textWeight × its share of the query's words — across scripts, where it can hold
+    none of them, its cosine squared stands for that share — so moving it among other facts does
+    not change its score."""
     from clawkeep.models.embeddings.local import LocalEmbeddingProvider
 
     fact, query = "The user's sister Emma lives in Vancouver", "我姐姐住在哪个城市？"
@@ -172,4 +173,84 @@ def test_a_fact_line_scores_on_its_own_whatever_its_neighbours(tmp_path):
     eng.close()
     provider = LocalEmbeddingProvider()
     cosine = float(provider.embed_documents([fact])[0] @ provider.embed_query(query))
-    assert scores[0] == scores[1] == pytest.approx(0.7 * cosine, abs=1e-4)
+    assert scores[0] == scores[1] == pytest.approx(0.7 * cosine + 0.3 * cosine * cosine, abs=1e-4)
+
+
+CROSS_SCRIPT_FACTS = """# Memory
+
+- 晚饭做了红烧肉，孩子们很喜欢。
+- 用户的岳母不能吃辣，家庭聚餐要点清淡的菜。
+- 用户不吃香菜，点外卖时要备注。
+- 公司年会定在四月二十号。
+- 用户在上海的公司做数据分析师。
+- The user is vegetarian and does not eat fish either.
+- 사용자의 회사 사무실은 강남역 근처에 있다.
+- The user's cat is named Miso
+"""
+
+
+@pytest.mark.parametrize("query, answer", [
+    ("我吃肉吗？", "- The user is vegetarian and does not eat fish either."),
+    ("我的公司在哪里？", "- 사용자의 회사 사무실은 강남역 근처에 있다."),
+])
+def test_a_fact_in_another_script_is_not_outranked_by_a_shared_word(tmp_path, query, answer):
+    """A Chinese question whose answer is written in English (or Korean): the Chinese facts that
+    merely share a word with it (肉, 公司) must not push the answer out of the first results —
+    the answer cannot hold the question's words, so its similarity stands in for them."""
+    eng = Engine.open(home=tmp_path)
+    workspace = Path(eng.memory_status()["workspace"])
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "MEMORY.md").write_text(CROSS_SCRIPT_FACTS, encoding="utf-8")
+    eng.memory_index()
+    snippets = [h["snippet"] for h in eng.memory_search(query)["results"]]
+    eng.close()
+    assert answer in snippets[:2], snippets
+
+
+def test_a_heading_is_never_a_result_of_its_own(tmp_path):
+    """`# Memory` or a daily note's `# 2026-03-22` names what follows and answers nothing: the
+    lines under it are the results, never the heading alone."""
+    eng = Engine.open(home=tmp_path)
+    eng.memory_remember("Remember that the boat is called Heron")
+    for query in ("boat", "memory", "what is in my memory about the boat?"):
+        snippets = [h["snippet"] for h in eng.memory_search(query)["results"]]
+        assert not any(s.lstrip().startswith("#") for s in snippets), (query, snippets)
+        assert ("- The boat is called Heron" in snippets) == ("boat" in query), (query, snippets)
+    eng.close()
+
+
+@pytest.mark.parametrize("ask", ["What did I buy on {d} {month}?", "{m}月{d}日我买了什么？"])
+def test_a_day_named_without_its_year_finds_that_days_note(tmp_path, ask):
+    """Daily notes hold near-identical lines; the question names one day without a year (the
+    last such day, as a note-taker means it): that day's line comes first."""
+    from datetime import date, timedelta
+
+    eng = Engine.open(home=tmp_path)
+    notes = Path(eng.memory_status()["workspace"]) / "memory"
+    notes.mkdir(parents=True, exist_ok=True)
+    bought = ["Bought new running shoes.", "Bought a new kettle.", "Bought a desk lamp."]
+    days = [date.today() - timedelta(days=9 + k) for k in range(3)]
+    for day, line in zip(days, bought, strict=True):
+        (notes / f"{day.isoformat()}.md").write_text(f"# {day.isoformat()}\n\n- {line}\n", encoding="utf-8")
+    eng.memory_index()
+    for day, line in zip(days, bought, strict=True):
+        query = ask.format(d=day.day, m=day.month, month=day.strftime("%B"))
+        first = eng.memory_search(query)["results"][0]
+        assert (first["path"], first["snippet"]) == (f"memory/{day.isoformat()}.md", f"- {line}"), query
+    eng.close()
+
+
+def test_yearless_days_are_the_last_such_day():
+    from datetime import date
+
+    from clawkeep.text.dialogue import yearless_days
+
+    today = date(2026, 12, 4)
+    assert yearless_days("What did I buy on 2 March?", today) == [(date(2026, 3, 2), date(2026, 3, 2))]
+    assert yearless_days("on December 24th", today) == [(date(2025, 12, 24), date(2025, 12, 24))]
+    assert yearless_days("3月2日我买了什么", today) == [(date(2026, 3, 2), date(2026, 3, 2))]
+    assert yearless_days("3월 2일", today) == [(date(2026, 3, 2), date(2026, 3, 2))]
+    # a day with its year is a named period, not a yearless one; an impossible day names nothing
+    assert yearless_days("on 8 May 2023", today) == yearless_days("May 8, 2023", today) == []
+    assert yearless_days("2026年3月2日", today) == yearless_days("on 31 February", today) == []
+    assert yearless_days("on 29 February", today) == [(date(2024, 2, 29), date(2024, 2, 29))]

@@ -95,6 +95,30 @@ def named_periods(text: str) -> list[tuple[date, date]]:
     return found
 
 
+# 2 March, March 2nd, 3月2日, 3월 2일: a day without its year (a year after it is a dated day)
+_EN_YEARLESS_DAY = lazy(rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}|{_MONTH_NAMES}\s+(\d{{1,2}})"
+                        r"(?:st|nd|rd|th)?)\b(?!,?\s+\d{4})", re.IGNORECASE)
+_CJK_YEARLESS_DAY = lazy(r"(?<![\d年년]\s)(?<![\d年년])(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号일]")
+
+
+def yearless_days(text: str, today: date) -> list[tuple[date, date]]:
+    """The days a text names without a year, each as the latest such day up to `today` (a
+    note-taker's "on 2 March" is the last 2 March). Days with a year are `named_periods`'."""
+    found = []
+    for m in _EN_YEARLESS_DAY.finditer(text):
+        month = _MONTHS[(m.group(2) or m.group(3)).lower()[:3]]
+        found.append((month, int(m.group(1) or m.group(4))))
+    found += [(int(m.group(1)), int(m.group(2))) for m in _CJK_YEARLESS_DAY.finditer(text)]
+    out = []
+    for month, day in found:
+        for year in range(today.year, today.year - 5, -1):  # 29 February: up to the last leap year
+            when = _exact(year, month, day)
+            if when is not None and when <= today:
+                out.append((when, when))
+                break
+    return out
+
+
 def _en_day_parts(m: re.Match[str]) -> tuple[int, int, int]:
     month = _MONTHS[(m.group(2) or m.group(3)).lower()[:3]]
     return int(m.group(5)), month, int(m.group(1) or m.group(4))

@@ -74,6 +74,24 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
+def scripts(text: str) -> frozenset[str]:
+    """The writing systems a text uses, of those a full-text index tells apart: "latin"
+    (letters below U+0250), "han", "kana", "hangul". Digits and punctuation belong to none."""
+    found: set[str] = set()
+    for ch in text:
+        code = ord(ch)
+        if code < 0x250:
+            if ch.isalpha():
+                found.add("latin")
+        elif 0x3040 <= code <= 0x30FF:
+            found.add("kana")
+        elif 0xAC00 <= code <= 0xD7AF or 0x1100 <= code <= 0x11FF:
+            found.add("hangul")
+        elif 0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF:
+            found.add("han")
+    return frozenset(found)
+
+
 def normalise(text: str) -> str:
     """NFKC first: full-width Latin and half-width kana become their ordinary forms."""
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
