@@ -397,3 +397,14 @@ def test_snippet_stem_index_finds_every_word_that_stems_to_a_token():
         for text in texts:
             words = set(text.split())
             assert index.matching(words, tokens) == {w for w in words if stem(w) in tokens}
+
+
+def test_scripts_and_the_main_one():
+    from clawkeep.text.tokens import main_script, scripts
+
+    assert scripts("The user drives a Prius") == {"latin"}
+    assert scripts("ユーザーの車") == {"kana", "han"} and scripts("사용자의 차") == {"hangul"}
+    assert scripts("2026-03-22 · 12:00") == frozenset() and main_script("2026-03-22") is None
+    # a few Latin names in a Chinese sentence leave it Chinese; an English sentence stays English
+    assert main_script("网关运行在书房里那台叫 atlas 的 Mac mini 上") == "han"
+    assert main_script("The gateway runs on atlas, a Mac mini (书房)") == "latin"

@@ -27,7 +27,7 @@ from ...text.analyzer import analyze_document
 from ...text.dialogue import day_windows, names_speaker, speaker_labels
 from ...text.query import SearchQuery
 from ...text.snippet import snippet
-from ...text.tokens import fold, normalise, scripts
+from ...text.tokens import fold, main_script, normalise, scripts
 from ..sessions_source import DATE_LINE
 from .rank import Candidate
 
@@ -301,10 +301,17 @@ def _fact_scores(lines: _Lines, fusion: tuple[float, float], query_scripts: froz
         if i not in lines.cosines:
             continue
         cosine, coverage = lines.cosines[i], lines.covs[i]
-        if query_scripts and (written := scripts(lines.text[i])) and not written & query_scripts:
-            coverage = cosine * cosine
+        if query_scripts and (written := _word_scripts(lines.text[i])) and not written & query_scripts:
+            coverage = max(coverage, cosine * cosine)
         out[i] = wv * cosine + wt * coverage
     return out
+
+
+def _word_scripts(line: str) -> frozenset[str]:
+    """The scripts a line's words are written in: Latin names inside a CJK sentence (网关运行在
+    那台叫 atlas 的 Mac mini 上) do not make it an English line."""
+    found = scripts(line)
+    return found - {"latin"} if len(found) > 1 and main_script(line) != "latin" else found
 
 
 def _named_day_boost(rows: list, facts: list[dict[int, float]], periods: list) -> None:
