@@ -5,11 +5,14 @@ the same message id. Afterwards every acknowledged message is stored, none twice
 messages in order; a memory written on one gateway is read on another; a memory edited on two
 gateways at once (two HTTP edits, or a human's edit of one mirror against the other gateway's
 HTTP write) ends as a reported conflict with both versions kept (D4), recorded once even when a
-starting gateway's first calls race each other."""
+starting gateway's first calls race each other; a CLI writing beside a gateway is no conflict."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 import time
@@ -344,3 +347,22 @@ def test_a_conflict_found_by_a_starting_gateway_s_racing_first_calls_is_recorded
     assert [p for p in docs if p.startswith("memory/.conflicts/")] == [conflict["keptAs"]]
     assert docs[conflict["keptAs"]] == human and "Tern" in docs["MEMORY.md"]
 
+
+def test_a_cli_write_beside_a_running_gateway_is_no_conflict(two_unwatched_gateways, pgvector_url):
+    """`clawkeep memory remember` run on gateway b's home while b runs: both processes mirror the
+    same workspace, so b must take the files the CLI wrote (and the mirror state it saved) for
+    what they are, the database's documents, not for a human's edits beaten by another writer:
+    b lists both items and no gateway reports a conflict."""
+    (gw_a, gw_b), prefix = two_unwatched_gateways
+    with gw_a.client() as a, gw_b.client() as b:
+        assert b.post("/v1/memory/remember", json={"text": "Remember that the wifi is called Gull"}).status_code == 200
+        env = {**os.environ, **gateway_env(pgvector_url, prefix)}
+        env.pop("CLAWKEEP_HOME", None)
+        done = subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(gw_b.home), "memory", "remember",
+                               "Remember that the printer is on floor 3"], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        for http in (b, a):
+            assert sorted(i["text"] for i in _items(http)) == ["The printer is on floor 3", "The wifi is called Gull"]
+            assert _conflicts(http) == []
+    assert not [p for p in _stored_documents(pgvector_url, prefix) if p.startswith("memory/.conflicts/")]
