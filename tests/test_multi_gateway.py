@@ -4,11 +4,15 @@ three, one gateway SIGKILLed mid-load. Clients retry a failed request at another
 the same message id. Afterwards every acknowledged message is stored, none twice, each client's
 messages in order; a memory written on one gateway is read on another; a memory edited on two
 gateways at once (two HTTP edits, or a human's edit of one mirror against the other gateway's
-HTTP write) ends as a reported conflict with both versions kept (D4)."""
+HTTP write) ends as a reported conflict with both versions kept (D4), recorded once even when a
+starting gateway's first calls race each other; a CLI writing beside a gateway is no conflict."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 import time
@@ -21,17 +25,24 @@ import psycopg
 import pytest
 from gateway_process import GatewayProcess
 
+from clawkeep.storage.postgres.connection import lock_id, schema_name
+
 CONFIG = {"session": {"dmScope": "per-peer", "reset": {"mode": "none"}},
           "agents": {"defaults": {"memorySearch": {"provider": "none"}}},
           "plugins": {"entries": {"active-memory": {"enabled": False}}}}
+UNWATCHED = {**CONFIG, "gateway": {"watch": False}}  # a mirror syncs only when a request uses memory
 CLIENTS, PEERS, PER_CLIENT = 30, 10, 20
+
+
+def gateway_env(pgvector_url: str, prefix: str) -> dict[str, str]:
+    return {"CLAWKEEP_STORAGE_URL": pgvector_url, "CLAWKEEP_STORAGE_SCHEMA": prefix}
 
 
 @contextmanager
 def started_gateways(tmp_path, pgvector_url, count: int, config: dict = CONFIG):
     """`count` gateway processes, each with its own home (and workspace mirror), on one database."""
     prefix = "gw" + uuid.uuid4().hex[:10]
-    env = {"CLAWKEEP_STORAGE_URL": pgvector_url, "CLAWKEEP_STORAGE_SCHEMA": prefix}
+    env = gateway_env(pgvector_url, prefix)
     started = []
     try:
         for n in range(count):
@@ -64,7 +75,7 @@ def two_gateways(tmp_path, pgvector_url):
 def two_unwatched_gateways(tmp_path, pgvector_url):
     """No file watcher: a mirror syncs only when a request uses memory, so the test decides
     whether a human's save lands before or after the mirror learns of the other gateway's write."""
-    with started_gateways(tmp_path, pgvector_url, 2, {**CONFIG, "gateway": {"watch": False}}) as (started, prefix):
+    with started_gateways(tmp_path, pgvector_url, 2, UNWATCHED) as (started, prefix):
         for gw in started:  # a warm-up still to come would sync the mirror at a moment the test does not choose
             gw.wait_warm()
         yield started, prefix
@@ -247,3 +258,111 @@ def test_a_human_edit_of_one_mirror_against_an_http_write_on_the_other_gateway(t
             assert "Tern" in (gw.home / "workspace" / "MEMORY.md").read_text()
         docs = _stored_documents(pgvector_url, prefix)
         assert docs[conflict["keptAs"]] == human and "Tern" in docs["MEMORY.md"]
+
+
+def _sessions_waiting_for(observer: psycopg.Connection, holder: psycopg.Connection) -> int:
+    """How many database sessions wait for a lock that `holder` holds."""
+    return observer.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                            (holder.info.backend_pid,)).fetchone()[0]
+
+
+def _let_them_pile_up(observer: psycopg.Connection, holder: psycopg.Connection, racers: int) -> int:
+    """Wait until a gateway thread waits for `holder`'s lock, then until all `racers` do or a
+    second has passed (a gateway that serialises them itself keeps all but one away from the
+    database: they wait in the process). How many wait."""
+    deadline = time.monotonic() + 60
+    while not _sessions_waiting_for(observer, holder):
+        assert time.monotonic() < deadline, "no gateway thread ever reached the database lock"
+        time.sleep(0.02)
+    settle = time.monotonic() + 1
+    while (waiting := _sessions_waiting_for(observer, holder)) < racers and time.monotonic() < settle:
+        time.sleep(0.02)
+    return waiting
+
+
+def _start_with_racing_first_calls(home, pgvector_url: str, prefix: str) -> tuple[GatewayProcess, str]:
+    """Start the gateway of `home` and make its warm-up and two requests use the agent store for
+    the first time at once, then sync the mirror at once. Two locks held from other database
+    sessions line them up: the migration lock every opening of the store takes, then a lock on
+    the documents table that holds back every write. The started gateway, and how many threads
+    each lock held."""
+    schema = schema_name(prefix, "agent", "main")
+    with psycopg.connect(pgvector_url, autocommit=True) as observer, \
+            psycopg.connect(pgvector_url, autocommit=True) as opening, psycopg.connect(pgvector_url) as writing:
+        opening.execute("SELECT pg_advisory_lock(%s)", (lock_id("migrate", schema),))
+        writing.execute(f'LOCK TABLE "{schema}".documents IN EXCLUSIVE MODE')  # reads pass, writes wait
+        gateway = GatewayProcess(home, config=UNWATCHED, env=gateway_env(pgvector_url, prefix))
+        answers: list[httpx.Response] = []
+        try:
+            with gateway.client() as http:
+                threads = [threading.Thread(target=lambda: answers.append(http.get("/v1/memory/items")))
+                           for _ in range(2)]
+                for t in threads:
+                    t.start()
+                opened = _let_them_pile_up(observer, opening, racers=3)  # two requests and the warm-up
+                opening.execute("SELECT pg_advisory_unlock_all()")
+                syncing = _let_them_pile_up(observer, writing, racers=3)
+                writing.rollback()
+                for t in threads:
+                    t.join()
+            assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
+        except BaseException:
+            gateway.stop()
+            raise
+    return gateway, f"{opened} threads opened the store together, {syncing} wrote the mirror back together"
+
+
+def test_a_conflict_found_by_a_starting_gateway_s_racing_first_calls_is_recorded_once(
+        two_unwatched_gateways, pgvector_url):
+    """A human edits gateway b's mirrored MEMORY.md while b is down, and gateway a changes the same
+    document over HTTP meanwhile. When b starts, its warm-up and two requests all make b's first
+    use of the agent store at once, and each syncs the mirror, which finds the human's edit beaten
+    by a's write. That is one conflict: one kept copy, one entry in both gateways' status."""
+    (gw_a, gw_b), prefix = two_unwatched_gateways
+    with gw_a.client() as a:
+        assert a.post("/v1/memory/remember", json={"text": "Remember that the wifi is called Gull"}).status_code == 200
+        with gw_b.client() as b:
+            [item] = [i for i in _items(b) if "Gull" in i["text"]]
+        gw_b.stop()
+        edited = a.put(f"/v1/memory/items/{item['id']}", json={"text": "the wifi is called Tern",
+                                                               "baseText": item["text"]})
+        assert edited.status_code == 200, edited.text
+        mirror = gw_b.home / "workspace" / "MEMORY.md"
+        human = mirror.read_text() + "- the spare key is under the blue pot\n"
+        mirror.write_text(human)  # saved over b's mirror, which still holds the Gull version
+        restarted, raced = _start_with_racing_first_calls(gw_b.home, pgvector_url, prefix)
+        try:
+            with restarted.client() as b:
+                for http in (a, b):
+                    found = _conflicts(http)
+                    assert len(found) == 1, (f"{len(found)} conflicts ({raced})", found)
+                    [conflict] = found
+                    assert conflict["path"] == "MEMORY.md" and conflict["keptAs"].startswith("memory/.conflicts/")
+                    assert [i["text"] for i in _items(http) if "wifi" in i["text"]] == ["the wifi is called Tern"]
+        finally:
+            restarted.stop()
+    kept = sorted((gw_b.home / "workspace" / "memory" / ".conflicts").glob("*.md"))
+    assert [k.read_text() for k in kept] == [human]
+    docs = _stored_documents(pgvector_url, prefix)
+    assert [p for p in docs if p.startswith("memory/.conflicts/")] == [conflict["keptAs"]]
+    assert docs[conflict["keptAs"]] == human and "Tern" in docs["MEMORY.md"]
+
+
+def test_a_cli_write_beside_a_running_gateway_is_no_conflict(two_unwatched_gateways, pgvector_url):
+    """`clawkeep memory remember` run on gateway b's home while b runs: both processes mirror the
+    same workspace, so b must take the files the CLI wrote (and the mirror state it saved) for
+    what they are, the database's documents, not for a human's edits beaten by another writer:
+    b lists both items and no gateway reports a conflict."""
+    (gw_a, gw_b), prefix = two_unwatched_gateways
+    with gw_a.client() as a, gw_b.client() as b:
+        assert b.post("/v1/memory/remember", json={"text": "Remember that the wifi is called Gull"}).status_code == 200
+        env = {**os.environ, **gateway_env(pgvector_url, prefix)}
+        env.pop("CLAWKEEP_HOME", None)
+        done = subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(gw_b.home), "memory", "remember",
+                               "Remember that the printer is on floor 3"], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        for http in (b, a):
+            assert sorted(i["text"] for i in _items(http)) == ["The printer is on floor 3", "The wifi is called Gull"]
+            assert _conflicts(http) == []
+    assert not [p for p in _stored_documents(pgvector_url, prefix) if p.startswith("memory/.conflicts/")]

@@ -82,6 +82,7 @@ class Runtime:
         self._stores: dict[str, AgentStore] = {}
         self._incognito: dict[str, AgentStore] = {}
         self._empty: dict[str, AgentStore] = {}  # stand-ins for agents without a database (reads only)
+        self._opening = threading.RLock()  # one opener at a time: see `_open_once`
         self._closers: list = []
         self._agents: tuple[float, list[str]] | None = None
         self.warnings: list[str] = []
@@ -103,9 +104,26 @@ class Runtime:
 
     def store(self, agent_id: str | None = None) -> AgentStore:
         agent = agent_id or self.agent_id
-        if agent not in self._stores:
-            self._stores[agent] = open_agent_store(self.home, agent, self.config.storage)
-        return self._stores[agent]
+        found = self._stores.get(agent)  # the hot path: no lock, no closure
+        if found is not None:
+            return found
+        return self._open_once(self._stores, agent, lambda: open_agent_store(self.home, agent, self.config.storage))
+
+    def _open_once(self, opened: dict[str, AgentStore], agent: str, open_store: Callable[[], AgentStore]
+                   ) -> AgentStore:
+        """`opened[agent]`, opened by the first caller only. A gateway's warm-up and its first
+        requests ask at the same moment; two stores for one agent would each bring their own
+        mirror of the memory documents (PostgreSQL mode), and each mirror would take the other's
+        writes for a human's edits and record a conflict again (or split an incognito session
+        between two in-memory stores)."""
+        found = opened.get(agent)
+        if found is not None:
+            return found
+        with self._opening:
+            found = opened.get(agent)
+            if found is None:
+                found = opened[agent] = open_store()
+            return found
 
     def has_database(self, agent_id: str | None = None) -> bool:
         agent = agent_id or self.agent_id
@@ -117,9 +135,7 @@ class Runtime:
         agent = agent_id or self.agent_id
         if self.has_database(agent):
             return self.store(agent)
-        if agent not in self._empty:
-            self._empty[agent] = open_in_memory_store(agent)
-        return self._empty[agent]
+        return self._open_once(self._empty, agent, lambda: open_in_memory_store(agent))
 
     def read_store_for_key(self, key: str) -> AgentStore:
         parsed = parse_key(key)
@@ -127,15 +143,14 @@ class Runtime:
 
     def release_store(self, agent_id: str) -> None:
         """Close this process's connection to an agent's database (before it is replaced on disk)."""
-        store = self._stores.pop(agent_id, None)
+        with self._opening:
+            store = self._stores.pop(agent_id, None)
         if store is not None:
             store.close()
 
     def incognito_store(self, agent_id: str | None = None) -> AgentStore:
         agent = agent_id or self.agent_id
-        if agent not in self._incognito:
-            self._incognito[agent] = open_in_memory_store(agent)
-        return self._incognito[agent]
+        return self._open_once(self._incognito, agent, lambda: open_in_memory_store(agent))
 
     def store_for_key(self, key: str) -> AgentStore:
         parsed = parse_key(key)

@@ -121,8 +121,9 @@ def locked(workspace: Path) -> Iterator[None]:
     delete, flush, the hook, a Dreaming rewrite and its hash check) runs under it, so two writers
     — threads of a gateway, a CLI beside it — never interleave and lose one's change. An
     exclusive `flock`, released by the kernel however the holder exits; a thread that holds it
-    may take it again."""
-    key = str(workspace)
+    may take it again (whichever spelling of the workspace's path it names it by: a second
+    `flock` of its own would wait for itself)."""
+    key = os.path.realpath(workspace)
     held = _HELD.__dict__.setdefault("keys", set())
     if key in held:
         yield
@@ -192,23 +193,45 @@ class MirroredDocuments:
         self.workspace = workspace
         self.store = store
         self.holder = holder or f"{socket.gethostname()}:{_digest(str(workspace))[:6]}"
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # a read-only workspace has no lock file: threads still take turns
         self._state_path = workspace / STATE_FILE
+        self._state_text: str | None = None  # the state file as this mirror last read or wrote it
         self._state = self._load_state()
         self.warnings: list[str] = []
 
     # --- the mirror's memory of what it wrote --------------------------------------------
-    def _load_state(self) -> dict[str, Any]:
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Everything that reads or changes the mirror runs here. The workspace lock keeps out
+        every other writer of this directory — another thread, another mirror object of it, a
+        CLI beside the gateway — and what one of them saved meanwhile is read back first: a
+        mirror working from an older memory of what was written would take the newer files for
+        a human's edits, push them and record a conflict that never happened."""
+        with locked(self.workspace), self._lock:
+            if self._read_state_text() != self._state_text:
+                self._state = self._load_state()
+            yield
+
+    def _read_state_text(self) -> str | None:
         try:
-            state = json.loads(self._state_path.read_text(encoding="utf-8"))
+            return self._state_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def _load_state(self) -> dict[str, Any]:
+        self._state_text = self._read_state_text()
+        try:
+            state = json.loads(self._state_text or "")
             if isinstance(state, dict) and isinstance(state.get("docs"), dict):
                 return state
-        except (OSError, ValueError):
+        except ValueError:
             pass
         return {"seq": 0, "docs": {}}
 
     def _save_state(self) -> None:
-        write_text(self._state_path, json.dumps(self._state, ensure_ascii=False))
+        text = json.dumps(self._state, ensure_ascii=False)
+        write_text(self._state_path, text)
+        self._state_text = text
 
     def _mirror(self, rel: str, text: str | None, version: int) -> None:
         """Make the local file `text` (None: absent) and remember it as `version`."""
@@ -224,7 +247,7 @@ class MirroredDocuments:
     # --- reconcile -----------------------------------------------------------------------
     def sync(self) -> None:
         """Write local (human) edits back, then pull what other instances wrote."""
-        with self._lock:
+        with self._guarded():
             changed = self._push_local_edits()
             changed |= self._pull()
             if changed:
@@ -273,7 +296,7 @@ class MirroredDocuments:
 
     def version_of(self, rel: str) -> int | None:
         """The version of `rel` this mirror holds (None: not mirrored)."""
-        with self._lock:
+        with self._guarded():
             known = self._state["docs"].get(rel)
             return known[0] if known else None
 
@@ -281,7 +304,7 @@ class MirroredDocuments:
         """A write that another instance's write beat (an item edit refused by its check): the
         database's version stays the document, `ours` is kept as a conflict copy and the conflict
         recorded for every instance. Returns the copy's path."""
-        with self._lock:
+        with self._guarded():
             kept = self._keep_both(rel, ours, base)
             self._save_state()
             return kept
@@ -331,7 +354,7 @@ class MirroredDocuments:
 
     # --- writes --------------------------------------------------------------------------
     def update(self, rel: str, change: Change) -> list[str]:
-        with self._lock:
+        with self._guarded():
             self.sync()
             for _ in range(MAX_ATTEMPTS):
                 doc = self.store.doc_get(rel)
@@ -355,7 +378,7 @@ class MirroredDocuments:
                             "nothing was written, try again")
 
     def create(self, rel: str, text: str) -> bool:
-        with self._lock:
+        with self._guarded():
             try:
                 doc = self.store.doc_put(rel, text, None, self.holder)
             except ConflictError:
@@ -367,7 +390,7 @@ class MirroredDocuments:
     def replace(self, rel: str, text: str | None) -> None:
         """A whole-document write (None: delete) based on what this mirror last held: ConflictError
         when another instance wrote the document since (nothing is written then)."""
-        with self._lock:
+        with self._guarded():
             known = self._state["docs"].get(rel)
             if text is None:
                 if known is not None:
