@@ -544,3 +544,27 @@ def test_asking_share_counts_the_sentences_that_ask():
     assert 0.2 < _asking_share("我上周去露营了。你呢？") < 0.5
     # a trailing annotation (a shared photo) does not hide the question mark
     assert _asking_share("Have you seen it? [shares a photo of a lake]") == 1.0
+
+
+def test_first_callers_at_once_share_one_index(tmp_path):
+    """A gateway's warm-up and its first searches ask for the index at the same moment: they get
+    one index (one store, one watcher), not one each with all but the last never closed."""
+    import threading
+
+    from clawkeep.memory.service import open_index
+
+    eng = open_engine(tmp_path)
+    start = threading.Barrier(6)
+    got: list[object] = []
+
+    def first_call() -> None:
+        start.wait()
+        got.append(open_index(eng.runtime))
+
+    threads = [threading.Thread(target=first_call) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and all(index is got[0] for index in got) and eng.runtime.memory_index is got[0]
+    eng.close()

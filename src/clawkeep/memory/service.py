@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -73,11 +74,21 @@ def _provider_factory(rt: Runtime):
     return make
 
 
+# First callers at once (a gateway's warm-up and its first search) would each build an index:
+# two stores, two watchers, one of them never closed.
+_OPENING = threading.RLock()
+
+
 def open_index(rt: Runtime) -> MemoryIndex:
     """The agent's memory index (cached on the runtime: one per process)."""
     cached = rt.memory_index
     if cached is not None:
         return cached
+    with _OPENING:
+        return rt.memory_index if rt.memory_index is not None else _new_index(rt)
+
+
+def _new_index(rt: Runtime) -> MemoryIndex:
     settings = rt.config.agents.defaults.memory_search
     # A copy with an update, not an assignment: that would build the section's validator.
     sources = settings.sources if sessions_enabled(rt) else [s for s in settings.sources if s != "sessions"] or ["memory"]
