@@ -90,6 +90,10 @@ MIGRATIONS = (
     )),
 )
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
+# Document writes take turns until they commit, so `seq` numbers become visible in order: a
+# mirror pulls every write after the highest seq it has seen, and a write that drew a lower
+# number but committed later would otherwise never reach it. Memory document writes are rare.
+_DOC_WRITERS_LOCK = "SELECT pg_advisory_xact_lock(hashtext('{s}.documents'))"
 
 _SESSION_COLUMNS = ("session_id", "key", "agent_id", "kind", "chat_type", "channel", "account", "peer", "label",
                     "origin", "parent_session_id", "session_started_at", "last_interaction_at", "updated_at",
@@ -223,6 +227,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def doc_put(self, path: str, text: str, expected_version: int | None, holder: str) -> Document:
         now = int(time.time() * 1000)
         with self.transaction():
+            self._write(_DOC_WRITERS_LOCK)
             if expected_version is None:  # create, or bring a tombstone back
                 rows = self._write(
                     "INSERT INTO {s}.documents AS d (path, text, version, seq, updated_at, updated_by) "
@@ -243,6 +248,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
 
     def doc_delete(self, path: str, expected_version: int, holder: str) -> Document:
         with self.transaction():
+            self._write(_DOC_WRITERS_LOCK)
             rows = self._write(
                 "UPDATE {s}.documents SET text = '', version = version + 1, seq = nextval('{s}.document_seq'), "
                 f"deleted = TRUE, updated_at = %s, updated_by = %s WHERE path = %s AND version = %s AND NOT deleted "
