@@ -19,6 +19,7 @@ process never pays for loading the sizes.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -99,6 +100,7 @@ class Bm25Cache:
         self._lock = threading.Lock()
         self._ids: np.ndarray | None = None  # sorted rowids
         self._sizes: np.ndarray | None = None  # tokens per row, aligned with _ids
+        self._total: int | None = None  # rows in the table, once the sizes are loaded
         self._average = 0.0
         self._postings: OrderedDict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached = 0
@@ -157,7 +159,7 @@ class Bm25Cache:
         """Count this search; True once the cache is worth loading (see ACTIVATE_AFTER_SEARCHES)."""
         with self._lock:
             self.searches += 1
-            return self._ids is not None or self.searches > ACTIVATE_AFTER_SEARCHES
+            return self._total is not None or self.searches > ACTIVATE_AFTER_SEARCHES
 
     def top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]] | None:
         """(rowid, bm25) of the best `limit` rows matching any phrase, best first, ties by rowid;
@@ -171,24 +173,17 @@ class Bm25Cache:
         import numpy as np  # noqa: PLC0415 - numpy only where a ranking is computed
 
         with self._lock:
-            self._load_sizes(rows)
-            assert self._ids is not None and self._sizes is not None
-            total = len(self._ids)
+            total = self._load_sizes(rows)
             if total == 0 or limit <= 0:
                 return []
             found, scores = [], []
             for phrase in phrases:
-                docs, freqs = self._posting(rows, phrase)
+                docs, freqs, lengths = self._sized_posting(rows, phrase)
                 if not len(docs):
                     continue
                 hits = len(docs)
                 idf = math.log((total - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6  # as FTS5 does
-                at = np.minimum(np.searchsorted(self._ids, docs), total - 1)
-                known = self._ids[at] == docs  # False only for a row another process added since
-                if not known.all():
-                    docs, freqs, at = docs[known], freqs[known], at[known]
-                lengths = self._sizes[at]
                 norm = K1 * (1 - B + B * lengths / self._average)
                 found.append(docs)
                 scores.append(idf * ((freqs * (K1 + 1)) / (freqs + norm)))  # FTS5's order of operations
@@ -207,9 +202,23 @@ class Bm25Cache:
         order = np.lexsort((unique, -summed))[:limit]
         return [(int(d), -float(s)) for d, s in zip(unique[order], summed[order], strict=True)]
 
-    def _load_sizes(self, rows: Rows) -> None:
-        if self._ids is not None:
-            return
+    def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, occurrences, row sizes) of a phrase, rows another process added since the
+        sizes were read left out."""
+        import numpy as np  # noqa: PLC0415
+
+        assert self._ids is not None and self._sizes is not None
+        docs, freqs = self._posting(rows, phrase)
+        at = np.minimum(np.searchsorted(self._ids, docs), len(self._ids) - 1)
+        known = self._ids[at] == docs  # False only for a row another process added since
+        if not known.all():
+            docs, freqs, at = docs[known], freqs[known], at[known]
+        return docs, freqs, self._sizes[at]
+
+    def _load_sizes(self, rows: Rows) -> int:
+        """The table's row count, every row's size read on the first call."""
+        if self._total is not None:
+            return self._total
         import numpy as np  # noqa: PLC0415
 
         before = self._version(rows) if self._version else None
@@ -219,6 +228,8 @@ class Bm25Cache:
         self._ids = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
         self._sizes = np.asarray(_varints([r[1] for r in records]), dtype=np.float64)
         self._average = float(self._sizes.sum()) / len(records) if records else 0.0
+        self._total = len(records)
+        return self._total
 
     def _posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         if phrase in self._not_one:
@@ -272,3 +283,68 @@ class Bm25Cache:
             _, (old, _) = self._postings.popitem(last=False)
             self._cached -= len(old)
 
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """The SQLite varint at `at` of `blob` (7 bits a byte, high bit set on all but the last;
+    values here stay far below the 9-byte form), and where the next one starts."""
+    value = 0
+    while True:
+        byte = blob[at]
+        at += 1
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, at
+
+
+class SizesWithPostings(Bm25Cache):
+    """A `Bm25Cache` that reads each posting list's row sizes with it, and the table's row count
+    and token total from FTS5's averages record (what its bm25 reads too), never every row's size.
+
+    For a table that commits often and grows large (transcripts: each message is a commit, a
+    store holds up to millions of rows), where reading all sizes again after each commit would
+    cost ≈1 µs a row; a posting list costs about what FTS5 spends ranking its rows, once per
+    state of the table. Nothing is loaded ahead (no `version`)."""
+
+    def _load_sizes(self, rows: Rows) -> int:
+        if self._total is None:
+            # FTS5's averages record (row 1 of %_data): the row count, then each column's token total
+            found = rows(f"SELECT block FROM {self.table}_data WHERE id = 1", ())
+            count, at = _varint(found[0][0], 0) if found and found[0][0] else (0, 0)
+            tokens = _varint(found[0][0], at)[0] if count else 0
+            self._average = float(tokens) / float(count) if count else 0.0  # FTS5's avgdl, as it divides
+            self._total = count
+        return self._total
+
+    def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._posting(rows, phrase)  # type: ignore[return-value]  # stored with their sizes
+
+    def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, ...] | None:
+        import numpy as np  # noqa: PLC0415
+
+        found = rows(f"SELECT i.doc, i.n, d.sz FROM (SELECT doc, count(*) AS n FROM {self.instances} WHERE term = ? "
+                     f"GROUP BY doc) i JOIN {self.table}_docsize d ON d.id = i.doc ORDER BY i.doc", (token,))
+        matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
+        if matched != len(found):  # FTS5 reads this phrase as other tokens than the text itself
+            return None
+        docs = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        freqs = np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
+        return docs, freqs, self._sizes_of([r[2] for r in found])
+
+    def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, ...] | None:
+        counted = super()._read_phrase(rows, phrase)
+        if counted is None:
+            return None
+        docs, counts = counted
+        # the rows' sizes, read by rowid in the order of `docs` (ascending, as FTS5 stores them)
+        sizes = rows(f"SELECT sz FROM {self.table}_docsize WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                     (json.dumps(docs.tolist()),))
+        if len(sizes) != len(docs):  # a row without its size record: FTS5 ranks this one
+            return None
+        return docs, counts, self._sizes_of([r[0] for r in sizes])
+
+    @staticmethod
+    def _sizes_of(blobs: list[bytes]) -> np.ndarray:
+        import numpy as np  # noqa: PLC0415
+
+        return np.asarray(_varints(blobs), dtype=np.float64)
