@@ -70,7 +70,11 @@ def seeded(tmp_path):
     store.close()
 
 
-def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(seeded):
+@pytest.mark.parametrize("in_python_up_to", [0, 10**9])  # numpy's sums, the loop's sums
+def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(seeded, monkeypatch, in_python_up_to):
+    from clawkeep.storage.sqlite import bm25
+
+    monkeypatch.setattr(bm25, "SMALL_POSTINGS", in_python_up_to)
     path, store, rng = seeded
     assert_same_as_fts5(store, path)
     cache = store._ranking[1]
@@ -138,3 +142,16 @@ def test_an_in_memory_store_ranks_from_memory_too(tmp_path):
         assert [(m.seq, m.score, m.tokens) for m in again] == [(m.seq, m.score, m.tokens) for m in first]
     assert store._ranking[1]._postings
     store.close()
+
+
+def test_kept_tokens_start_over_past_their_bound_and_stay_those_of_the_index(seeded, monkeypatch):
+    from clawkeep.storage.sqlite import sessions
+
+    path, store, rng = seeded
+    monkeypatch.setattr(sessions, "MAX_KEPT_TOKENS", 30)
+    assert_same_as_fts5(store, path)
+    kept = store._ranking[2]
+    assert 0 < len(kept) < 600  # started over: fewer than the 600 rows the searches read
+    add_messages(store, rng, 10)  # a new state of the index: its rows' tokens are read again
+    assert_same_as_fts5(store, path)
+    assert store._ranking[2] is not kept

@@ -44,7 +44,18 @@ WARM_EVERY_S = 600.0  # at most one load ahead per store in this long (see Sqlit
 WARM_AFTER_SEARCHES = 3  # searches since the commit before loading ahead: a one-shot CLI never does
 WARM_BATCH = 4  # terms per read transaction of the loading thread (a search waits for at most one batch)
 
+# Matching rows (summed over a query's phrases) up to which `_top` scores in a Python loop: numpy
+# costs ≈1-2 µs a call, ≈25 µs a ranking, more than the loop over this many rows (identifiers,
+# rare words).
+SMALL_POSTINGS = 128
+
 Rows = Callable[[str, Sequence[Any]], list[Any]]
+
+
+def _idf(total: int, hits: int) -> float:
+    """FTS5's idf of a phrase in `hits` of `total` rows (at least 1e-6, as FTS5 clamps it)."""
+    idf = math.log((total - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 def phrases(query: TextQuery) -> list[tuple[str, ...]] | None:
@@ -176,14 +187,13 @@ class Bm25Cache:
             total = self._load_sizes(rows)
             if total == 0 or limit <= 0:
                 return []
+            postings = [posting for posting in (self._sized_posting(rows, phrase) for phrase in phrases)
+                        if len(posting[0])]
+            if sum(len(posting[0]) for posting in postings) <= SMALL_POSTINGS:
+                return self._top_in_python(postings, total, limit)
             found, scores = [], []
-            for phrase in phrases:
-                docs, freqs, lengths = self._sized_posting(rows, phrase)
-                if not len(docs):
-                    continue
-                hits = len(docs)
-                idf = math.log((total - hits + 0.5) / (hits + 0.5))
-                idf = idf if idf > 0.0 else 1e-6  # as FTS5 does
+            for docs, freqs, lengths in postings:
+                idf = _idf(total, len(docs))
                 norm = K1 * (1 - B + B * lengths / self._average)
                 found.append(docs)
                 scores.append(idf * ((freqs * (K1 + 1)) / (freqs + norm)))  # FTS5's order of operations
@@ -201,6 +211,18 @@ class Bm25Cache:
             unique, summed = unique[keep], summed[keep]
         order = np.lexsort((unique, -summed))[:limit]
         return [(int(d), -float(s)) for d, s in zip(unique[order], summed[order], strict=True)]
+
+    def _top_in_python(self, postings: list[tuple[np.ndarray, ...]], total: int, limit: int) -> list[tuple[int, float]]:
+        """`_top` of a few rows, summed in a loop: the same operations in the same order on the
+        same IEEE doubles as numpy's, so the same scores, without numpy's cost per call."""
+        summed: dict[int, float] = {}
+        for docs, freqs, lengths in postings:
+            idf = _idf(total, len(docs))
+            for doc, freq, length in zip(docs.tolist(), freqs.tolist(), lengths.tolist(), strict=True):
+                norm = K1 * (1 - B + B * length / self._average)
+                summed[doc] = summed.get(doc, 0.0) + idf * ((freq * (K1 + 1)) / (freq + norm))
+        best = sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        return [(doc, -score) for doc, score in best]
 
     def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, occurrences, row sizes) of a phrase, rows another process added since the

@@ -129,6 +129,11 @@ _INSTANCES_TABLE = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.entries_fts_instanc
 _INDEX_STATE = ("SELECT (SELECT block FROM entries_fts_data WHERE id = 10), "
                 "(SELECT block FROM entries_fts_data WHERE id = 1)")
 
+# Rows whose stored tokens are kept beside an in-memory ranking, for as long as its state of the
+# index (≈5 MB of ≈120-character token strings): a search re-ranks ~100 candidates by their
+# tokens, and reading them back costs more than the ranking (100 rows of 10k: ≈0.15 ms).
+MAX_KEPT_TOKENS = 20_000
+
 Rows = Callable[[str, Sequence[Any]], list[Any]]
 
 
@@ -166,7 +171,8 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                  group_commit: bool = True):
         self.agent_id = agent_id
         self._session_locks = SessionLocks()
-        self._ranking: tuple[Any, bm25.SizesWithPostings] | None = None  # (index state, its cache)
+        # (index state, its in-memory ranking, stored tokens by seq read in that state)
+        self._ranking: tuple[Any, bm25.SizesWithPostings, dict[int, str]] | None = None
         self._ranking_lock = threading.Lock()
         # Group commit: concurrent writers of this process share one COMMIT (connection.py).
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
@@ -494,8 +500,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                 "ORDER BY score, rowid LIMIT ?", params)
 
     def _ranked_from_memory(self, query: TextQuery, limit: int,
-                            fetch: Callable[[Rows, list[tuple[int, float]]], list[Any]]) -> list[Any] | None:
-        """`fetch(rows, best)` of the best `limit` matches as `_ranked` orders them, scored from the
+                            fetch: Callable[[Rows, list[tuple[int, float]], dict[int, str]], list[Any]]
+                            ) -> list[Any] | None:
+        """`fetch(rows, best, kept tokens)` of the best `limit` matches as `_ranked` orders them, scored from the
         posting lists this process keeps (bm25.py), all read in one committed state of the file;
         None when FTS5 should rank: a phrase FTS5 reads differently, a prefix, the first search
         of a state of the index, or uncommitted rows of this thread's own transaction. Unscoped
@@ -506,20 +513,20 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         with self._snapshot() as rows:
             if rows is None:
                 return None
-            cache = self._ranking_of(rows(_INDEX_STATE, ())[0])
+            _, cache, tokens = self._ranking_of(rows(_INDEX_STATE, ())[0])
             if not cache.wanted():
                 return None
             best = cache.top(rows, phrases, int(limit))
             if not best:
                 return best
-            return fetch(rows, best)
+            return fetch(rows, best, tokens)
 
-    def _ranking_of(self, state: Any) -> bm25.SizesWithPostings:
+    def _ranking_of(self, state: Any) -> tuple[Any, bm25.SizesWithPostings, dict[int, str]]:
         """The in-memory ranking of this state of the index (a new one once it moved)."""
         with self._ranking_lock:
             if self._ranking is None or self._ranking[0] != state:
-                self._ranking = (state, bm25.SizesWithPostings("entries_fts", "temp.entries_fts_instances"))
-            return self._ranking[1]
+                self._ranking = (state, bm25.SizesWithPostings("entries_fts", "temp.entries_fts_instances"), {})
+            return self._ranking
 
     @contextmanager
     def _snapshot(self) -> Iterator[Rows | None]:
@@ -540,7 +547,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         except sqlite3.Error as exc:
             raise storage_error(self.path, exc) from None
 
-    def _search_rows(self, rows: Rows, best: list[tuple[int, float]]) -> list[SearchRow]:
+    def _search_rows(self, rows: Rows, best: list[tuple[int, float]], _kept: dict[int, str]) -> list[SearchRow]:
         """The rows `search` returns for ranked (seq, score) pairs, in their order."""
         marks = ", ".join("?" for _ in best)
         found = {r[0]: r for r in rows(
@@ -550,12 +557,20 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                 if seq in found]
 
     @staticmethod
-    def _text_matches(rows: Rows, best: list[tuple[int, float]]) -> list[TextMatch]:
-        """The matches `rank_matches` returns for ranked (seq, score) pairs, tokens read."""
-        marks = ", ".join("?" for _ in best)
-        # from FTS5's content table (column c0), as `rank_matches`' own query reads them
-        tokens = dict(rows(f"SELECT id, c0 FROM entries_fts_content WHERE id IN ({marks})", [seq for seq, _ in best]))
-        return [TextMatch(seq, score, tokens[seq]) for seq, score in best if seq in tokens]
+    def _text_matches(rows: Rows, best: list[tuple[int, float]], kept: dict[int, str]) -> list[TextMatch]:
+        """The matches `rank_matches` returns for ranked (seq, score) pairs, with their tokens:
+        those `kept` from earlier searches of this state of the index, the others read (and kept)."""
+        texts = {seq: kept.get(seq) for seq, _ in best}  # one read of each: another thread may clear `kept`
+        missing = [seq for seq, text in texts.items() if text is None]
+        if missing:
+            marks = ", ".join("?" for _ in missing)
+            # from FTS5's content table (column c0), as `rank_matches`' own query reads them
+            read = dict(rows(f"SELECT id, c0 FROM entries_fts_content WHERE id IN ({marks})", missing))
+            texts.update(read)
+            if len(kept) + len(read) > MAX_KEPT_TOKENS:
+                kept.clear()  # starts over: memory stays bounded
+            kept.update(read)
+        return [TextMatch(seq, score, text) for seq, score in best if (text := texts[seq]) is not None]
 
     def _search_row(self, r: Sequence[Any], score: float, tokens: str) -> SearchRow:
         """A row of `_SEARCH_COLUMNS` then the session key; the entry is decoded when first used."""
