@@ -326,7 +326,9 @@ class SizesWithPostings(Bm25Cache):
     For a table that commits often and grows large (transcripts: each message is a commit, a
     store holds up to millions of rows), where reading all sizes again after each commit would
     cost ≈1 µs a row; a posting list costs about what FTS5 spends ranking its rows, once per
-    state of the table. Nothing is loaded ahead (no `version`)."""
+    state of the table. Nothing is loaded ahead (no `version`). Occurrences and sizes are kept as
+    int32 (16 bytes a row with its rowid, as the base class keeps): numpy and Python turn them into
+    the same doubles FTS5 computes with, exactly."""
 
     def _load_sizes(self, rows: Rows) -> int:
         if self._total is None:
@@ -350,10 +352,12 @@ class SizesWithPostings(Bm25Cache):
         if matched != len(found):  # FTS5 reads this phrase as other tokens than the text itself
             return None
         docs = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
-        freqs = np.fromiter((r[1] for r in found), dtype=np.float64, count=len(found))
+        freqs = np.fromiter((r[1] for r in found), dtype=np.int32, count=len(found))
         return docs, freqs, self._sizes_of([r[2] for r in found])
 
     def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, ...] | None:
+        import numpy as np  # noqa: PLC0415
+
         counted = super()._read_phrase(rows, phrase)
         if counted is None:
             return None
@@ -363,10 +367,10 @@ class SizesWithPostings(Bm25Cache):
                      (json.dumps(docs.tolist()),))
         if len(sizes) != len(docs):  # a row without its size record: FTS5 ranks this one
             return None
-        return docs, counts, self._sizes_of([r[0] for r in sizes])
+        return docs, counts.astype(np.int32), self._sizes_of([r[0] for r in sizes])
 
     @staticmethod
     def _sizes_of(blobs: list[bytes]) -> np.ndarray:
         import numpy as np  # noqa: PLC0415
 
-        return np.asarray(_varints(blobs), dtype=np.float64)
+        return np.asarray(_varints(blobs), dtype=np.int32)
