@@ -298,12 +298,12 @@ class Bm25Cache:
         table = np.array(pairs, dtype=np.int64).reshape(-1, 2)  # converted in C: the GIL is held briefly
         return np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.float64)
 
-    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, np.ndarray]) -> None:
+    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, ...]) -> None:
         self._postings[token] = posting
         self._cached += len(posting[0])
         while self._cached > MAX_CACHED_POSTINGS and len(self._postings) > 1:
-            _, (old, _) = self._postings.popitem(last=False)
-            self._cached -= len(old)
+            _, old = self._postings.popitem(last=False)  # (rows, occurrences[, sizes])
+            self._cached -= len(old[0])
 
 
 
