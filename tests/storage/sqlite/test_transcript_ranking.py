@@ -157,12 +157,15 @@ def test_kept_tokens_start_over_past_their_bound_and_stay_those_of_the_index(see
     assert store._ranking[2] is not kept
 
 
-def test_least_recently_used_posting_lists_go_first_past_the_budget(seeded, monkeypatch):
+def test_past_the_budget_fts5_ranks_what_is_not_kept_and_nothing_is_evicted(seeded, monkeypatch):
     from clawkeep.storage.sqlite import bm25
 
     path, store, _ = seeded
     monkeypatch.setattr(bm25, "MAX_CACHED_POSTINGS", 300)  # fewer rows than the common words hold together
     assert_same_as_fts5(store, path)
     cache = store._ranking[1]
-    assert cache._postings and cache._cached <= 300 or len(cache._postings) == 1
-    assert_same_as_fts5(store, path)  # evicted lists are read again
+    kept = dict(cache._postings)
+    assert kept and cache._cached >= 300
+    assert_same_as_fts5(store, path)
+    assert cache._postings.keys() == kept.keys()  # none evicted
+    assert all(cache._postings[phrase] is posting for phrase, posting in kept.items())  # none read again

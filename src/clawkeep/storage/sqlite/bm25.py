@@ -76,6 +76,10 @@ class NotOneToken(Exception):
     """A phrase FTS5 tokenizes differently from its text (case, diacritics, a separator inside)."""
 
 
+class OverBudget(Exception):
+    """A phrase whose posting list is not kept, and the budget is spent (SizesWithPostings)."""
+
+
 def quoted(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
@@ -174,10 +178,11 @@ class Bm25Cache:
 
     def top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]] | None:
         """(rowid, bm25) of the best `limit` rows matching any phrase, best first, ties by rowid;
-        None when a phrase is not what FTS5 reads after all (FTS5 must rank that query)."""
+        None when a phrase is not what FTS5 reads after all, or its list cannot be kept (FTS5
+        must rank that query)."""
         try:
             return self._top(rows, phrases, limit)
-        except NotOneToken:
+        except (NotOneToken, OverBudget):
             return None
 
     def _top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]]:
@@ -341,7 +346,18 @@ class SizesWithPostings(Bm25Cache):
         return self._total
 
     def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if phrase not in self._postings and self._cached >= MAX_CACHED_POSTINGS:
+            # Nothing is evicted: a million-row store's common words hold more rows than the
+            # budget, and searches cycling through them would read every list again each time
+            # (≈2-3x FTS5's ranking). Once it is spent, FTS5 ranks what is not kept, until the
+            # next state of the index starts over.
+            raise OverBudget(" ".join(phrase))
         return self._posting(rows, phrase)  # type: ignore[return-value]  # stored with their sizes
+
+    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, ...]) -> None:
+        """Kept whole, past the budget by one list at most (see `_sized_posting`)."""
+        self._postings[token] = posting
+        self._cached += len(posting[0])
 
     def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, ...] | None:
         import numpy as np  # noqa: PLC0415
