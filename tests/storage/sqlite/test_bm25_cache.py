@@ -5,6 +5,8 @@ connection, for English and CJK tokens, repeated tokens and several alternatives
 import random
 import sqlite3
 
+import pytest
+
 from clawkeep.storage import ChunkRecord, FileRecord, TextQuery
 from clawkeep.storage.query import TextTerm
 from clawkeep.storage.sqlite import bm25
@@ -55,7 +57,9 @@ def seeded_store(tmp_path, seed, files):
     return path, store, rng
 
 
-def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path):
+@pytest.mark.parametrize("in_python_up_to", [0, 10**9])  # numpy's sums, the loop's sums
+def test_rankings_from_memory_equal_fts5_bit_for_bit_across_commits(tmp_path, monkeypatch, in_python_up_to):
+    monkeypatch.setattr(bm25, "SMALL_POSTINGS", in_python_up_to)
     path, store, rng = seeded_store(tmp_path, 11, 300)
 
     def compare():

@@ -19,6 +19,7 @@ process never pays for loading the sizes.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -43,7 +44,18 @@ WARM_EVERY_S = 600.0  # at most one load ahead per store in this long (see Sqlit
 WARM_AFTER_SEARCHES = 3  # searches since the commit before loading ahead: a one-shot CLI never does
 WARM_BATCH = 4  # terms per read transaction of the loading thread (a search waits for at most one batch)
 
+# Matching rows (summed over a query's phrases) up to which `_top` scores in a Python loop: numpy
+# costs ≈1-2 µs a call, ≈25 µs a ranking, more than the loop over this many rows (identifiers,
+# rare words).
+SMALL_POSTINGS = 128
+
 Rows = Callable[[str, Sequence[Any]], list[Any]]
+
+
+def _idf(total: int, hits: int) -> float:
+    """FTS5's idf of a phrase in `hits` of `total` rows (at least 1e-6, as FTS5 clamps it)."""
+    idf = math.log((total - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 def phrases(query: TextQuery) -> list[tuple[str, ...]] | None:
@@ -62,6 +74,10 @@ def phrases(query: TextQuery) -> list[tuple[str, ...]] | None:
 
 class NotOneToken(Exception):
     """A phrase FTS5 tokenizes differently from its text (case, diacritics, a separator inside)."""
+
+
+class OverBudget(Exception):
+    """A phrase whose posting list is not kept, and the budget is spent (SizesWithPostings)."""
 
 
 def quoted(token: str) -> str:
@@ -99,6 +115,7 @@ class Bm25Cache:
         self._lock = threading.Lock()
         self._ids: np.ndarray | None = None  # sorted rowids
         self._sizes: np.ndarray | None = None  # tokens per row, aligned with _ids
+        self._total: int | None = None  # rows in the table, once the sizes are loaded
         self._average = 0.0
         self._postings: OrderedDict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached = 0
@@ -157,38 +174,31 @@ class Bm25Cache:
         """Count this search; True once the cache is worth loading (see ACTIVATE_AFTER_SEARCHES)."""
         with self._lock:
             self.searches += 1
-            return self._ids is not None or self.searches > ACTIVATE_AFTER_SEARCHES
+            return self._total is not None or self.searches > ACTIVATE_AFTER_SEARCHES
 
     def top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]] | None:
         """(rowid, bm25) of the best `limit` rows matching any phrase, best first, ties by rowid;
-        None when a phrase is not what FTS5 reads after all (FTS5 must rank that query)."""
+        None when a phrase is not what FTS5 reads after all, or its list cannot be kept (FTS5
+        must rank that query)."""
         try:
             return self._top(rows, phrases, limit)
-        except NotOneToken:
+        except (NotOneToken, OverBudget):
             return None
 
     def _top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]]:
         import numpy as np  # noqa: PLC0415 - numpy only where a ranking is computed
 
         with self._lock:
-            self._load_sizes(rows)
-            assert self._ids is not None and self._sizes is not None
-            total = len(self._ids)
+            total = self._load_sizes(rows)
             if total == 0 or limit <= 0:
                 return []
+            postings = [posting for posting in (self._sized_posting(rows, phrase) for phrase in phrases)
+                        if len(posting[0])]
+            if sum(len(posting[0]) for posting in postings) <= SMALL_POSTINGS:
+                return self._top_in_python(postings, total, limit)
             found, scores = [], []
-            for phrase in phrases:
-                docs, freqs = self._posting(rows, phrase)
-                if not len(docs):
-                    continue
-                hits = len(docs)
-                idf = math.log((total - hits + 0.5) / (hits + 0.5))
-                idf = idf if idf > 0.0 else 1e-6  # as FTS5 does
-                at = np.minimum(np.searchsorted(self._ids, docs), total - 1)
-                known = self._ids[at] == docs  # False only for a row another process added since
-                if not known.all():
-                    docs, freqs, at = docs[known], freqs[known], at[known]
-                lengths = self._sizes[at]
+            for docs, freqs, lengths in postings:
+                idf = _idf(total, len(docs))
                 norm = K1 * (1 - B + B * lengths / self._average)
                 found.append(docs)
                 scores.append(idf * ((freqs * (K1 + 1)) / (freqs + norm)))  # FTS5's order of operations
@@ -207,9 +217,35 @@ class Bm25Cache:
         order = np.lexsort((unique, -summed))[:limit]
         return [(int(d), -float(s)) for d, s in zip(unique[order], summed[order], strict=True)]
 
-    def _load_sizes(self, rows: Rows) -> None:
-        if self._ids is not None:
-            return
+    def _top_in_python(self, postings: list[tuple[np.ndarray, ...]], total: int, limit: int) -> list[tuple[int, float]]:
+        """`_top` of a few rows, summed in a loop: the same operations in the same order on the
+        same IEEE doubles as numpy's, so the same scores, without numpy's cost per call."""
+        summed: dict[int, float] = {}
+        for docs, freqs, lengths in postings:
+            idf = _idf(total, len(docs))
+            for doc, freq, length in zip(docs.tolist(), freqs.tolist(), lengths.tolist(), strict=True):
+                norm = K1 * (1 - B + B * length / self._average)
+                summed[doc] = summed.get(doc, 0.0) + idf * ((freq * (K1 + 1)) / (freq + norm))
+        best = sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        return [(doc, -score) for doc, score in best]
+
+    def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, occurrences, row sizes) of a phrase, rows another process added since the
+        sizes were read left out."""
+        import numpy as np  # noqa: PLC0415
+
+        assert self._ids is not None and self._sizes is not None
+        docs, freqs = self._posting(rows, phrase)
+        at = np.minimum(np.searchsorted(self._ids, docs), len(self._ids) - 1)
+        known = self._ids[at] == docs  # False only for a row another process added since
+        if not known.all():
+            docs, freqs, at = docs[known], freqs[known], at[known]
+        return docs, freqs, self._sizes[at]
+
+    def _load_sizes(self, rows: Rows) -> int:
+        """The table's row count, every row's size read on the first call."""
+        if self._total is not None:
+            return self._total
         import numpy as np  # noqa: PLC0415
 
         before = self._version(rows) if self._version else None
@@ -219,6 +255,8 @@ class Bm25Cache:
         self._ids = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
         self._sizes = np.asarray(_varints([r[1] for r in records]), dtype=np.float64)
         self._average = float(self._sizes.sum()) / len(records) if records else 0.0
+        self._total = len(records)
+        return self._total
 
     def _posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         if phrase in self._not_one:
@@ -265,10 +303,90 @@ class Bm25Cache:
         table = np.array(pairs, dtype=np.int64).reshape(-1, 2)  # converted in C: the GIL is held briefly
         return np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.float64)
 
-    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, np.ndarray]) -> None:
+    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, ...]) -> None:
         self._postings[token] = posting
         self._cached += len(posting[0])
         while self._cached > MAX_CACHED_POSTINGS and len(self._postings) > 1:
-            _, (old, _) = self._postings.popitem(last=False)
-            self._cached -= len(old)
+            _, old = self._postings.popitem(last=False)  # (rows, occurrences[, sizes])
+            self._cached -= len(old[0])
 
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """The SQLite varint at `at` of `blob` (7 bits a byte, high bit set on all but the last;
+    values here stay far below the 9-byte form), and where the next one starts."""
+    value = 0
+    while True:
+        byte = blob[at]
+        at += 1
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, at
+
+
+class SizesWithPostings(Bm25Cache):
+    """A `Bm25Cache` that reads each posting list's row sizes with it, and the table's row count
+    and token total from FTS5's averages record (what its bm25 reads too), never every row's size.
+
+    For a table that commits often and grows large (transcripts: each message is a commit, a
+    store holds up to millions of rows), where reading all sizes again after each commit would
+    cost ≈1 µs a row; a posting list costs about what FTS5 spends ranking its rows, once per
+    state of the table. Nothing is loaded ahead (no `version`). Occurrences and sizes are kept as
+    int32 (16 bytes a row with its rowid, as the base class keeps): numpy and Python turn them into
+    the same doubles FTS5 computes with, exactly."""
+
+    def _load_sizes(self, rows: Rows) -> int:
+        if self._total is None:
+            # FTS5's averages record (row 1 of %_data): the row count, then each column's token total
+            found = rows(f"SELECT block FROM {self.table}_data WHERE id = 1", ())
+            count, at = _varint(found[0][0], 0) if found and found[0][0] else (0, 0)
+            tokens = _varint(found[0][0], at)[0] if count else 0
+            self._average = float(tokens) / float(count) if count else 0.0  # FTS5's avgdl, as it divides
+            self._total = count
+        return self._total
+
+    def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if phrase not in self._postings and self._cached >= MAX_CACHED_POSTINGS:
+            # Nothing is evicted: a million-row store's common words hold more rows than the
+            # budget, and searches cycling through them would read every list again each time
+            # (≈2-3x FTS5's ranking). Once it is spent, FTS5 ranks what is not kept, until the
+            # next state of the index starts over.
+            raise OverBudget(" ".join(phrase))
+        return self._posting(rows, phrase)  # type: ignore[return-value]  # stored with their sizes
+
+    def _keep(self, token: tuple[str, ...], posting: tuple[np.ndarray, ...]) -> None:
+        """Kept whole, past the budget by one list at most (see `_sized_posting`)."""
+        self._postings[token] = posting
+        self._cached += len(posting[0])
+
+    def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, ...] | None:
+        import numpy as np  # noqa: PLC0415
+
+        found = rows(f"SELECT i.doc, i.n, d.sz FROM (SELECT doc, count(*) AS n FROM {self.instances} WHERE term = ? "
+                     f"GROUP BY doc) i JOIN {self.table}_docsize d ON d.id = i.doc ORDER BY i.doc", (token,))
+        matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
+        if matched != len(found):  # FTS5 reads this phrase as other tokens than the text itself
+            return None
+        docs = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+        freqs = np.fromiter((r[1] for r in found), dtype=np.int32, count=len(found))
+        return docs, freqs, self._sizes_of([r[2] for r in found])
+
+    def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, ...] | None:
+        import numpy as np  # noqa: PLC0415
+
+        counted = super()._read_phrase(rows, phrase)
+        if counted is None:
+            return None
+        docs, counts = counted
+        # the rows' sizes, read by rowid in the order of `docs` (ascending, as FTS5 stores them)
+        sizes = rows(f"SELECT sz FROM {self.table}_docsize WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                     (json.dumps(docs.tolist()),))
+        if len(sizes) != len(docs):  # a row without its size record: FTS5 ranks this one
+            return None
+        return docs, counts.astype(np.int32), self._sizes_of([r[0] for r in sizes])
+
+    @staticmethod
+    def _sizes_of(blobs: list[bytes]) -> np.ndarray:
+        import numpy as np  # noqa: PLC0415
+
+        return np.asarray(_varints(blobs), dtype=np.int32)

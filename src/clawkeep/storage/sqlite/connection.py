@@ -578,8 +578,8 @@ class SqliteConnection:
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")  # a checkpoint on close syncs alike
+            self._configure(conn)  # before query_only: a store may create its temp tables there
             conn.execute("PRAGMA query_only = 1")
-            self._configure(conn)
         except BaseException:
             conn.close()
             raise

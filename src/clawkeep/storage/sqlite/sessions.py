@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from itertools import starmap
 from pathlib import Path
@@ -16,7 +17,8 @@ from ...errors import ConflictError, DuplicateError
 from ...locks import SessionLocks
 from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch, describe_entry
 from ..query import TextQuery
-from .connection import SqliteConnection
+from . import bm25
+from .connection import SqliteConnection, storage_error
 from .fts import match_expression, vocab_sql
 from .migrations import Migration
 
@@ -117,6 +119,23 @@ _WRITE_PATH_PROBE = (
     " (SELECT max(id) FROM entries_fts_data), (SELECT length(block) FROM entries_fts_data WHERE id = 10)"
 )
 
+# The per-connection table of each token's (row, position) instances the in-memory ranking reads
+# (bm25.py); created with the connection, before a reader is made read-only.
+_INSTANCES_TABLE = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.entries_fts_instances "
+                    "USING fts5vocab(main, entries_fts, instance)")
+# What every commit that writes the transcript index changes: FTS5's structure record (row 10 of
+# %_data, whose write counter only grows) and its averages record (row 1: rows and tokens). Other
+# commits (session rows, counters) leave the in-memory ranking of the index as it is.
+_INDEX_STATE = ("SELECT (SELECT block FROM entries_fts_data WHERE id = 10), "
+                "(SELECT block FROM entries_fts_data WHERE id = 1)")
+
+# Rows whose stored tokens are kept beside an in-memory ranking, for as long as its state of the
+# index (≈5 MB of ≈120-character token strings): a search re-ranks ~100 candidates by their
+# tokens, and reading them back costs more than the ranking (100 rows of 10k: ≈0.15 ms).
+MAX_KEPT_TOKENS = 20_000
+
+Rows = Callable[[str, Sequence[Any]], list[Any]]
+
 
 _SCAN = json.JSONDecoder().scan_once  # what json.loads runs, without its Python wrapper
 
@@ -131,6 +150,18 @@ def _json_value(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
+def _read_transaction(conn: sqlite3.Connection) -> Iterator[Rows]:
+    """`rows(sql, params)` inside one read transaction of `conn` (already open: joined)."""
+    if conn.in_transaction:
+        yield lambda sql, params=(): conn.execute(sql, params).fetchall()
+        return
+    conn.execute("BEGIN")
+    try:
+        yield lambda sql, params=(): conn.execute(sql, params).fetchall()
+    finally:
+        conn.execute("COMMIT")
+
+
 class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
@@ -140,6 +171,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                  group_commit: bool = True):
         self.agent_id = agent_id
         self._session_locks = SessionLocks()
+        # (index state, its in-memory ranking, stored tokens by seq read in that state)
+        self._ranking: tuple[Any, bm25.SizesWithPostings, dict[int, str]] | None = None
+        self._ranking_lock = threading.Lock()
         # Group commit: concurrent writers of this process share one COMMIT (connection.py).
         SqliteConnection.__init__(self, path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
                                   group_commit=group_commit)
@@ -147,6 +181,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     def _configure(self, conn: sqlite3.Connection) -> None:
         # Python's str.lower for label filters: SQLite's lower() folds ASCII only.
         conn.create_function("py_lower", 1, lambda v: v.lower() if isinstance(v, str) else v, deterministic=True)
+        conn.execute(_INSTANCES_TABLE)
 
     def session_lock(self, key: str) -> AbstractContextManager[None]:
         # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
@@ -397,6 +432,10 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     # --- search ---------------------------------------------------------------------
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        if session_ids is None:
+            found = self._ranked_from_memory(query, limit, self._search_rows)
+            if found is not None:
+                return found
         ranked = self._ranked(query, session_ids, limit)
         if ranked is None:
             return []
@@ -413,6 +452,10 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         return [self._search_row(r, r[_ENTRY_WIDTH + 1], r[_ENTRY_WIDTH + 2]) for r in rows]
 
     def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
+        if session_ids is None:
+            found = self._ranked_from_memory(query, limit, self._text_matches)
+            if found is not None:
+                return found
         ranked = self._ranked(query, session_ids, limit)
         if ranked is None:
             return []
@@ -455,6 +498,79 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         params.append(int(limit))
         return (f"SELECT rowid, bm25(entries_fts) AS score FROM entries_fts WHERE entries_fts MATCH ?{scope} "
                 "ORDER BY score, rowid LIMIT ?", params)
+
+    def _ranked_from_memory(self, query: TextQuery, limit: int,
+                            fetch: Callable[[Rows, list[tuple[int, float]], dict[int, str]], list[Any]]
+                            ) -> list[Any] | None:
+        """`fetch(rows, best, kept tokens)` of the best `limit` matches as `_ranked` orders them, scored from the
+        posting lists this process keeps (bm25.py), all read in one committed state of the file;
+        None when FTS5 should rank: a phrase FTS5 reads differently, a prefix, the first search
+        of a state of the index, or uncommitted rows of this thread's own transaction. Unscoped
+        searches only: a visibility scope is a join FTS5 filters by before its limit."""
+        phrases = bm25.phrases(query)
+        if phrases is None:
+            return None
+        with self._snapshot() as rows:
+            if rows is None:
+                return None
+            _, cache, tokens = self._ranking_of(rows(_INDEX_STATE, ())[0])
+            if not cache.wanted():
+                return None
+            best = cache.top(rows, phrases, int(limit))
+            if not best:
+                return best
+            return fetch(rows, best, tokens)
+
+    def _ranking_of(self, state: Any) -> tuple[Any, bm25.SizesWithPostings, dict[int, str]]:
+        """The in-memory ranking of this state of the index (a new one once it moved)."""
+        with self._ranking_lock:
+            if self._ranking is None or self._ranking[0] != state:
+                self._ranking = (state, bm25.SizesWithPostings("entries_fts", "temp.entries_fts_instances"), {})
+            return self._ranking
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Rows | None]:
+        """`rows(sql, params)` reading one committed state of the file (a read transaction on a
+        reader, or on the writer outside any transaction); None inside this thread's own
+        transaction, whose rows are not committed yet."""
+        try:
+            if self._reads_apart():
+                with self._reading() as reader:
+                    yield from _read_transaction(reader.conn)
+                return
+            with self._lock:
+                self._settle_reads()
+                if self._depth or self._conn.in_transaction:
+                    yield None
+                    return
+                yield from _read_transaction(self._conn)
+        except sqlite3.Error as exc:
+            raise storage_error(self.path, exc) from None
+
+    def _search_rows(self, rows: Rows, best: list[tuple[int, float]], _kept: dict[int, str]) -> list[SearchRow]:
+        """The rows `search` returns for ranked (seq, score) pairs, in their order."""
+        marks = ", ".join("?" for _ in best)
+        found = {r[0]: r for r in rows(
+            f"SELECT {_SEARCH_COLUMNS}, s.key, f.c0 FROM entries e JOIN sessions s ON s.session_id = e.session_id "
+            f"JOIN entries_fts_content f ON f.id = e.seq WHERE e.seq IN ({marks})", [seq for seq, _ in best])}
+        return [self._search_row(found[seq], score, found[seq][_ENTRY_WIDTH + 1]) for seq, score in best
+                if seq in found]
+
+    @staticmethod
+    def _text_matches(rows: Rows, best: list[tuple[int, float]], kept: dict[int, str]) -> list[TextMatch]:
+        """The matches `rank_matches` returns for ranked (seq, score) pairs, with their tokens:
+        those `kept` from earlier searches of this state of the index, the others read (and kept)."""
+        texts = {seq: kept.get(seq) for seq, _ in best}  # one read of each: another thread may clear `kept`
+        missing = [seq for seq, text in texts.items() if text is None]
+        if missing:
+            marks = ", ".join("?" for _ in missing)
+            # from FTS5's content table (column c0), as `rank_matches`' own query reads them
+            read = dict(rows(f"SELECT id, c0 FROM entries_fts_content WHERE id IN ({marks})", missing))
+            texts.update(read)
+            if len(kept) + len(read) > MAX_KEPT_TOKENS:
+                kept.clear()  # starts over: memory stays bounded
+            kept.update(read)
+        return [TextMatch(seq, score, text) for seq, score in best if (text := texts[seq]) is not None]
 
     def _search_row(self, r: Sequence[Any], score: float, tokens: str) -> SearchRow:
         """A row of `_SEARCH_COLUMNS` then the session key; the entry is decoded when first used."""
