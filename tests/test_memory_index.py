@@ -568,3 +568,43 @@ def test_first_callers_at_once_share_one_index(tmp_path):
         t.join()
     assert len(got) == 6 and all(index is got[0] for index in got) and eng.runtime.memory_index is got[0]
     eng.close()
+
+
+def _one_session(texts: list[str], covs: list[float]):
+    """One transcript chunk of a single day for _turn_scores: a date line, then these turns with
+    these shares of the question's words (no vectors, no speaker named)."""
+    from types import SimpleNamespace
+
+    from clawkeep.memory.search.windows import _Lines
+    from clawkeep.text.dialogue import speaker_labels
+    label = "[2025-03-08 10:00 UTC]"
+    text = [label, *texts]
+    lines = _Lines(text, list(range(1, len(text) + 1)), [frozenset()] * len(text), [label] * len(text),
+                   frozenset({0}), covs=[0.0, *covs], speakers=[(), *(speaker_labels(t) for t in texts)])
+    chunk = SimpleNamespace(id=1, path="sessions/a.jsonl", day="2025-03-08")
+    return [(1.0, None, chunk)], [lines]
+
+
+def test_a_question_asking_for_several_things_lets_replies_borrow_less():
+    # "What pets does Ann have?" is answered by one turn each (the dog, the turtles); the reply to
+    # the first ("So cute!") tells nothing new, so the second finding should outrank it
+    from clawkeep.memory.search.windows import _turn_scores
+    rows, chunk_lines = _one_session(
+        ["Ann: I got a new dog, Max.", "Bob: So cute!", "Ann: I cooked pasta.", "Bob: Nice.",
+         "Ann: My turtles sleep a lot."], [1.0, 0.0, 0.0, 0.0, 0.3])
+    one = _turn_scores(rows, chunk_lines, frozenset(), {}, [], several=False)[0]
+    many = _turn_scores(rows, chunk_lines, frozenset(), {}, [], several=True)[0]
+    reply, turtles = 2, 5
+    assert one[reply] > one[turtles]
+    assert many[turtles] > many[reply]
+
+
+def test_asks_for_several_tells_list_questions():
+    from clawkeep.text.dialogue import asks_for_several
+    for question in ("What pets does Nate have?", "How many children does Melanie have?",
+                     "What do Melanie's kids like?", "Did Jon and Gina both go dancing?",
+                     "In what ways is Caroline helping?"):
+        assert asks_for_several(question), question
+    for question in ("What did Caroline research?", "What is Caroline's identity?", "When did Nate get Tilly?",
+                     "What is Joanna allergic to?", "Where does James live?", "周末我们去了哪里？"):
+        assert not asks_for_several(question), question

@@ -49,6 +49,27 @@ def query_words(text: str) -> frozenset[str]:
     return frozenset(analyze_document(text).split())
 
 
+_WORD = lazy(r"[A-Za-z][A-Za-z'\u2019-]*")
+_SEVERAL = lazy(r"\bhow many\b|\bboth\b|^in what ways\b", re.IGNORECASE)
+# words ending in s that are no plurals (a "what … has/does" question holds them too)
+_NOT_PLURAL = frozenset("does has was is this his its yes always sometimes various perhaps less unless across "
+                        "whereas plus thus".split())
+
+
+def asks_for_several(text: str) -> bool:
+    """Whether an English question asks for several things ("What pets does Nate have?", "How
+    many…", "…both…"): a plural noun (a word in -s, not its first word, not a name, not -ss/-us/
+    -is/'s), or one of those phrases. Such answers are spread over many turns, one thing each."""
+    if _SEVERAL.search(text):
+        return True
+    for i, word in enumerate(_WORD.findall(text)):
+        low = word.lower()
+        if i and not word[0].isupper() and len(low) >= 4 and low not in _NOT_PLURAL \
+                and low.endswith("s") and not low.endswith(("ss", "us", "is", "'s", "\u2019s")):
+            return True
+    return False
+
+
 def day_windows(periods: list[tuple[date, date]], before: int, after: int) -> list[tuple[str, str]]:
     """ISO day ranges around the named periods: what was said up to `after` days later still
     tells about a day ("yesterday I…", "last week…"), up to `before` days earlier plans it."""

@@ -38,7 +38,7 @@ from typing import Any
 
 from ...errors import InputError
 from .. import items
-from ...text.dialogue import named_periods, query_words, yearless_days
+from ...text.dialogue import asks_for_several, named_periods, query_words, yearless_days
 from ...text.tokens import scripts
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
@@ -193,4 +193,5 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
                 line_sims, small_index=terms is not None and terms.small,
                 fact_sims=raw_line_sims, fusion=(wv, wt),
                 query_words=query_words(text), raw_sims=blended,
-                periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text))
+                periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
+                several=asks_for_several(text))
