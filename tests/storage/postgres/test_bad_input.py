@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import uuid
 
 import psycopg
 import pytest
@@ -25,16 +24,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture
-def prefix(pg_url):
-    name = "b" + uuid.uuid4().hex[:10]
-    yield name
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (name + "%",)).fetchall():
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def test_an_unknown_url_is_refused_naming_the_key():

@@ -4,23 +4,9 @@ they have seen, so a write must never become visible after one with a higher seq
 from __future__ import annotations
 
 import threading
-import uuid
-
-import psycopg
-import pytest
 
 from clawkeep.config import StorageConfig
 from clawkeep.storage import open_agent_store
-
-
-@pytest.fixture
-def prefix(pg_url):
-    name = "d" + uuid.uuid4().hex[:10]
-    yield name
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (name + "%",)).fetchall():
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def test_a_document_write_waits_for_an_uncommitted_one(pg_url, prefix):
