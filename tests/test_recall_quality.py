@@ -207,15 +207,22 @@ def test_a_fact_in_another_script_is_not_outranked_by_a_shared_word(tmp_path, qu
     assert answer in snippets[:2], snippets
 
 
-def test_a_heading_is_never_a_result_of_its_own(tmp_path):
+def test_a_heading_is_no_result_beside_the_lines_under_it(tmp_path):
     """`# Memory` or a daily note's `# 2026-03-22` names what follows and answers nothing: the
-    lines under it are the results, never the heading alone."""
+    lines under it are the results; a heading that alone matches still points at its section."""
     eng = Engine.open(home=tmp_path)
     eng.memory_remember("Remember that the boat is called Heron")
-    for query in ("boat", "memory", "what is in my memory about the boat?"):
+    for query in ("boat", "what is in my memory about the boat?"):
         snippets = [h["snippet"] for h in eng.memory_search(query)["results"]]
+        assert "- The boat is called Heron" in snippets, (query, snippets)
         assert not any(s.lstrip().startswith("#") for s in snippets), (query, snippets)
-        assert ("- The boat is called Heron" in snippets) == ("boat" in query), (query, snippets)
+    workspace = Path(eng.memory_status()["workspace"])
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory" / "projects.md").write_text("# Project Kestrel\n\n- deadline is May 3\n- budget 40k\n",
+                                                    encoding="utf-8")
+    eng.memory_index()
+    snippets = [h["snippet"] for h in eng.memory_search("Kestrel", mode="keyword")["results"]]
+    assert snippets and "Kestrel" in snippets[0], snippets
     eng.close()
 
 

@@ -86,9 +86,10 @@ CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
 GAP = ELLIPSIS = "\u2026"
 _BULLET = re.compile(r"^[\s>*+-]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s")  # list items and headings
-# A heading ("# 2026-03-22", "# Memory") is never a result of its own: it names what the lines
-# under it hold and answers nothing (on the bilingual fact set a date heading took a top-3
-# place from its note's answer).
+# A heading ("# 2026-03-22", "# Memory") is no result of its own beside a line of its chunk that
+# is one: it names what the lines under it hold and answers nothing (on the bilingual fact set a
+# date heading took a top-3 place from its note's answer). A heading that alone matches still
+# points at its section.
 _HEADING = re.compile(r"^\s*#+\s")
 
 
@@ -536,9 +537,12 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
         numbers = lines.numbers or [None] * len(lines.text)
         least = [floor if i in lines.facts else 0.0 for i in range(len(own))]
         matched = any(x > least[i] for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
-        for i, line in enumerate(lines.text):
-            if i in lines.breaks or not line.strip() or (matched and own[i] <= least[i]) or _HEADING.match(line):
-                continue  # a chunk with matching lines offers those (and their answers) only; a heading answers nothing
+        offered = [i for i, line in enumerate(lines.text)  # a chunk with matching lines offers those (and their answers) only
+                   if i not in lines.breaks and line.strip() and not (matched and own[i] <= least[i])]
+        if any(not _HEADING.match(lines.text[i]) for i in offered):
+            offered = [i for i in offered if not _HEADING.match(lines.text[i])]
+        for i in offered:
+            line = lines.text[i]
             if not shown.claim(chunk.path, numbers[i], line):
                 continue
             if i in facts[r]:  # a fact line with its own vector: its own score, not its chunk's
