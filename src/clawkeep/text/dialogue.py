@@ -85,8 +85,10 @@ def _exact(year: int, month: int, day: int) -> date | None:
 
 _MONTH_NAMES = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 # 8 May 2023, 8th of May, 2023, May 8, 2023, May 8th 2023: a day with its year
-_EN_DATED_DAY = lazy(rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}|{_MONTH_NAMES}\s+(\d{{1,2}})"
-                     r"(?:st|nd|rd|th)?)\b,?\s+(\d{4})\b", re.IGNORECASE)
+# 8 May, 8th of May, May 8th: groups 1-4 (day, month | month, day), read by `_en_day_month`
+_EN_DAY_MONTH = (rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}|{_MONTH_NAMES}\s+(\d{{1,2}})"
+                 r"(?:st|nd|rd|th)?)\b")
+_EN_DATED_DAY = lazy(_EN_DAY_MONTH + r",?\s+(\d{4})\b", re.IGNORECASE)
 _EN_DATED_MONTH = lazy(rf"\b{_MONTH_NAMES},?\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)
 _ISO_MONTH = lazy(r"\b(\d{4})-(\d{2})\b(?!-\d)")
 _CJK_YEAR_MONTH = lazy(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월](?!\s*\d)")
@@ -117,18 +119,14 @@ def named_periods(text: str) -> list[tuple[date, date]]:
 
 
 # 2 March, March 2nd, 3月2日, 3월 2일: a day without its year (a year after it is a dated day)
-_EN_YEARLESS_DAY = lazy(rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES}|{_MONTH_NAMES}\s+(\d{{1,2}})"
-                        r"(?:st|nd|rd|th)?)\b(?!,?\s+\d{4})", re.IGNORECASE)
+_EN_YEARLESS_DAY = lazy(_EN_DAY_MONTH + r"(?!,?\s+\d{4})", re.IGNORECASE)
 _CJK_YEARLESS_DAY = lazy(r"(?<![\d年년]\s)(?<![\d年년])(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号일]")
 
 
 def yearless_days(text: str, today: date) -> list[tuple[date, date]]:
     """The days a text names without a year, each as the latest such day up to `today` (a
     note-taker's "on 2 March" is the last 2 March). Days with a year are `named_periods`'."""
-    found = []
-    for m in _EN_YEARLESS_DAY.finditer(text):
-        month = _MONTHS[(m.group(2) or m.group(3)).lower()[:3]]
-        found.append((month, int(m.group(1) or m.group(4))))
+    found = [_en_day_month(m) for m in _EN_YEARLESS_DAY.finditer(text)]
     found += [(int(m.group(1)), int(m.group(2))) for m in _CJK_YEARLESS_DAY.finditer(text)]
     out = []
     for month, day in found:
@@ -140,9 +138,12 @@ def yearless_days(text: str, today: date) -> list[tuple[date, date]]:
     return out
 
 
+def _en_day_month(m: re.Match[str]) -> tuple[int, int]:
+    return _MONTHS[(m.group(2) or m.group(3)).lower()[:3]], int(m.group(1) or m.group(4))
+
+
 def _en_day_parts(m: re.Match[str]) -> tuple[int, int, int]:
-    month = _MONTHS[(m.group(2) or m.group(3)).lower()[:3]]
-    return int(m.group(5)), month, int(m.group(1) or m.group(4))
+    return int(m.group(5)), *_en_day_month(m)
 
 
 def _iso_day_parts(m: re.Match[str]) -> tuple[int, int, int]:

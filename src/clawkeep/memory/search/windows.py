@@ -86,6 +86,7 @@ CHUNK_POOL = 2  # lines come from the best max(limit × this, limit + 10) chunks
 GAP = ELLIPSIS = "\u2026"
 _BULLET = re.compile(r"^[\s>*+-]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s")  # list items and headings
+_LATIN = frozenset({"latin"})
 # A heading ("# 2026-03-22", "# Memory") is no result of its own beside a line of its chunk that
 # is one: it names what the lines under it hold and answers nothing (on the bilingual fact set a
 # date heading took a top-3 place from its note's answer). A heading that alone matches still
@@ -308,9 +309,13 @@ def _fact_scores(lines: _Lines, fusion: tuple[float, float], query_scripts: froz
     return out
 
 
+@lru_cache(maxsize=32_768)
 def _word_scripts(line: str) -> frozenset[str]:
     """The scripts a line's words are written in: Latin names inside a CJK sentence (网关运行在
-    那台叫 atlas 的 Mac mini 上) do not make it an English line."""
+    那台叫 atlas 的 Mac mini 上) do not make it an English line. Cached: every search asks it of
+    every fact line of its ~50 chunks, a character at a time."""
+    if line.isascii():
+        return _LATIN if any(ch.isalpha() for ch in line) else frozenset()
     found = scripts(line)
     return found - {"latin"} if len(found) > 1 and main_script(line) != "latin" else found
 
