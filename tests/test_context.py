@@ -294,6 +294,23 @@ def test_identifiers_in_tool_blocks_relative_paths_and_long_numbers_survive(home
     assert "Decisions:\n- We decided to ship on Monday." in result.summary
 
 
+def test_identifier_extraction_is_linear_on_long_runs_without_spaces():
+    """A 400,000-character run (CJK, base64-like, a.a.a…) is scanned once, not from every
+    character: the quadratic pattern took minutes per message and stalled the whole gateway.
+    The bound is a complexity guard (the fixed pattern takes well under a second here)."""
+    import threading
+
+    runs = ["字" * 400_000, "a." * 200_000, "a-b" * 133_000, "ab/" * 133_000,
+            "订单号" * 50_000 + " INV-2024-0042 and user@example.com " + "x" * 200_000]
+    found: list[list[str]] = []
+    worker = threading.Thread(target=lambda: found.extend(comp.extract_identifiers(r) for r in runs), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "identifier extraction is still running after 60 s"
+    assert found[:4] == [[], [], [], []]
+    assert found[4] == ["INV-2024-0042", "user@example.com"]
+
+
 COMPACTOR = """
 import sys, time
 from clawkeep import Engine

@@ -28,10 +28,13 @@ from .budget import Budget, clip_lines, context_overhead  # noqa: F401 - Budget,
 
 _IDENTIFIER = re.compile(
     r"https?://[^\s<>\"')\]]+"  # URLs
-    r"|[\w.+-]+@[\w-]+\.[\w.-]+"  # e-mail addresses
+    # Every run-like alternative starts only where its run starts (a lookbehind on its own
+    # characters): tried at every position, a long run without spaces (CJK, base64) was
+    # rescanned from each character — minutes for a 100,000-character message.
+    r"|(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+"  # e-mail addresses
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
     r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"  # absolute and ./ paths
-    r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"  # relative paths with an extension
+    r"|(?<![\w./-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"  # relative paths with an extension
     r"|\b\d{5,}\b"  # long numbers: order ids, SHAs
     r"|\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*\b"  # INV-2024-0042, user_id42
     r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"  # A1B2C3, git SHAs
