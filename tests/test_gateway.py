@@ -181,6 +181,31 @@ def test_another_peers_session_answers_exactly_like_a_missing_one(http):
     assert edit.status_code == 403 and edit.json()["error"]["code"] == "forbidden"
 
 
+def test_a_calling_session_never_routes_into_another_conversation(http):
+    alice = send(http, "my secret codename is ZEBRA42", channel="telegram", sender="alice")
+    thread = http.post("/v1/sessions", json={}).json()
+    as_thread = {"X-Clawkeep-Session": thread["key"]}
+    for body in ({"text": "forged reply", "role": "assistant", "channel": "telegram", "sender": "alice"},
+                 {"text": "/reset", "channel": "telegram", "sender": "alice"},
+                 {"text": "/status", "sender": "alice"}):
+        for stream in (False, True):
+            refused = http.post("/v1/messages", json=body, headers=as_thread, params={"stream": stream})
+            assert refused.status_code == 400, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "invalid_input" and "X-Clawkeep-Session" in error["message"]
+            assert "ZEBRA42" not in refused.text and alice["sessionId"] not in refused.text
+    history = http.get(f"/v1/sessions/{alice['sessionKey']}/history").json()
+    assert [m["text"] for m in history["messages"]] == ["my secret codename is ZEBRA42"]
+    assert len(http.get(f"/v1/sessions/{alice['sessionKey']}/timeline").json()["intervals"]) == 1  # never reset
+    # without routing fields the message goes into the calling session itself
+    own = http.post("/v1/messages", json={"text": "hello from the thread"}, headers=as_thread)
+    assert own.status_code == 200 and own.json()["sessionKey"] == thread["key"]
+    streamed = http.post("/v1/messages", json={"text": "and streamed"}, headers=as_thread, params={"stream": True})
+    assert streamed.status_code == 200 and thread["key"] in streamed.text
+    texts = [m["text"] for m in http.get(f"/v1/sessions/{thread['key']}/history").json()["messages"]]
+    assert texts == ["hello from the thread", "and streamed"]
+
+
 def test_token_required_beyond_loopback_and_checked_on_every_request(home):
     refused = run_cli(home, "gateway", "--host", "0.0.0.0", "--port", "0", timeout=60)
     assert refused.code == 2 and "token" in refused.stderr and "Traceback" not in refused.stderr

@@ -40,6 +40,29 @@ class MessageArgs(Args):
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
 
 
+_ROUTING_FIELDS = ("channel", "account", "sender", "chat_type", "group", "thread")
+
+
+def scoped_message(args: MessageArgs, caller: str | None) -> MessageArgs:
+    """The message a calling session may send. A session-scoped request (S8: it runs as that
+    session, like `--as`) never routes by channel and sender — that would reach whichever
+    conversation the fields name, another user's included; it delivers into `session` (which
+    must be visible to the caller: checked by whoever runs it) or, without one, into the
+    calling session itself. The operator (caller None) routes freely."""
+    if caller is None:
+        return args
+    if args.model_fields_set & set(_ROUTING_FIELDS):
+        raise InputError(_routing_refused(args))
+    return args if args.session is not None else args.model_copy(update={"session": caller})
+
+
+def _routing_refused(args: MessageArgs) -> str:
+    given = ", ".join(sorted(to_camel(f) for f in args.model_fields_set & set(_ROUTING_FIELDS)))
+    return (f"routing fields ({given}) are not allowed in a request that names a calling session: it delivers "
+            "into that session or into `session` (one it can see); send it without X-Clawkeep-Session to route "
+            "by channel and sender as the operator")
+
+
 class SessionsListArgs(Args):
     kind: str | None = None
     label: str | None = None
@@ -229,10 +252,18 @@ def _compact(schema: Any) -> Any:
     return out
 
 
+def _visible_message(engine: Any, args: MessageArgs, caller: str | None) -> MessageArgs:
+    """`scoped_message`, its target checked visible to the caller (a hidden session is missing)."""
+    scoped = scoped_message(args, caller)
+    if caller is not None:
+        engine.session_status(scoped.session, caller=caller)
+    return scoped
+
+
 def _ops() -> list[Operation]:
     return [
         Operation("message", "Send one inbound message through the turn.", MessageArgs, shapes.MessageResult,
-                  lambda e, a, c: e.message(**a.model_dump()), writes=True),
+                  lambda e, a, c: e.message(**_visible_message(e, a, c).model_dump()), writes=True),
         Operation("sessions_list", "List the sessions the caller may see.", SessionsListArgs, shapes.SessionInfo,
                   lambda e, a, c: e.sessions_list(
                       kind=a.kind, label=a.label, agent_id=a.agent_id, active_minutes=a.active_minutes,

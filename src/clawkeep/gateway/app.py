@@ -225,7 +225,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
                            stream_reply: Annotated[bool, Query(alias="stream")] = False) -> Any:
         """One inbound message through the whole turn; `?stream=true` answers with server-sent
         events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
-        if caller is not None and body.session:
+        body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
+        if caller is not None:
             await gw.run_op("session_status", caller, session_key=body.session)  # hidden = missing
         if not stream_reply:
             return await gw.op("message", caller, args=body)
