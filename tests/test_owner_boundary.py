@@ -260,3 +260,26 @@ def test_an_unwritable_daily_note_never_fails_the_turn(home):
     sent = engine.message("I prefer window seats and we decided to use Postgres for the ledger.")
     assert sent.flush["ran"] is False and sent.flush["reason"].startswith("failed:")
     assert engine.sessions_search("Postgres ledger")["hits"]  # the message itself is stored
+
+
+def test_dreaming_state_and_review_are_never_read_as_a_session(home):
+    """memory/.dreams/ holds every conversation's text for Dreaming and DREAMS.md summarises every
+    conversation's claims: a session's memory_get refuses both (the operator still reads them)."""
+    config = {**ISOLATED, "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True}}}}}}
+    eng = open_engine(home, config)
+    alice = eng.message("I work as a marine biologist in Lisbon", channel="telegram", sender="alice")
+    bob = eng.message("hello I am bob", channel="telegram", sender="bob")
+    eng.dream()
+    ws = workspace(eng)
+    corpus = sorted((ws / "memory" / ".dreams").rglob("*.txt")) + sorted((ws / "memory" / ".dreams").rglob("*.md"))
+    assert corpus and any("marine biologist" in p.read_text() for p in corpus)  # the state the session must not read
+    if not (ws / "DREAMS.md").exists():  # the review is written once claims are scored; the refusal is by name
+        (ws / "DREAMS.md").write_text("# Dreams\n- alice works in Lisbon\n")
+    paths = [p.relative_to(ws).as_posix() for p in corpus] + ["DREAMS.md", "memory/../DREAMS.md",
+                                                              "memory/.dreams/../../DREAMS.md"]
+    for path in paths:
+        with pytest.raises(InputError) as refused:
+            eng.memory_get(path, caller=bob.session_key)
+        assert path in str(refused.value) and "marine" not in str(refused.value)
+        assert eng.memory_get(path).text is not None  # the operator reads machine state and the review
+    assert alice.session_key != bob.session_key

@@ -28,6 +28,7 @@ from .search import validate as validate_query
 from ..routing.keys import is_session_id, parse_key
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
+    DREAMS_FILE,
     MEMORY_FILE,
     BootstrapFile,
     bootstrap_files,
@@ -283,6 +284,8 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
         session, content = _transcript_lines(rt, path, session_id, caller)
         shown, extra = f"{TRANSCRIPT_PREFIX}{session.session_id}", {"sessionKey": session.key}
     else:
+        if caller is not None:
+            _readable_by_a_session(rt, path, target)
         content = _read_lines(path, target)
         if caller is not None:  # another conversation's lines are blank to this one (owner boundary)
             content = items.lines_for_reader(content, caller, across=remember_across_conversations(rt.config),
@@ -296,6 +299,23 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
     if omitted:
         out.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
     return out
+
+
+def _readable_by_a_session(rt: Runtime, path: str, target: Path) -> None:
+    """A calling session (the model, MCP or HTTP as a session) reads memory, never the machine
+    state beside it: hidden folders (.dreams holds every conversation's text for Dreaming,
+    .archive, .conflicts) and DREAMS.md, which summarises every conversation's claims."""
+    base = workspace(rt).resolve()
+    if base not in target.parents:
+        return  # an extra root: the operator chose it as memory
+    parts = target.relative_to(base).parts
+    hidden = next((part for part in parts if part.startswith(".")), None)
+    if hidden is not None:
+        raise InputError(f"memory path {path!r} is hidden ({hidden!r}: machine state, never memory); a session "
+                         "reads MEMORY.md, memory/*.md notes and transcripts it may see")
+    if parts == (DREAMS_FILE,):
+        raise InputError(f"memory path {path!r} is Dreaming's review, which summarises every conversation: it is "
+                         "for the operator; a session reads MEMORY.md, memory/*.md notes and transcripts it may see")
 
 
 def _read_lines(path: str, target: Path) -> list[str]:
