@@ -463,3 +463,116 @@ def test_dreams_tab_with_dreaming_off_says_how_to_turn_it_on(browser, home):
         ui.close()
     finally:
         running.stop()
+
+
+# --- QA regressions: what the page shows when a session, a write or an address goes wrong ----------
+SHORT_MESSAGES = {"session": {"maxMessageChars": 40}, **NO_VECTORS}  # a real refusal to provoke
+
+
+def test_a_missing_session_clears_the_view_and_a_refused_message_is_never_shown_as_sent(browser, home):
+    running = GatewayProcess(home, config=SHORT_MESSAGES)
+    try:
+        ui = UI(browser, running)
+        page = ui.open()
+        page.click("#new-thread")
+        expect(page.locator("#chat-badges")).to_contain_text("dashboard")
+        ui.send("first words")
+        expect(page.locator("#transcript .msg.user .text")).to_have_text(["first words"])
+
+        # refused by the gateway (too long): no "You" bubble, the error shown, the text kept
+        too_long = "this message is much longer than forty characters"
+        ui.send(too_long)
+        expect(page.locator("#toast")).to_contain_text("40")
+        expect(page.locator("#transcript .msg .text")).to_have_text(["first words"])
+        expect(page.locator("#message-text")).to_have_value(too_long)
+
+        # a missing session: the previous one's transcript, title and composer are gone
+        page.evaluate("location.hash = '#/chat/agent%3Amain%3Anope'")
+        expect(page.locator("#chat-title")).to_have_text("Session not found")
+        expect(page.locator("#transcript")).to_contain_text("agent:main:nope")
+        expect(page.locator("#transcript .msg")).to_have_count(0)
+        expect(page.locator("#chat-badges .badge")).to_have_count(0)
+        for control in ("#message-text", "#send", "#reset-session", "#fork-session"):
+            expect(page.locator(control)).to_be_disabled()
+
+        # back to a real session: usable again
+        page.locator(".group-threads .session").first.click()
+        expect(page.locator("#transcript .msg.user .text")).to_have_text(["first words"])
+        expect(page.locator("#message-text")).to_be_enabled()
+        expect(page.locator("#message-text")).to_have_value(too_long)  # still not lost
+        ui.close()
+    finally:
+        running.stop()
+
+
+def test_the_role_picker_goes_back_to_user_so_a_command_runs(browser, record_gateway):
+    ui = UI(browser, record_gateway)
+    page = ui.open()
+    page.click("#new-thread")
+    expect(page.locator("#chat-badges")).to_contain_text("dashboard")
+    ui.send("what is the plan?")
+    page.select_option("#message-role", "assistant")
+    ui.send("The plan is to ship on Friday.")
+    expect(page.locator("#transcript .msg.assistant .text")).to_have_text(["The plan is to ship on Friday."])
+    expect(page.locator("#message-role")).to_have_value("user")
+    ui.send("/status")
+    expect(page.locator(".turn-note").last).to_contain_text("status: key agent:main:dashboard:")  # run, not stored
+    expect(page.locator("#transcript .msg .text")).to_have_text(["what is the plan?", "The plan is to ship on Friday."])
+    ui.close()
+
+
+def test_a_message_from_another_session_is_labelled_with_its_sender(browser, record_gateway):
+    sender, target = "agent:main:main", "agent:main:telegram:group:team"
+    with record_gateway.client() as http:
+        assert http.post("/v1/messages", json={"text": "Team channel opened.", "role": "assistant", "channel": "telegram",
+                                               "chatType": "group", "group": "team"}).status_code == 200
+        assert http.post("/v1/messages", json={"text": "hello from home"}).status_code == 200
+        sent = http.post(f"/v1/sessions/{target}/send", json={"message": "When is the deadline?"},
+                         headers={"X-Clawkeep-Session": sender})
+        assert sent.status_code == 200, sent.text
+    ui = UI(browser, record_gateway)
+    page = ui.open("#/chat/" + target.replace(":", "%3A"))
+    delivered = page.locator("#transcript .msg", has_text="When is the deadline?")
+    expect(delivered.locator(".role")).to_have_text(f"from {sender}")
+    expect(delivered).to_have_class(re.compile(r"\binter-session\b"))
+    expect(page.locator("#transcript .msg .role")).to_have_text(["Assistant", f"from {sender}"])
+    ui.close()
+
+
+def test_deleting_an_item_another_writer_removed_says_so_and_reloads(browser, record_gateway, home):
+    with record_gateway.client() as http:
+        for text in ("I drink oolong tea", "My bike is blue"):
+            assert http.post("/v1/memory/remember", json={"text": text}).status_code == 200, text
+    ui = UI(browser, record_gateway)
+    page = ui.open("#/memory")
+    expect(page.locator("#memory-items .item")).to_have_count(2)
+    stale = page.locator("#memory-items .item", has_text="oolong")
+    item_id = stale.get_attribute("id").removeprefix("item-")
+    stale.locator("button", has_text="Delete").click()
+    with record_gateway.client() as http:  # another writer gets there first
+        assert http.delete(f"/v1/memory/items/{item_id}").status_code == 200
+    stale.locator("button", has_text="Yes, delete").click()
+    expect(page.locator("#toast")).to_contain_text("not found")
+    expect(page.locator("#memory-items .item")).to_have_count(1)
+    expect(page.locator("#memory-items .item-text")).to_have_text("My bike is blue")
+    ui.close()  # no uncaught error either
+
+
+def test_a_malformed_address_and_an_empty_search_are_shown_not_thrown(browser, record_gateway):
+    ui = UI(browser, record_gateway)
+    page = ui.open()
+    page.click("#new-thread")
+    ui.send("Kestrel is the project name")
+    page.evaluate("location.hash = '#/chat/%E0%A4%A'")
+    expect(page.locator("#chat-title")).to_have_text("Bad address")
+    expect(page.locator("#transcript .msg")).to_have_count(0)
+    expect(page.locator("#message-text")).to_be_disabled()
+
+    page.fill("#search-q", "Kestrel")
+    page.press("#search-q", "Enter")
+    expect(page.locator("#search-hits .hit")).to_have_count(1)
+    page.evaluate("location.hash = '#/search?q='")
+    expect(page.locator("#search-hits .hit")).to_have_count(0)
+    expect(page.locator("#search-summary")).not_to_contain_text("Kestrel")
+    expect(page.locator("#search-q")).to_have_value("")
+    ui.close()

@@ -47,10 +47,22 @@ export async function open(key, { messageId = null, focus = true } = {}) {
   state.key = key;
   sidebar.setCurrent(key);
   if (!key) return showEmpty();
-  const [info, timeline, history] = await Promise.all([
-    api.get(api.sessionPath(key)), api.get(api.sessionPath(key, "/timeline")), api.get(api.sessionPath(key, "/history")),
-  ]);
+  let info, timeline, history;
+  try {
+    [info, timeline, history] = await Promise.all([
+      api.get(api.sessionPath(key)), api.get(api.sessionPath(key, "/timeline")), api.get(api.sessionPath(key, "/history")),
+    ]);
+  } catch (error) {
+    if (state.key !== key) return;
+    // Never leave another session's transcript and composer under this address: a message typed
+    // there would go to a key that does not exist.
+    if (error.status === 404) {
+      return showProblem("Session not found", `There is no session “${key}” (it may have been deleted, or the address is wrong).`);
+    }
+    return showProblem("Could not open this session", `${key}: ${error.message}`); // said in the view, not thrown
+  }
   if (state.key !== key) return; // another session was opened meanwhile
+  setComposer(true);
   state.timeline = timeline;
   renderHead(info);
   let target = null;
@@ -61,7 +73,27 @@ export async function open(key, { messageId = null, focus = true } = {}) {
   if (focus) $("message-text").focus();
 }
 
+function setComposer(enabled) {
+  $("message-text").disabled = $("send").disabled = !enabled;
+}
+
+// A chat view with nothing to send to (missing session, bad address): title and text say why.
+export function showProblem(title, text) {
+  state.key = null;
+  state.timeline = null;
+  sidebar.setCurrent(null);
+  $("chat-title").textContent = title;
+  $("chat-key").textContent = "";
+  $("chat-badges").replaceChildren();
+  $("incognito-note").hidden = true;
+  $("reset-session").disabled = $("fork-session").disabled = true;
+  setComposer(false);
+  $("transcript").replaceChildren(h("p", { class: "muted empty problem", role: "status" }, text));
+  $("chat-title").focus();
+}
+
 function showEmpty() {
+  setComposer(true);
   $("chat-title").textContent = "Home";
   $("chat-key").textContent = "";
   $("chat-badges").replaceChildren();
@@ -174,9 +206,16 @@ function compactionDivider(c) {
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
+// sessions_send stores another session's message as a user entry: it is not the operator's words.
+function speaker(m) {
+  if (m.provenance?.kind === "inter_session") return `from ${m.provenance.sourceSessionKey || "another session"}`;
+  return ROLE_NAMES[m.role] || m.role;
+}
+
 function messageEl(m) {
-  return h("article", { class: `msg ${m.role}`, dataset: { id: m.messageId || "" }, tabindex: "-1" },
-    h("header", {}, h("span", { class: "role" }, ROLE_NAMES[m.role] || m.role), " ", timeEl(m.timestamp)),
+  const inter = m.provenance?.kind === "inter_session";
+  return h("article", { class: `msg ${m.role}${inter ? " inter-session" : ""}`, dataset: { id: m.messageId || "" }, tabindex: "-1" },
+    h("header", {}, h("span", { class: "role" }, speaker(m)), " ", timeEl(m.timestamp)),
     h("div", { class: "text" }, m.text),
     traceEl(state.traces.get(m.messageId)));
 }
@@ -226,7 +265,10 @@ async function send() {
     openList = h("div", { class: "messages" });
     box.append(h("section", { class: "interval open" }, openList));
   }
-  openList.append(messageEl({ role, text, timestamp: new Date().toISOString(), messageId: "" }));
+  // Shown as pending until the gateway accepts it; removed again if it is refused.
+  const pending = messageEl({ role, text, timestamp: new Date().toISOString(), messageId: "" });
+  pending.classList.add("pending");
+  openList.append(pending);
   const reply = h("article", { class: "msg assistant streaming", "aria-busy": "true" },
     h("header", {}, h("span", { class: "role" }, "Assistant")), h("div", { class: "tools" }), h("div", { class: "text" }));
   if (role === "user") openList.append(reply);
@@ -238,15 +280,25 @@ async function send() {
       tool_call: (data) => reply.querySelector(".tools").append(
         h("span", { class: `tool-chip${data.isError ? " failed" : ""}` }, `tool: ${data.name}`)),
     });
+    if (!$("role-pick").hidden) $("message-role").value = "user"; // stored: back to user, so a following /command runs as one
     await finish(result);
   } catch (error) {
     reply.remove();
-    if (!error.stored) input.value = text; // nothing was stored: keep the text to try again
-    toast(error.message);
-    if (error.stored) await open(state.key, { focus: false });
+    if (!error.stored) {
+      // Refused, nothing stored: take the bubble back and keep the text (and anything typed since).
+      pending.remove();
+      input.value = input.value ? `${text}\n${input.value}` : text;
+      // a stream cut short may have stored it: its message says so, and the reload shows it
+      toast(error.code === "stream_ended" ? error.message : `Not sent: ${error.message}`);
+      if (error.code === "stream_ended") await open(state.key, { focus: false });
+    } else {
+      if (!$("role-pick").hidden) $("message-role").value = "user";
+      toast(error.message);
+      await open(state.key, { focus: false });
+    }
   } finally {
     state.sending = false;
-    $("send").disabled = false;
+    $("send").disabled = input.disabled; // still off when the view has nothing to send to
     input.focus();
   }
 }

@@ -13,8 +13,14 @@ const VIEWS = ["chat", "search", "memory", "dreams", "status"];
 function parseHash() {
   const [path, query] = (location.hash.replace(/^#\/?/, "") || "chat").split("?");
   const [view, ...rest] = path.split("/");
-  return { view: VIEWS.includes(view) ? view : "chat", arg: rest.length ? decodeURIComponent(rest.join("/")) : null,
-    params: new URLSearchParams(query || "") };
+  let arg = null;
+  let bad = false;
+  try {
+    arg = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  } catch {
+    bad = true; // malformed percent-encoding (URIError): said in the view, not thrown
+  }
+  return { view: VIEWS.includes(view) ? view : "chat", arg, bad, params: new URLSearchParams(query || "") };
 }
 
 function show(view) {
@@ -38,8 +44,12 @@ function homeKey() {
 }
 
 async function route() {
-  const { view, arg, params } = parseHash();
+  const { view, arg, bad, params } = parseHash();
   show(view);
+  if (bad && view === "chat") { // the other views take no argument
+    return chat.showProblem("Bad address", `The address “${location.hash}” is not valid: its session key is not `
+      + "properly percent-encoded. Pick a session from the sidebar.");
+  }
   if (view === "chat") {
     const key = arg === sidebar.HOME ? homeKey() : arg || chat.currentKey() || homeKey() || sidebar.sessions[0]?.key || null;
     await chat.open(key, { messageId: params.get("m") });
@@ -60,7 +70,11 @@ async function route() {
 async function searchSessions(query) {
   $("search-q").value = query;
   const list = $("search-hits");
-  if (!query.trim()) return list.replaceChildren();
+  if (!query.trim()) { // nothing asked: no earlier search's results either
+    list.replaceChildren();
+    $("search-summary").textContent = "Type what to look for in the search box.";
+    return;
+  }
   const found = await api.get("/v1/search", { q: query, limit: 25 });
   $("search-summary").textContent = `${plural(found.hits.length, "message")} found for “${query}”`;
   const titles = new Map(sidebar.sessions.map((s) => [s.key, sidebar.sessionTitle(s)]));

@@ -142,9 +142,14 @@ function confirmDelete(li, item) {
   const keep = h("button", { type: "button", onclick: () => li.replaceWith(itemEl(item)) }, "Keep it");
   actions.replaceChildren(h("span", {}, "Delete this item from ", h("code", {}, item.path), "? "),
     h("button", { type: "button", class: "danger", onclick: async () => {
-      await api.del(`/v1/memory/items/${encodeURIComponent(item.id)}`);
-      await loadItems();
-      announce("Item deleted");
+      try {
+        await api.del(`/v1/memory/items/${encodeURIComponent(item.id)}`);
+        announce("Item deleted");
+      } catch (error) {
+        // e.g. another writer removed or changed it first: say so, then show the list as it is now
+        toast(`Not deleted: ${error.message}. The list was reloaded.`);
+      }
+      await loadItems().catch((error) => toast(`Could not reload the items: ${error.message}`));
       $("items-title").focus();
     } }, "Yes, delete"), keep);
   keep.focus();
