@@ -134,3 +134,39 @@ def test_a_merge_refreshes_when_the_fact_was_last_said(mem):
     assert result["status"] == "duplicate" and result["item"]["id"] == "m-00000001"
     line = memory_md(mem).splitlines()[2]
     assert line.startswith("- I prefer TypeScript <!-- ck:id=m-00000001; at=2020-01-01; seen=")
+
+
+SEARCHED_AFTER_A_CHANGE = [
+    (SUPERSEDED[0], "预算是多少"),
+    (SUPERSEDED[1], "favourite color"),
+    (SUPERSEDED[2], "what do I drink in the morning"),
+]
+
+
+def test_search_ranks_the_current_value_first_and_never_shows_a_session_the_old_one(home):
+    """A fact line is scored on its own (its vector, its words), so the ×0.3 of a superseded item
+    and the ×0.5 of an expired one must reach that score too; a session (the model) gets
+    neither (M8)."""
+    eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "local"}}}})
+    session = eng.message("hello").session_key
+    ws = Path(eng.memory_status()["workspace"])
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "memory" / "2026-11-01.md").write_text(
+        "# 2026-11-01\n\n- Tomorrow I have a dentist appointment at 9 "
+        "<!-- ck:id=m-aaaa1111; at=2026-11-01; expires=2026-11-02 -->\n")
+    for (old_text, new_text), query in SEARCHED_AFTER_A_CHANGE:
+        eng.memory_remember(old_text)
+        assert eng.memory_remember(new_text)["superseded"]
+    for (old_text, new_text), query in SEARCHED_AFTER_A_CHANGE:
+        snippets = [r["snippet"] for r in eng.memory_search(query)["results"]]
+        new_at = next(i for i, s in enumerate(snippets) if new_text.lower() in s.lower())
+        old_at = next((i for i, s in enumerate(snippets) if old_text.lower() in s.lower()), len(snippets))
+        assert new_at < old_at, (query, snippets)
+        assert "# Memory" not in snippets  # a lone heading holding none of the question answers nothing
+        as_session = [r["snippet"] for r in eng.memory_search(query, caller=session)["results"]]
+        assert any(new_text.lower() in s.lower() for s in as_session), (query, as_session)
+        assert not any(old_text.lower() in s.lower() for s in as_session), (query, as_session)
+    dentist = "when is my dentist appointment"
+    assert any("dentist" in r["snippet"] for r in eng.memory_search(dentist)["results"])  # the operator: weighted
+    assert not any("dentist" in r["snippet"] for r in eng.memory_search(dentist, caller=session)["results"])
+    eng.close()

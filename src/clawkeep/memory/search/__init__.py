@@ -167,9 +167,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         chunk = chunks.get(cid)
         if chunk is None:
             continue
-        base = cand.merged(wv, wt) * chunk.weight
-        if chunk.meta.get("expires") and chunk.meta["expires"] < today.isoformat():
-            base *= items.EXPIRED_WEIGHT
+        base = cand.merged(wv, wt) * status_weight(chunk, today)
         # a chunk either path would return on its own stays: keyword hits with any coverage,
         # vector hits as similar as minScore (a cross-language match has no keyword support), and
         # the chunks of the query's `limit` most similar lines, which the vector path would answer with
@@ -194,4 +192,13 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
                 fact_sims=raw_line_sims, fusion=(wv, wt),
                 query_words=query_words(text), raw_sims=blended,
                 periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
-                several=asks_for_several(text))
+                several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today))
+
+
+def status_weight(chunk: Any, today: date) -> float:
+    """What a chunk's items weigh in the ranking: superseded ×0.3, expired ×0.5 (M8). Lines of
+    another state are chunked apart (index.py), so a chunk's weight is its every line's."""
+    weight = chunk.weight
+    if chunk.meta.get("expires") and chunk.meta["expires"] < today.isoformat():
+        weight *= items.EXPIRED_WEIGHT
+    return weight

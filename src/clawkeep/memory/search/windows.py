@@ -21,6 +21,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
 
 from ...text.analyzer import analyze_document
@@ -510,11 +511,13 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
           small_index: bool = False, fact_sims: dict[int, dict[int, float]] | None = None,
           fusion: tuple[float, float] = (1.0, 0.0), query_words: frozenset[str] | None = None,
           raw_sims: dict[int, dict[int, float]] | None = None, periods: list | None = None,
-          query_scripts: frozenset[str] = frozenset(), several: bool = False) -> list[MemoryHit]:
+          query_scripts: frozenset[str] = frozenset(), several: bool = False,
+          status: Callable[[Any], float] = lambda chunk: 1.0) -> list[MemoryHit]:
     """`fact_sims`: {chunk id: {line: cosine}} of the line vectors; `fusion`: the search's
     (vector, keyword) weights, which score a fact line of its own (see FACT_MIN_SHARE);
     `query_scripts`: the scripts the query is written in (`text.tokens.scripts`); `several`: the
-    question asks for several things (see LIST_TURN_BACK)."""
+    question asks for several things (see LIST_TURN_BACK); `status(chunk)`: its items' weight
+    (superseded, expired), which a fact line scored on its own carries too."""
     rows = scored[:window_rows(limit)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
     needles = _needles(query) if query is not None else ()
@@ -529,9 +532,10 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
     if periods and reorder:
         _named_day_boost(rows, facts, periods)
     norm = 1.0 + LINE_COVERAGE + LINE_CONTEXT + LINE_VECTOR * (1 + LINE_CONTEXT / LINE_COVERAGE)
-    for own, fact in zip(scores, facts, strict=True):
+    for own, fact, (_, _, chunk) in zip(scores, facts, rows, strict=True):
+        weight = status(chunk) if fact else 1.0
         for i, value in fact.items():
-            own[i] = value * norm  # on the scale of chunk score + line evidence (both ≤ norm)
+            own[i] = value * norm * weight  # on the scale of chunk score + line evidence (both ≤ norm)
     best = max((x for own in scores for x in own), default=0.0)
     floor = FACT_MIN_SHARE * best
     shown = _Shown()
@@ -542,10 +546,16 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
         numbers = lines.numbers or [None] * len(lines.text)
         least = [floor if i in lines.facts else 0.0 for i in range(len(own))]
         matched = any(x > least[i] for i, x in enumerate(own) if i not in lines.breaks and lines.text[i].strip())
-        offered = [i for i, line in enumerate(lines.text)  # a chunk with matching lines offers those (and their answers) only
-                   if i not in lines.breaks and line.strip() and not (matched and own[i] <= least[i])]
+        # a chunk with matching lines offers those (and their answers) only; a scored fact line
+        # under the floor that holds none of the question's words is never offered (only its
+        # vector kept it, and a better fact elsewhere answers)
+        offered = [i for i, line in enumerate(lines.text)
+                   if i not in lines.breaks and line.strip() and not (matched and own[i] <= least[i])
+                   and not (i in facts[r] and own[i] <= floor and not lines.covs[i])]
         if any(not _HEADING.match(lines.text[i]) for i in offered):
             offered = [i for i in offered if not _HEADING.match(lines.text[i])]
+        elif not matched:
+            offered = []  # a lone heading ("# Memory") that holds none of the question answers nothing
         for i in offered:
             line = lines.text[i]
             if not shown.claim(chunk.path, numbers[i], line):
