@@ -95,3 +95,15 @@ def test_search_hits_json_is_stable(cli):
     out = cli("sessions", "search", "quarterly", "--json")
     hits = json.loads(out.stdout)["hits"]
     assert hits[0]["role"] == "assistant" and "quarterly" in hits[0]["snippet"]
+
+
+def test_at_takes_epoch_ms_as_the_readme_says(cli):
+    import time
+
+    at = int(time.time() * 1000) - 3_600_000
+    sent = cli("message", "an hour ago", "--at", str(at), "--json")
+    assert sent.code == 0, sent.stderr
+    history = cli("sessions", "history", sent.json()["sessionKey"], "--json").json()["messages"]
+    assert history[0]["timestamp"].startswith(time.strftime("%Y-%m-%dT%H:%M", time.gmtime(at / 1000)))
+    too_late = cli("message", "x", "--at", "99999999999999")
+    assert too_late.code == 2 and "--at 99999999999999 is out of range" in too_late.stderr

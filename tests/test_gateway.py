@@ -403,3 +403,129 @@ def test_warm_up_freezes_the_start_up_objects_and_the_gateway_keeps_serving(home
             assert found and "blue pot" in found[0]["snippet"]
     finally:
         running.stop()
+
+
+# --- QA regressions ---------------------------------------------------------------------------
+OVERFLOW = {"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages "
+                                 "resulted in 9000 tokens.", "type": "invalid_request_error",
+                      "code": "context_length_exceeded"}}
+
+
+def test_context_overflow_after_the_message_is_stored_is_an_error_event_or_a_502(home, model_server):
+    # every call overflows, the one after the engine's hard compaction too
+    model_server.set_script(lambda request: Reply(status=400, json=OVERFLOW))
+    running = GatewayThread(home, model_config(model_server))
+    try:
+        with running.client() as http:
+            with http.stream("POST", "/v1/messages?stream=true", json={"text": "first"}) as r:
+                assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+                events = read_sse(r)
+            assert events[-1][0] == "error" and events[-1][1]["error"]["code"] == "context_overflow"
+            plain = http.post("/v1/messages", json={"text": "second"})
+            # 502 as for any provider failure: never 413, which reads as "body refused, nothing kept"
+            assert plain.status_code == 502 and plain.json()["error"]["code"] == "context_overflow"
+            assert "saved" in plain.json()["error"]["message"]
+            texts = [m["text"] for m in http.get("/v1/sessions/agent:main:main/history").json()["messages"]]
+            assert texts == ["first", "second"]
+    finally:
+        running.stop()
+
+
+def test_a_body_that_is_not_utf8_or_nested_too_deep_is_a_422_naming_the_body(http):
+    for raw, words in ((b'{"text": "\xff\xfe"}', ("body", "UTF-8", "0xff")),
+                       (b"[" * 100_000 + b"]" * 100_000, ("body", "nested"))):
+        answer = http.post("/v1/messages", content=raw, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 422, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "invalid_input" and all(w in error["message"] for w in words), error
+    assert http.get("/v1/sessions").json() == []
+
+
+def test_unknown_keys_unknown_query_parameters_and_loose_booleans_are_refused(http):
+    send(http, "hello")
+    for route in ("reset", "fork"):
+        bogus = http.post(f"/v1/sessions/agent:main:main/{route}", json={"bogus": 1})
+        assert bogus.status_code == 422 and "bogus: is not a known field" in bogus.json()["error"]["message"]
+    assert http.post("/v1/sessions/agent:main:main/reset", json={}).status_code == 200
+    assert http.post("/v1/sessions/agent:main:main/reset").status_code == 200
+    for loose in ("yes", 1, "true"):
+        refused = http.post("/v1/sessions", json={"incognito": loose})
+        assert refused.status_code == 422, refused.text
+        assert "incognito: must be true or false" in refused.json()["error"]["message"]
+    assert all(s["kind"] != "dashboard" for s in http.get("/v1/sessions").json())  # no thread was created
+    dreaming = http.put("/v1/dreaming", json={"enabled": "true"})
+    assert dreaming.status_code == 422 and "enabled" in dreaming.json()["error"]["message"]
+    assert http.get("/v1/dreaming").json()["enabled"] is False
+    unknown = http.get("/v1/search", params={"q": "x", "unknown": "1"})
+    message = unknown.json()["error"]["message"]
+    assert unknown.status_code == 422 and "unknown: is not a query parameter" in message and "limit" in message
+    assert http.get("/v1/sessions", params={"limt": 5}).status_code == 422
+    assert http.get("/v1/search", params={"q": "x", "limit": 3}).status_code == 200
+    for bad in ("nan", "inf", "2", "x"):
+        score = http.get("/v1/memory/search", params={"q": "x", "minScore": bad})
+        assert score.status_code == 422 and "minScore: must be a number between 0 and 1" in \
+            score.json()["error"]["message"], score.text
+
+
+def test_at_takes_epoch_ms_and_errors_name_the_json_field(http):
+    at = int(time.time() * 1000) - 3_600_000
+    sent = send(http, "an hour ago", at=at)
+    stored = http.get(f"/v1/sessions/{sent['sessionKey']}/history").json()["messages"][0]
+    assert stored["text"] == "an hour ago" and stored["timestamp"].startswith(
+        time.strftime("%Y-%m-%dT%H:%M", time.gmtime(at / 1000)))
+    for bad in ("2300-01-01T00:00:00Z", "yesterday", 10**15):
+        refused = http.post("/v1/messages", json={"text": "x", "at": bad})
+        message = refused.json()["error"]["message"]
+        assert refused.status_code == 400 and message.startswith("at ") and "--at" not in message, message
+    for not_a_time in (True, 1.5):
+        assert http.post("/v1/messages", json={"text": "x", "at": not_a_time}).status_code == 422
+
+
+def test_health_is_open_but_tells_nothing_and_docs_need_no_cdn(home):
+    from clawkeep.config.gateway import GatewayAuthConfig
+
+    running = GatewayThread(home, NO_VECTORS, auth=GatewayAuthConfig(token="a-token-of-enough-length"))
+    try:
+        with running.client() as http:
+            assert http.get("/v1/status").status_code == 401
+            health = http.get("/v1/health")
+            assert health.status_code == 200 and health.json() == {"ok": True, "inFlight": 0}
+            assert http.get("/openapi.json").json()["info"]["title"] == "clawkeep gateway"
+            for page in ("/docs", "/redoc"):
+                answer = http.get(page)
+                assert answer.status_code == 404 and "cdn.jsdelivr" not in answer.text
+    finally:
+        running.stop()
+
+
+def test_gateway_on_a_busy_port_says_so_before_anything_runs(home):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = run_cli(home, "gateway", "--port", str(port), timeout=60)
+    assert busy.code == 1, (busy.code, busy.stderr)
+    assert f"error: cannot listen on 127.0.0.1:{port}" in busy.stderr and "--port" in busy.stderr
+    assert "in use" in busy.stderr and busy.stdout == ""
+    assert "gateway ready" not in busy.stderr and "warm-up" not in busy.stderr and "Errno" not in busy.stderr
+
+
+def test_gateway_settings_errors_name_the_flag_or_variable_without_a_pydantic_dump(home):
+    import os
+    import subprocess
+    import sys
+
+    cases = [(["--port", "70000"], {}, "--port 70000"), (["--port", "-1"], {}, "--port -1"),
+             (["--host", "not a host!"], {}, "--host"),
+             (["--host", "0.0.0.0"], {"CLAWKEEP_GATEWAY_TOKEN": "short"}, "CLAWKEEP_GATEWAY_TOKEN")]
+    for args, env, named in cases:
+        environment = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_GATEWAY_TOKEN")}
+        proc = subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(home), "gateway", *args],
+                              capture_output=True, text=True, timeout=60, env={**environment, **env, "COLUMNS": "300"})
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (args, proc.stderr)
+        assert lines[0].startswith(f"error: {named}"), lines
+        for noise in ("pydantic", "validation error", "type=", "auth.token", "short"):
+            assert noise not in lines[0].replace("CLAWKEEP_GATEWAY_TOKEN", ""), (noise, lines)

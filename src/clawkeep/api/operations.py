@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
@@ -36,7 +36,9 @@ class MessageArgs(Args):
     thread: str | None = None
     role: Literal["user", "assistant"] = "user"
     message_id: str | None = Field(None, description="The channel's own id, idempotent per conversation.")
-    at: str | None = Field(None, description="ISO-8601 time of the message (import, replay).")
+    # StrictInt: epoch ms as a JSON integer (a boolean or 1.5 is refused, not read as a time)
+    at: str | StrictInt | None = Field(None, description="Time of the message (import, replay): ISO-8601 text or "
+                                       "epoch ms.")
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
 
 
@@ -109,7 +111,7 @@ class SessionRefArgs(Args):
 
 
 class SessionsCreateArgs(Args):
-    incognito: bool = False
+    incognito: StrictBool = False  # "yes" or 1 is refused: a typo must not create an unintended thread kind
     label: str | None = None
 
 
@@ -162,7 +164,7 @@ class DreamArgs(Args):
 
 
 class DreamingEnableArgs(Args):
-    enabled: bool
+    enabled: StrictBool  # a real boolean: "false" (a non-empty string) must not switch anything
 
 
 class DreamingReviewArgs(Args):

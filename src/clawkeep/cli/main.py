@@ -36,7 +36,7 @@ def message(
     thread: str | None = typer.Option(None, "--thread"),
     role: str = typer.Option("user", "--role", help="user | assistant"),
     message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
-    at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601."),
+    at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601 or epoch ms."),
     session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:

@@ -113,13 +113,15 @@ class Gateway:
             finally:
                 await self.shutdown()
 
-        app = FastAPI(title="clawkeep gateway", version=_version(), lifespan=lifespan,
+        # No /docs or /redoc: FastAPI builds them from scripts on cdn.jsdelivr.net (blank offline,
+        # and a third party in the page); /openapi.json is the same description, served from here.
+        app = FastAPI(title="clawkeep gateway", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
                       description="Sessions and memory for AI agents (SPEC §P). Errors: "
                                   '{"error": {"code", "message"}}; X-Clawkeep-Session names the caller.')
         errors.install(app)
         app.add_middleware(errors.BodyLimit, max_bytes=self.settings.max_body_bytes)
         app.add_middleware(_Observe, gateway=self)
-        guarded = [Depends(self._authorised)]
+        guarded = [Depends(self._authorised), Depends(_known_query)]
         _routes(app, self, guarded)
         control_ui.install(app)
         return app
@@ -152,6 +154,25 @@ class Gateway:
         log.info("request", extra={"event": "request", "method": method, "route": template, "status": status,
                                    "elapsedMs": round(elapsed * 1000, 2), "requestId": request_id,
                                    "sessionKey": session_key})
+
+
+async def _known_query(request: Request) -> None:
+    """A query parameter the route does not take is refused (422), as an unknown body key is:
+    a misspelt `limt=5` must not quietly give the default. The catch-all route answers 404 itself."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if not request.query_params or dependant is None or not getattr(route, "include_in_schema", True):
+        return
+    known: set[str] = set()
+    pending = [dependant]
+    while pending:  # the route's own query parameters and those of its dependencies
+        current = pending.pop()
+        known.update(param.alias for param in current.query_params)
+        pending.extend(current.dependencies)
+    unknown = [name for name in request.query_params if name not in known]
+    if unknown:
+        allowed = ", ".join(sorted(known)) if known else "none"
+        raise _Invalid(f"{unknown[0]}: is not a query parameter of {request.method} {route.path}; allowed: {allowed}")
 
 
 class _Observe:
@@ -263,11 +284,13 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("sessions_timeline", caller, session_key=key)
 
     @app.post("/v1/sessions/{key:path}/reset", dependencies=guarded, tags=["sessions"], responses=_doc(api.ResetResult))
-    async def reset_session(key: str, caller: Caller = None) -> Any:
+    async def reset_session(key: str, caller: Caller = None, body: ops.NoArgs | None = None) -> Any:
+        """No body (or `{}`): any key in one is refused rather than ignored."""
         return await gw.op("sessions_reset", caller, session_key=key)
 
     @app.post("/v1/sessions/{key:path}/fork", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
-    async def fork_session(key: str, caller: Caller = None) -> Any:
+    async def fork_session(key: str, caller: Caller = None, body: ops.NoArgs | None = None) -> Any:
+        """No body (or `{}`): any key in one is refused rather than ignored."""
         return await gw.op("sessions_fork", caller, session_key=key)
 
     if "sessions_send" in ops.OPERATIONS:
@@ -291,7 +314,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def search_memory(q: Annotated[str, Query(max_length=4096)], caller: Caller = None,
                             limit: Annotated[int | None, Query(ge=1, le=50)] = None,
                             mode: Annotated[str, Query(pattern="^(hybrid|keyword|vector)$")] = "hybrid",
-                            min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1)] = None,
+                            min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1,
+                                                                     allow_inf_nan=False)] = None,
                             corpus: Annotated[str, Query(pattern="^(all|memory|sessions)$")] = "all") -> Any:
         return await gw.op("memory_search", caller, query=q, max_results=limit, mode=mode, min_score=min_score,
                            corpus=corpus)
@@ -384,6 +408,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.get("/v1/health", tags=["status"])
     async def health() -> Any:
+        """Open without the token (load balancers and the UI's start-up probe): it tells only that
+        the gateway answers and how many calls are in flight, nothing about sessions or memory."""
         return {"ok": True, "inFlight": gw.inflight.count}
 
     @app.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"], include_in_schema=False,

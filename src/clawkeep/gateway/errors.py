@@ -25,16 +25,36 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
+# What a numeric query parameter allows, for a message that says so whatever broke (pydantic
+# names one bound at a time, and for `nan` only the bound it happened to fail)
+ALLOWED = {"minScore": "must be a number between 0 and 1"}
+
+# The engine's checks name the CLI flag; over HTTP the same input is this JSON field / query parameter.
+FLAG_NAMES = {"--at": "at", "--from": "from", "--active": "active", "--lines": "lines", "--limit": "limit",
+              "--min-score": "minScore"}
+
+
+def http_message(exc: ClawkeepError) -> str:
+    text = str(exc)
+    flag, space, rest = text.partition(" ")
+    return f"{FLAG_NAMES[flag]}{space}{rest}" if flag in FLAG_NAMES and space else text
+
+
 def describe_validation(errors: list[Any]) -> str:
     """Pydantic's errors as one sentence naming each input, what was wrong and what is allowed."""
     parts = []
     for e in errors[:8]:
-        where = ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "header"))
+        loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        where = ".".join(loc)
         message = e.get("msg", "invalid")
         if e.get("type") == "extra_forbidden":
             message = "is not a known field"
         elif e.get("type") == "json_invalid":
             where, message = "body", f"is not valid JSON ({e.get('ctx', {}).get('error', 'parse error')})"
+        elif e.get("type") == "bool_type":
+            message = "must be true or false (a JSON boolean, not a string or number)"
+        elif loc and loc[-1] in ALLOWED:
+            message = f"{ALLOWED[loc[-1]]}, got {e.get('input')!r}"
         parts.append(f"{where or 'request'}: {message}")
     more = f" (and {len(errors) - 8} more)" if len(errors) > 8 else ""
     return "; ".join(parts) + more
@@ -45,7 +65,7 @@ def install(app: FastAPI) -> None:
     async def engine_error(request: Request, exc: ClawkeepError) -> JSONResponse:
         if exc.http_status >= 500:
             log.warning("request failed: %s %s: %s", request.method, request.url.path, exc)
-        return error_response(exc.http_status, exc.code, str(exc))
+        return error_response(exc.http_status, exc.code, http_message(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -56,6 +76,9 @@ def install(app: FastAPI) -> None:
         codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
                  413: "too_large"}
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        unreadable = _unreadable_body(exc)
+        if unreadable is not None:
+            return error_response(422, "invalid_input", f"body: {unreadable}")
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}; see /openapi.json for the routes"
         return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), message,
@@ -65,6 +88,23 @@ def install(app: FastAPI) -> None:
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("internal error on %s %s", request.method, request.url.path)
         return error_response(500, "internal", f"internal error ({type(exc).__name__}); the gateway log has details")
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> str | None:
+    """FastAPI answers a body it could not decode with a bare 400 "There was an error parsing
+    the body" (the cause chained): say which problem, as a 422 like malformed JSON."""
+    if exc.status_code != 400:
+        return None
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        bad = cause.object[cause.start:cause.start + 1]
+        shown = f"byte 0x{bad.hex()}" if isinstance(bad, bytes) else "a character"
+        return f"is not UTF-8 ({shown} at offset {cause.start}); send JSON encoded as UTF-8"
+    if isinstance(cause, RecursionError):
+        return "is nested too deeply to read; send JSON with objects and lists nested at most a few hundred deep"
+    if cause is not None:
+        return f"could not be read as JSON ({type(cause).__name__}); send a UTF-8 JSON object"
+    return None
 
 
 class BodyLimit:

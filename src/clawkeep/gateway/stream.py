@@ -27,7 +27,7 @@ from ..engine import Engine
 from ..errors import ClawkeepError
 from ..turns import TurnEvent
 from .calls import InFlight
-from .errors import error_body, error_response
+from .errors import error_body, error_response, http_message
 
 TERMINAL = ("result", "error")
 
@@ -50,7 +50,7 @@ def event_bytes(event: TurnEvent) -> bytes:
 
 def _error(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, ClawkeepError):
-        return error_body(exc.code, str(exc))
+        return error_body(exc.code, http_message(exc))
     return error_body("internal", f"internal error ({type(exc).__name__}); the gateway log has details")
 
 
@@ -66,7 +66,7 @@ async def turn_response(engine: Engine, inflight: InFlight, message: dict[str, A
     exc = first.data if first.kind == "error" else None
     if isinstance(exc, ClawkeepError) and exc.http_status < 500:  # refused before anything was stored
         inflight.leave()
-        return error_response(exc.http_status, exc.code, str(exc))
+        return error_response(exc.http_status, exc.code, http_message(exc))
     return StreamingResponse(_stream(first, events, inflight), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -177,7 +177,10 @@ class ContextOverflowError(ModelError):
     """The provider says the prompt exceeds the model's context; the caller should compact."""
 
     code = "context_overflow"
-    http_status = 413
+    # 502 like any provider failure, not 413: by the time the provider refuses, the user's
+    # message is stored, and 413 reads as "request body refused, nothing kept" (the provider's
+    # own status is in `.status`)
+    http_status = 502
 
     def __init__(
         self,
