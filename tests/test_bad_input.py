@@ -141,6 +141,39 @@ def test_api_integers_out_of_range(engine, call):
         call(engine)
 
 
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda e: e.sessions_search("x", limit=True), "limit"),
+    (lambda e: e.memory_search("x", limit=0), "limit"),
+    (lambda e: e.memory_get("MEMORY.md", lines=999999), "lines"),
+    (lambda e: e.memory_get("MEMORY.md", from_line=0), "from_line"),
+    (lambda e: e.sessions_list(active_minutes=True), "active_minutes"),
+    (lambda e: e.memory_promote(min_score=2.0), "min_score"),
+    (lambda e: e.memory_promote(min_unique_queries=33), "min_unique_queries"),
+    (lambda e: e.sessions_list(kind="bogus"), "kind"),
+])
+def test_api_errors_name_the_parameter_not_a_cli_flag(engine, call, name):
+    """The Engine said `--limit must be an integer…` to a Python caller: each surface names its own input."""
+    with pytest.raises(InputError) as refused:
+        call(engine)
+    message = str(refused.value)
+    assert message.startswith(f"{name} ") and "--" not in message, message
+    assert "allowed" in message or " in " in message, message  # what is allowed: a range or the values
+
+
+def test_cli_names_its_flags_and_refuses_an_unknown_kind(cli):
+    for args, flag, allowed in ((("sessions", "search", "x", "--limit", "0"), "--limit", "1-25"),
+                                (("memory", "search", "x", "--limit", "51"), "--limit", "1-50"),
+                                (("memory", "get", "MEMORY.md", "--lines", "999999"), "--lines", "1-2000"),
+                                (("memory", "get", "MEMORY.md", "--from", "0"), "--from", "1-"),
+                                (("sessions", "list", "--active", "-5"), "--active", "0-"),
+                                (("memory", "promote", "--min-score", "2"), "--min-score", "0-1"),
+                                (("sessions", "list", "--kind", "bogus"), "--kind", "direct, group")):
+        result = cli(*args)
+        assert result.code == 2 and "Traceback" not in result.stderr, (args, result.stderr)
+        assert flag in result.stderr and allowed in result.stderr, (args, result.stderr)
+    assert cli("sessions", "list", "--kind", "direct", "--json").json() == []
+
+
 def test_cli_limit_zero_is_refused_with_the_range(cli):
     result = cli("sessions", "search", "hello", "--limit", "0")
     assert result.code == 2 and "1-25" in result.stderr, result.stderr

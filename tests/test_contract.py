@@ -3,6 +3,7 @@
 here; the gateway later) serves the same shapes with an OpenAPI schema generated from them."""
 
 import json
+import typing
 
 import pytest
 from conftest import open_engine
@@ -10,7 +11,9 @@ from fastapi import FastAPI, Header, HTTPException
 from fastapi.testclient import TestClient
 
 from clawkeep import api
+from clawkeep.api import operations as ops
 from clawkeep.errors import ClawkeepError
+from clawkeep.routing.keys import KINDS
 
 
 @pytest.fixture
@@ -89,7 +92,12 @@ def test_tool_schemas_come_from_the_argument_models():
                           "memory_search", "memory_get", "memory_remember", "sessions_send"}
     history = tools["sessions_history"]["parameters"]
     assert history["required"] == ["sessionKey"] and "includeTools" in history["properties"]
-    assert tools["memory_get"]["parameters"]["properties"]["from"] == {"minimum": 1, "type": "integer"}
+    # every bound the engine enforces is in the schema, so a refusal names the tool's own argument
+    kinds = tools["sessions_list"]["parameters"]["properties"]["kind"]["enum"]
+    assert tuple(kinds) == typing.get_args(ops.SessionKind) == KINDS  # the api layer's copy of the session kinds
+    get = tools["memory_get"]["parameters"]["properties"]
+    assert get["from"] == {"minimum": 1, "maximum": 2**53, "type": "integer"}
+    assert get["lines"] == {"minimum": 1, "maximum": 2000, "type": "integer"}
     send = tools["sessions_send"]["parameters"]
     assert send["required"] == ["sessionKey", "message"]
     assert send["properties"]["timeoutSeconds"]["default"] == 30 and send["properties"]["timeoutSeconds"]["minimum"] == 0

@@ -145,6 +145,38 @@ def test_bad_requests_are_clear_4xx_json_errors(gateway, http):
     assert http.get("/v1/sessions").json() == []  # nothing of the refused requests was stored
 
 
+def test_integers_are_whole_numbers_kinds_are_known_and_the_caller_must_exist(http):
+    """`limit=1.0` was taken as 1 while `limit=true` was a 422; a JSON `true` was a 1 s wait; an
+    unknown kind listed nothing; POST /v1/sessions as a missing caller made a thread (200)."""
+    for route, params in (("/v1/memory/search", {"q": "x", "limit": "1.0"}), ("/v1/search", {"q": "x", "limit": "1.0"}),
+                          ("/v1/memory/file", {"path": "MEMORY.md", "from": "2.0"}),
+                          ("/v1/sessions", {"recentMessages": "1e0"}),
+                          ("/v1/memory/search", {"q": "x", "limit": "true"})):
+        refused = http.get(route, params=params)
+        assert refused.status_code == 422, (route, params, refused.text)
+        message = refused.json()["error"]["message"]
+        name = next(k for k in params if k not in ("q", "path"))
+        assert message.startswith(f"{name}: ") and "whole number" in message, message
+    assert http.get("/v1/memory/search", params={"q": "x", "limit": "1"}).status_code == 200
+    lines = http.get("/v1/memory/file", params={"path": "MEMORY.md", "lines": 2001})
+    assert lines.status_code == 422 and "lines" in lines.json()["error"]["message"]
+    assert "2000" in lines.json()["error"]["message"]
+    kind = http.get("/v1/sessions", params={"kind": "bogus"})
+    assert kind.status_code == 422, kind.text
+    assert "kind" in kind.json()["error"]["message"] and "'direct'" in kind.json()["error"]["message"]
+    assert http.get("/v1/sessions", params={"kind": "dashboard"}).json() == []
+    target = http.post("/v1/sessions", json={}).json()
+    wait = http.post(f"/v1/sessions/{target['key']}/send", json={"message": "hi", "timeoutSeconds": True})
+    assert wait.status_code == 422 and "timeoutSeconds" in wait.json()["error"]["message"], wait.text
+    ghost = "agent:main:telegram:direct:ghost"
+    created = http.post("/v1/sessions", json={}, headers={"X-Clawkeep-Session": ghost})
+    elsewhere = http.get("/v1/search", params={"q": "x"}, headers={"X-Clawkeep-Session": ghost})
+    assert created.status_code == elsewhere.status_code == 404, created.text
+    assert created.json() == elsewhere.json()  # the same answer as every other route
+    assert [s["key"] for s in http.get("/v1/sessions").json()] == [target["key"]]  # nothing was created or sent
+    assert http.get(f"/v1/sessions/{target['key']}/history").json()["messages"] == []
+
+
 def test_chunked_body_over_the_limit_is_refused(home):
     running = GatewayThread(home, NO_VECTORS, max_body_bytes=2048)
     try:

@@ -188,7 +188,7 @@ def test_stdio_bad_arguments_and_refused_writes_are_clear_tool_errors(prepared):
     for name in ("range", "type", "unknown_arg", "missing_arg", "unknown_tool", "outside"):
         assert out[name].is_error, name
     assert out["range"].content[0].text == ("memory_search failed: invalid arguments for memory_search: "
-                                            "maxResults: Input should be greater than or equal to 1")
+                                            "maxResults: Input should be greater than or equal to 1, got int 0")
     assert "query: Input should be a valid string" in out["type"].content[0].text
     assert "bogus: Extra inputs are not permitted" in out["unknown_arg"].content[0].text
     assert "sessionKey: Field required" in out["missing_arg"].content[0].text
@@ -199,11 +199,57 @@ def test_stdio_bad_arguments_and_refused_writes_are_clear_tool_errors(prepared):
     assert "hunter2" not in (prepared / "workspace" / "MEMORY.md").read_text()
 
 
+def test_stdio_refuses_booleans_strings_out_of_range_lines_and_unknown_kinds(prepared):
+    """Lax coercion took `true` as 1 and "3" as 3 (sessions_send then waited 1 s); `lines` past
+    2000 reached the engine, whose message named the CLI's --lines; an unknown kind listed nothing."""
+    calls = {
+        "recent": ("sessions_list", {"recentMessages": True}),
+        "max_results": ("memory_search", {"query": "x", "maxResults": True}),
+        "timeout": ("sessions_send", {"sessionKey": BOB, "message": "never delivered", "timeoutSeconds": True}),
+        "limit": ("sessions_search", {"query": "x", "limit": "3"}),
+        "from": ("memory_get", {"path": "MEMORY.md", "from": "2"}),
+        "float": ("sessions_search", {"query": "x", "limit": 3.0}),
+        "lines": ("memory_get", {"path": "MEMORY.md", "lines": 999999}),
+        "kind": ("sessions_list", {"kind": "bogus"}),
+    }
+
+    async def work(session):
+        listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        return listed, {name: await session.call_tool(tool, args) for name, (tool, args) in calls.items()}
+
+    with Engine.open(home=prepared) as eng:
+        before = len(eng.sessions_history(BOB)["messages"])
+    listed, out = over_stdio(prepared, work)
+    for name, result in out.items():
+        assert result.is_error, (name, result.content)
+    text = {name: result.content[0].text for name, result in out.items()}
+    assert text["recent"] == ("sessions_list failed: invalid arguments for sessions_list: "
+                              "recentMessages: Input should be a valid integer, got bool True")
+    assert "maxResults: Input should be a valid integer, got bool True" in text["max_results"]
+    assert "timeoutSeconds: Input should be a valid integer, got bool True" in text["timeout"]
+    assert "limit: Input should be a valid integer, got str '3'" in text["limit"]
+    assert "from: Input should be a valid integer, got str '2'" in text["from"]
+    assert "limit: Input should be a valid integer, got float 3.0" in text["float"]
+    assert text["lines"] == ("memory_get failed: invalid arguments for memory_get: "
+                             "lines: Input should be less than or equal to 2000, got int 999999")
+    assert "--" not in text["lines"]
+    assert "kind: Input should be 'main', 'direct'" in text["kind"] and "got str 'bogus'" in text["kind"]
+    # the schemas state the bounds and the kinds, so a client can know them before calling
+    assert listed["memory_get"]["properties"]["lines"] == {"type": "integer", "minimum": 1, "maximum": 2000}
+    assert listed["sessions_list"]["properties"]["kind"]["enum"][:2] == ["main", "direct"]
+    with Engine.open(home=prepared) as eng:  # the refused send delivered nothing
+        assert len(eng.sessions_history(BOB)["messages"]) == before
+
+
 def test_cli_refuses_a_bad_session_and_an_open_bind_without_token(prepared):
     bad = run_cli(prepared, "mcp", "--session", "not a key")
     assert bad.code == 2 and "--session" in bad.stderr and "Traceback" not in bad.stderr
     open_bind = run_cli(prepared, "mcp", "--http", str(free_port()), "--host", "0.0.0.0")
     assert open_bind.code == 2 and "--token" in open_bind.stderr and "loopback" in open_bind.stderr
+    assert "streamable HTTP at" not in open_bind.stderr  # refused before anything is announced
+    short = run_cli(prepared, "mcp", "--http", str(free_port()), "--token", "short")
+    assert short.code == 2 and "streamable HTTP at" not in short.stderr, short.stderr
+    assert "--token" in short.stderr and "5 characters" in short.stderr and "16-512" in short.stderr
 
 
 # --- streamable HTTP ---------------------------------------------------------------------------
@@ -225,7 +271,7 @@ def test_http_lists_and_calls_tools_as_the_session(prepared):
 
 
 def test_http_with_a_token_refuses_requests_without_it(prepared):
-    with http_server(prepared, "--token", "s3cret-token") as (url, proc):
+    with http_server(prepared, "--token", "s3cret-token-0123456789") as (url, proc):
         plain = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                            headers={"Accept": "application/json, text/event-stream"})
         wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})
@@ -233,7 +279,7 @@ def test_http_with_a_token_refuses_requests_without_it(prepared):
         async def work(session):
             return (await session.list_tools()).tools
 
-        tools = over_http(url, work, headers={"Authorization": "Bearer s3cret-token"})
+        tools = over_http(url, work, headers={"Authorization": "Bearer s3cret-token-0123456789"})
     assert plain.status_code == 401 and wrong.status_code == 401
     assert plain.json() == {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
     assert len(tools) == len(api.AGENT_TOOLS)

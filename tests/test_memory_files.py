@@ -238,7 +238,7 @@ def test_memory_get_line_ranges(mem):
     assert got["text"] == "line 3\nline 4" and got["from"] == 3 and got["to"] == 4 and got["totalLines"] == 10
     with pytest.raises(NotFoundError):
         mem.memory_get("memory/nope.md")
-    with pytest.raises(InputError, match="--from"):
+    with pytest.raises(InputError, match="from_line"):
         mem.memory_get("MEMORY.md", from_line=0)
 
 

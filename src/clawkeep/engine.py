@@ -177,12 +177,15 @@ class Engine:
         recent_messages: int = 0,
         caller: str | None = None,
     ) -> list[api.SessionInfo]:
+        from .routing.keys import KINDS
         from .sessions import service
 
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
+        if kind is not None:
+            check.choice(kind, "kind", KINDS)  # an unknown kind matched nothing: an empty list hid the typo
         check.text(search_text, "search text", optional=True)
-        check.integer(active_minutes, "--active", 0, check.MAX_INT)
+        check.integer(active_minutes, "active_minutes", 0, check.MAX_INT)
         check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
@@ -212,7 +215,7 @@ class Engine:
         from .sessions import search
 
         check.text(query, "search query")
-        check.integer(limit, "--limit", 1, search.MAX_LIMIT)
+        check.integer(limit, "limit", 1, search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
         return api.SearchResult.model_validate(search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
 
@@ -288,7 +291,7 @@ class Engine:
         from .memory.search import MAX_LIMIT
 
         check.text(query, "memory search query")
-        check.integer(limit, "--limit", 1, MAX_LIMIT)
+        check.integer(limit, "limit", 1, MAX_LIMIT)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
@@ -304,8 +307,8 @@ class Engine:
         from .memory import service as memory
 
         check.path(path, "memory path")
-        check.integer(from_line, "--from", 1, check.MAX_INT)
-        check.integer(lines, "--lines", 1, memory.MAX_GET_LINES)
+        check.integer(from_line, "from_line", 1, check.MAX_INT)
+        check.integer(lines, "lines", 1, memory.MAX_GET_LINES)
         check.ident(caller, "caller", optional=True)
         return api.MemoryFile.model_validate(
             memory.get(self.runtime, path, from_line=from_line, lines=lines, caller=caller))
@@ -479,10 +482,10 @@ class Engine:
         from .dreaming import service as dream_service
 
         check.flag(apply, "apply")
-        check.integer(limit, "--limit", 1, 1000)
-        check.number(min_score, "--min-score", 0.0, 1.0)
-        check.integer(min_recall_count, "--min-recall-count", 0, check.MAX_INT)
-        check.integer(min_unique_queries, "--min-unique-queries", 0, 32)
+        check.integer(limit, "limit", 1, 1000)
+        check.number(min_score, "min_score", 0.0, 1.0)
+        check.integer(min_recall_count, "min_recall_count", 0, check.MAX_INT)
+        check.integer(min_unique_queries, "min_unique_queries", 0, 32)
         result = dream_service.promote(self.runtime, apply=apply, limit=limit, min_score=min_score,
                                        min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
         return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
@@ -505,7 +508,7 @@ class Engine:
         notes under `path`; writes nothing."""
         from .dreaming import service as dream_service
 
-        check.path(path, "--path", optional=True)
+        check.path(path, "path", optional=True)
         check.flag(grounded, "grounded")
         return api.HarnessReport.model_validate(dream_service.harness(self.runtime, path=path, grounded=grounded))
 
@@ -513,7 +516,7 @@ class Engine:
                      rollback_short_term: bool = False) -> api.BackfillReport:
         from .dreaming import backfill as dream_backfill
 
-        check.path(path, "--path", optional=True)
+        check.path(path, "path", optional=True)
         for name, value in (("stage short term", stage_short_term), ("rollback", rollback),
                             ("rollback short term", rollback_short_term)):
             check.flag(value, name)
@@ -572,7 +575,7 @@ class Engine:
         """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
         from .sessions import service
 
-        check.path(directory, "--out directory")
+        check.path(directory, "directory")
         from .interop import service  # noqa: PLC0415
 
         return service.export_all(self.runtime, Path(directory))

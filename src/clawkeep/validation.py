@@ -30,6 +30,7 @@ MAX_FUTURE_MS = 24 * 3_600_000  # clock skew and time-zone mix-ups, not scheduli
 # The largest integer any count, limit or line number may be: far above every real use,
 # small enough for SQLite (64-bit) and for arithmetic on milliseconds.
 MAX_INT = 2**53
+MAX_GET_LINES = 2000  # memory get --lines / lines=: here so the tool schemas state it too
 
 _SHOW = 60  # characters of a bad value quoted in a message
 

@@ -16,14 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
+from ..validation import MAX_GET_LINES, MAX_INT, shown
 from . import shapes
 from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
 
 class Args(BaseModel):
-    """Base of operation arguments: camelCase in JSON, unknown keys refused."""
+    """Base of operation arguments: camelCase in JSON, unknown keys refused, and strict types — an
+    integer is a JSON integer (not true, "3" or 1.0), a flag is true or false (README "Input limits");
+    lax coercion let `timeoutSeconds: true` through as a 1 s wait."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
 
 class MessageArgs(Args):
@@ -65,11 +68,18 @@ def _routing_refused(args: MessageArgs) -> str:
             "by channel and sender as the operator")
 
 
+# routing.keys.KINDS, spelled out: the api layer sits below routing (.importlinter); test_contract
+# keeps the two equal. A Literal, so an unknown kind is an error (not an empty list) and the schema lists them.
+SessionKind = Literal["main", "direct", "group", "channel", "thread", "cron", "hook", "heartbeat", "subagent",
+                      "dashboard", "coding", "other"]
+
+
 class SessionsListArgs(Args):
-    kind: str | None = None
+    kind: SessionKind | None = None
     label: str | None = None
     agent_id: str | None = None
-    active_minutes: int | None = Field(None, ge=1, description="Only sessions active in the last N minutes.")
+    active_minutes: int | None = Field(None, ge=1, le=MAX_INT,
+                                       description="Only sessions active in the last N minutes.")
     search: str | None = Field(None, description="Text in the key, label or title.")
     preview: bool = False
     recent_messages: int = Field(0, ge=0, le=20)
@@ -126,8 +136,8 @@ class MemorySearchArgs(Args):
 
 class MemoryGetArgs(Args):
     path: str = Field(description="A path exactly as memory_search returned it (MEMORY.md, memory/…, extra:…).")
-    from_line: int | None = Field(None, alias="from", ge=1)
-    lines: int | None = Field(None, ge=1)
+    from_line: int | None = Field(None, alias="from", ge=1, le=MAX_INT)
+    lines: int | None = Field(None, ge=1, le=MAX_GET_LINES)
 
 
 class MemoryRememberArgs(Args):
@@ -174,7 +184,7 @@ class DreamingReviewArgs(Args):
 class PromoteArgs(Args):
     limit: int | None = Field(None, ge=1, le=1000)
     min_score: float | None = Field(None, ge=0, le=1)
-    min_recall_count: int | None = Field(None, ge=0)
+    min_recall_count: int | None = Field(None, ge=0, le=MAX_INT)
     min_unique_queries: int | None = Field(None, ge=0, le=32)
 
 
@@ -220,13 +230,22 @@ class Operation:
         try:
             return self.args.model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(_problem(e) for e in exc.errors())
             raise InputError(f"invalid arguments for {self.name}: {problems}") from None
 
     def tool_schema(self) -> dict[str, Any]:
         """A JSON-schema function description (OpenAI `tools` / Anthropic `input_schema`)."""
         return {"name": self.name, "description": self.summary,
                 "parameters": _compact(self.args.model_json_schema(by_alias=True))}
+
+
+def _problem(error: Any) -> str:
+    """One schema error: the argument, what is allowed and (unless it is missing or unknown) what was given."""
+    where = ".".join(map(str, error["loc"])) or "arguments"
+    if error["type"] in ("missing", "extra_forbidden"):
+        return f"{where}: {error['msg']}"
+    given = error.get("input")
+    return f"{where}: {error['msg']}, got {type(given).__name__} {shown(given)}"
 
 
 def result_json(result: Any) -> Any:

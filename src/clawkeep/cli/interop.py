@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from ..errors import InputError
+from .. import validation as check
 from ..validation import shown
 from .app import app, engine, err, out
 from .render import emit, table
@@ -117,6 +118,7 @@ def export(
     if all_sessions:
         if out_path is None:
             raise InputError("--all needs --out DIR (one file per session)")
+        check.path(out_path, "--out")  # the CLI names its flag; the Engine says `directory`
         written = eng.export_all(out_path)
         emit({"sessions": written}, as_json, lambda d: out.print(
             f"exported {len(d['sessions'])} sessions to {out_path}", highlight=False))

@@ -24,6 +24,7 @@ def mcp_command(
     """MCP server: sessions_list, sessions_history, sessions_search, session_status, memory_search,
     memory_get, memory_remember and sessions_send, as the --session caller."""
     from ..mcp import serve_http, serve_stdio  # noqa: PLC0415 - the SDK loads only for this command
+    from ..mcp.server import check_http_access  # noqa: PLC0415
 
     if session is not None:
         try:
@@ -34,6 +35,7 @@ def mcp_command(
         serve_stdio(engine(ctx), session)
         return
     check.ident(host, "--host")
+    check_http_access(host, token)  # before the announcement: a refused start must not print the URL first
     opened = engine(ctx)
     err.print(f"clawkeep mcp: streamable HTTP at http://{host}:{http}/mcp"
               + (f" as {session}" if session else " as the operator"), highlight=False)

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from .. import validation as check
 from ..errors import InputError
 from .app import engine, err, memory_app, out
 from .render import emit, table
@@ -61,6 +62,9 @@ def memory_search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search over memory files (and indexed transcripts)."""
+    from ..memory.search import MAX_LIMIT  # noqa: PLC0415
+
+    check.integer(limit, "--limit", 1, MAX_LIMIT)  # the CLI names its flags; the Engine its parameters
     data = engine(ctx).memory_search(query, limit=limit, mode=mode)
     emit(data, as_json, lambda d: out.print(table(d["results"], ["score", "source", "snippet"])))
 
@@ -74,6 +78,8 @@ def memory_get(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Read a memory file or a line range of it (at most 100,000 characters per answer)."""
+    check.integer(from_line, "--from", 1, check.MAX_INT)  # the CLI names its flags; the Engine its parameters
+    check.integer(lines, "--lines", 1, check.MAX_GET_LINES)
 
     def render(d: dict[str, Any]) -> None:
         sys.stdout.write(d["text"] + "\n")
@@ -223,6 +229,11 @@ def memory_promote(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Rank the short-term candidates with Deep's signals and gates; --apply promotes the passing ones."""
+    # the CLI names its flags; the Engine its parameters (same bounds as Engine.memory_promote)
+    check.integer(limit, "--limit", 1, 1000)
+    check.number(min_score, "--min-score", 0.0, 1.0)
+    check.integer(min_recall_count, "--min-recall-count", 0, check.MAX_INT)
+    check.integer(min_unique_queries, "--min-unique-queries", 0, 32)
     data = engine(ctx).memory_promote(apply=apply, limit=limit, min_score=min_score,
                                       min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
     if apply:
@@ -302,6 +313,7 @@ def memory_rem_harness(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Preview REM's reflections, the candidate facts and Deep's promotions; writes nothing."""
+    check.path(path, "--path", optional=True)
     emit(engine(ctx).rem_harness(path=path, grounded=grounded), as_json, _render_harness)
 
 
@@ -337,6 +349,7 @@ def memory_rem_backfill(
     """Replay historical notes into reversible Dream Diary entries (and optionally the short-term store)."""
     if not grounded:
         raise InputError("rem-backfill is always grounded (each note read as its own day); drop --no-grounded")
+    check.path(path, "--path", optional=True)
     data = engine(ctx).rem_backfill(path=path, stage_short_term=stage_short_term, rollback=rollback,
                                     rollback_short_term=rollback_short_term)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from .. import validation as check
 from ..api import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 from .app import engine, out, sessions_app
 from .render import emit, table
@@ -23,6 +24,12 @@ def sessions_list(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Sessions visible to the caller."""
+    from ..routing.keys import KINDS  # noqa: PLC0415
+
+    # checked here too, so the messages name the flags (the Engine names its parameters: active_minutes)
+    if kind is not None:
+        check.choice(kind, "--kind", KINDS)
+    check.integer(active, "--active", 0, check.MAX_INT)
     rows = engine(ctx).sessions_list(
         kind=kind, label=label, active_minutes=active, search_text=search, preview=preview, caller=caller
     )
@@ -88,6 +95,9 @@ def sessions_search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Full-text search over user and assistant messages."""
+    from ..sessions.search import MAX_LIMIT  # noqa: PLC0415
+
+    check.integer(limit, "--limit", 1, MAX_LIMIT)  # here, so the message names the flag, not the Engine's `limit`
     data = engine(ctx).sessions_search(query, limit=limit, caller=caller)
     emit(
         data,

@@ -98,7 +98,7 @@ def preview(rt: Runtime, *, limit: int | None = None, gates: DeepPhaseConfig | N
 def promote(rt: Runtime, *, apply: bool = False, limit: int | None = None, **gates: Any) -> dict[str, Any]:
     """`memory promote`: the ranked candidates and what Deep would do; `apply` runs Light and Deep now."""
     if limit is not None and not 1 <= limit <= 1000:
-        raise InputError(f"--limit {limit} is out of range; allowed 1-1000")
+        raise InputError(f"limit {limit} is out of range; allowed 1-1000")
     chosen = gates_for(rt, **gates)
     if apply:
         result = run_sweep(rt, phases=("light", "deep"), limit=limit, gates=chosen)

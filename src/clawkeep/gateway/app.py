@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -21,9 +22,10 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from .. import api
+from .. import validation as check
 from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
@@ -34,6 +36,17 @@ from .calls import InFlight
 
 log = logging.getLogger("clawkeep.gateway")
 Caller = Annotated[str | None, Header(alias="X-Clawkeep-Session", description="The calling session (visibility).")]
+
+
+def _whole_number(value: Any) -> Any:
+    """A query integer is written in digits: pydantic's lax parsing also took `1.0` (while `true`
+    was a 422), and the API's integers are real integers (README "Input limits")."""
+    if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+", value):
+        raise ValueError(f"must be a whole number written in digits (e.g. 5), got {check.shown(value)}")
+    return value
+
+
+Whole = BeforeValidator(_whole_number)
 
 
 class SendBody(BaseModel):
@@ -257,15 +270,18 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.get("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo, many=True))
     async def list_sessions(caller: Caller = None, kind: str | None = None, label: str | None = None,
                             agent_id: Annotated[str | None, Query(alias="agentId")] = None,
-                            active: Annotated[int | None, Query(ge=1, description="Active in the last N minutes")] = None,
+                            active: Annotated[int | None, Whole, Query(ge=1, le=check.MAX_INT,
+                                                                       description="Active in the last N minutes")] = None,
                             search: str | None = None, preview: bool = False,
-                            recent: Annotated[int, Query(alias="recentMessages", ge=0, le=20)] = 0) -> Any:
+                            recent: Annotated[int, Whole, Query(alias="recentMessages", ge=0, le=20)] = 0) -> Any:
         return await gw.op("sessions_list", caller, kind=kind, label=label, agent_id=agent_id, active_minutes=active,
                            search=search, preview=preview, recent_messages=recent)
 
     @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
     async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
         """A new dashboard thread (`incognito`: kept in memory only, never written to disk)."""
+        if caller is not None:
+            await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
 
     @app.get("/v1/sessions/{key:path}/history", dependencies=guarded, tags=["sessions"],
@@ -306,13 +322,14 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.get("/v1/search", dependencies=guarded, tags=["sessions"], responses=_doc(api.SearchResult))
     async def search_sessions(q: Annotated[str, Query(max_length=4096, description="What to look for")],
-                              caller: Caller = None, limit: Annotated[int | None, Query(ge=1, le=25)] = None) -> Any:
+                              caller: Caller = None,
+                              limit: Annotated[int | None, Whole, Query(ge=1, le=25)] = None) -> Any:
         return await gw.op("sessions_search", caller, query=q, limit=limit)
 
     # --- memory -----------------------------------------------------------------------
     @app.get("/v1/memory/search", dependencies=guarded, tags=["memory"], responses=_doc(api.MemorySearchResult))
     async def search_memory(q: Annotated[str, Query(max_length=4096)], caller: Caller = None,
-                            limit: Annotated[int | None, Query(ge=1, le=50)] = None,
+                            limit: Annotated[int | None, Whole, Query(ge=1, le=50)] = None,
                             mode: Annotated[str, Query(pattern="^(hybrid|keyword|vector)$")] = "hybrid",
                             min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1,
                                                                      allow_inf_nan=False)] = None,
@@ -322,8 +339,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.get("/v1/memory/file", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryFile))
     async def memory_file(path: Annotated[str, Query(max_length=1024)], caller: Caller = None,
-                          from_line: Annotated[int | None, Query(alias="from", ge=1)] = None,
-                          lines: Annotated[int | None, Query(ge=1)] = None) -> Any:
+                          from_line: Annotated[int | None, Whole, Query(alias="from", ge=1, le=check.MAX_INT)] = None,
+                          lines: Annotated[int | None, Whole, Query(ge=1, le=check.MAX_GET_LINES)] = None) -> Any:
         return await gw.op("memory_get", caller, path=path, **{"from": from_line}, lines=lines)
 
     @app.post("/v1/memory/remember", dependencies=guarded, tags=["memory"], responses=_doc(api.RememberResult))
@@ -337,7 +354,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.call(lambda: gw.engine.memory_items(status=status))
 
     @app.get("/v1/memory/refusals", dependencies=guarded, tags=["memory"], responses=_doc(api.Refusal, many=True))
-    async def memory_refusals(caller: Caller = None, days: Annotated[int, Query(ge=1, le=30)] = 7) -> Any:
+    async def memory_refusals(caller: Caller = None, days: Annotated[int, Whole, Query(ge=1, le=30)] = 7) -> Any:
         """What the write filters refused in the last `days` days, newest first (excerpts redacted)."""
         gw.operator_only(caller, "reading the refusal log")
         return await gw.op("memory_refusals", None, days=days)
@@ -376,7 +393,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("dream", args=body or ops.DreamArgs())
 
     @app.get("/v1/dreaming/review", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamsReview))
-    async def dreaming_review(caller: Caller = None, limit: Annotated[int, Query(ge=1, le=200)] = 20) -> Any:
+    async def dreaming_review(caller: Caller = None, limit: Annotated[int, Whole, Query(ge=1, le=200)] = 20) -> Any:
         """DREAMS.md's phase blocks, the Dream Diary and the promotion runs, newest first."""
         return await gw.op("dreaming_review", caller, limit=limit)
 

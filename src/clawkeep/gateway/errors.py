@@ -49,6 +49,8 @@ def describe_validation(errors: list[Any]) -> str:
         message = e.get("msg", "invalid")
         if e.get("type") == "extra_forbidden":
             message = "is not a known field"
+        elif e.get("type") == "value_error":
+            message = message.removeprefix("Value error, ")  # our own validators' messages read whole
         elif e.get("type") == "json_invalid":
             where, message = "body", f"is not valid JSON ({e.get('ctx', {}).get('error', 'parse error')})"
         elif e.get("type") == "bool_type":

@@ -28,6 +28,7 @@ from ..errors import ClawkeepError, InputError
 
 SERVER_NAME = "clawkeep"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+MIN_TOKEN_CHARS, MAX_TOKEN_CHARS = 16, 512  # the gateway's bounds (config.gateway)
 
 
 def tool_list() -> list[types.Tool]:
@@ -95,15 +96,24 @@ def serve_stdio(engine: Engine, caller: str | None = None) -> None:
     anyio.run(main)
 
 
+def check_http_access(host: str, token: str | None) -> None:
+    """Refuse an open bind without a token, and a token shorter than the gateway accepts (16+
+    characters: a short one is guessable); `clawkeep mcp` asks before it announces anything."""
+    if token is not None and not MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS:
+        raise InputError(f"--token (or CLAWKEEP_MCP_TOKEN) is {len(token)} characters long; a token needs "
+                         f"{MIN_TOKEN_CHARS}-{MAX_TOKEN_CHARS} characters (like gateway.auth.token)")
+    if host not in LOOPBACK_HOSTS and not token:
+        raise InputError(f"--host {host} is not a loopback address: give a --token (or CLAWKEEP_MCP_TOKEN), and "
+                         "clients must send 'Authorization: Bearer <token>'")
+
+
 def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.0.1", port: int = 8765,
                token: str | None = None) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Off loopback a token is
     required, and every request must carry `Authorization: Bearer <token>`."""
     import uvicorn  # noqa: PLC0415 - only the HTTP transport needs it
 
-    if host not in LOOPBACK_HOSTS and not token:
-        raise InputError(f"--host {host} is not a loopback address: give a --token (or CLAWKEEP_MCP_TOKEN), and "
-                         "clients must send 'Authorization: Bearer <token>'")
+    check_http_access(host, token)
     # plain JSON answers (no SSE stream per call): the tools send no progress notifications
     app: Any = build_server(engine, caller).streamable_http_app(host=host, json_response=True)
     if token:

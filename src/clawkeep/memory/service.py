@@ -19,6 +19,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
+from ..validation import MAX_GET_LINES  # re-exported: one bound for the engine and the tool schema
 from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
@@ -37,7 +38,6 @@ from .workspace import (
     workspace_dir,
 )
 
-MAX_GET_LINES = 2000
 # memory get answers at most this many characters (the rest is reported, not printed: a 50 MB
 # single line must not reach the caller whole); page on with --from.
 MAX_GET_CHARS = 100_000
@@ -279,9 +279,9 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
     session_id = _transcript_id(path)
     target = None if session_id else resolve_memory_path(rt, path)
     if from_line is not None and from_line < 1:
-        raise InputError(f"--from {from_line} is invalid; lines are numbered from 1")
+        raise InputError(f"from_line {from_line} is invalid; lines are numbered from 1")
     if lines is not None and not 1 <= lines <= MAX_GET_LINES:
-        raise InputError(f"--lines {lines} is out of range; allowed 1-{MAX_GET_LINES}")
+        raise InputError(f"lines {lines} is out of range; allowed 1-{MAX_GET_LINES}")
     extra: dict[str, Any] = {}
     if target is None:
         assert session_id is not None

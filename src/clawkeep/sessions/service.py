@@ -241,7 +241,7 @@ MAX_RECENT_MESSAGES = 20
 
 def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = Caller()) -> list[dict[str, Any]]:
     if flt.active_minutes is not None and flt.active_minutes < 0:
-        raise InputError(f"--active {flt.active_minutes} is invalid; give minutes >= 0")
+        raise InputError(f"active_minutes {flt.active_minutes} is invalid; give minutes >= 0")
     if not 0 <= flt.recent_messages <= MAX_RECENT_MESSAGES:
         raise InputError(f"recent messages {flt.recent_messages} is out of range; allowed 0-{MAX_RECENT_MESSAGES}")
     scope = rt.scope(caller)
