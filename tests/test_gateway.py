@@ -378,3 +378,13 @@ def test_warm_up_freezes_the_start_up_objects_and_the_gateway_keeps_serving(home
             assert found and "blue pot" in found[0]["snippet"]
     finally:
         running.stop()
+
+
+def test_session_previews_are_redacted_over_http(http):
+    """QA: `GET /v1/sessions?preview=true&recentMessages=2` showed credentials in clear text."""
+    send(http, "my aws key AKIAIOSFODNN7EXAMPLE ok")
+    send(http, "password: hunter2secret")
+    listed = http.get("/v1/sessions", params={"preview": "true", "recentMessages": 2})
+    assert listed.status_code == 200
+    assert "AKIAIOSFODN" not in listed.text and "hunter2secret" not in listed.text and "[REDACTED]" in listed.text
+    assert len(listed.json()[0]["recentMessages"]) == 2
