@@ -95,3 +95,12 @@ def test_search_hits_json_is_stable(cli):
     out = cli("sessions", "search", "quarterly", "--json")
     hits = json.loads(out.stdout)["hits"]
     assert hits[0]["role"] == "assistant" and "quarterly" in hits[0]["snippet"]
+
+
+def test_status_counts_indexed_messages(cli):
+    """QA: `indexedMessages` was the index's highest rowid (an entry seq: session headers and
+    reset boundaries counted too), not how many messages are indexed."""
+    for text in ("first message", "/new", "second message", "third message"):
+        assert cli("message", text).code == 0
+    status = cli("status", "--json").json()
+    assert status["messages"] == 3 and status["indexedMessages"] == 3
