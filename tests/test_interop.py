@@ -565,7 +565,8 @@ def test_import_refuses_ids_that_are_not_ids(tmp_path: Path, home: Path) -> None
     (tmp_path / "entry.jsonl").write_text("\n".join([lines[0], *body, end]) + "\n", encoding="utf-8")
     with Engine.open(home=tmp_path / "home-entry") as engine:
         report = engine.import_jsonl([tmp_path / "entry.jsonl"])
-    assert "entry.jsonl:3: entry.id" in report["errors"][0]["message"] and "control character" in report["errors"][0]["message"]
+    message = report["errors"][0]["message"]
+    assert "entry.jsonl:3: entry.id" in message and "control character" in message
 
 
 def _plant(engine: Engine, session_id: str, agent_id: str = "main", key: str = "agent:main:cron:job1") -> None:

@@ -281,7 +281,8 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
             row["preview"] = redacted_preview(transcript.plain_text(recent[0].content), PREVIEW_CHARS)
         if flt.recent_messages:
             row["recentMessages"] = [
-                {"messageId": e.entry_id, "role": e.role, "text": redacted_preview(transcript.plain_text(e.content), PREVIEW_CHARS),
+                {"messageId": e.entry_id, "role": e.role,
+                 "text": redacted_preview(transcript.plain_text(e.content), PREVIEW_CHARS),
                  "timestamp": to_iso(e.timestamp)} for e in reversed(recent)
             ]
     return row
