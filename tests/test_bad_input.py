@@ -496,3 +496,20 @@ def test_paged_history_equals_reading_the_whole_interval(tmp_path_factory, paren
         assert new["droppedMessages"] == old["droppedMessages"]
     if not old["truncated"]:
         assert (new["contentTruncated"], new["contentRedacted"]) == (old["contentTruncated"], old["contentRedacted"])
+
+
+@pytest.mark.parametrize(("agent", "expected"), [
+    ("CON", "is invalid; use 1-64 characters a-z, 0-9, '_' or '-'"),
+    ("Main", "is invalid; use 1-64 characters a-z, 0-9, '_' or '-'"),
+    (" main", "is invalid; use 1-64 characters a-z, 0-9, '_' or '-'"),
+    ("main\n", "contains a control character"),
+])
+def test_agent_id_is_taken_exactly_or_refused(home, agent, expected):
+    """QA: `--agent CON` quietly became agent `con` while every message says lowercase only."""
+    done = run_cli(home, "--agent", agent, "status", "--json")
+    assert done.code == 2 and "Traceback" not in done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"agent id {agent!r} " in said and expected in said, said
+    with pytest.raises(InputError, match="agent id"):
+        Engine.open(home=home, agent=agent)
+    assert not (home / "agents").exists()

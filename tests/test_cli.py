@@ -107,3 +107,12 @@ def test_at_takes_epoch_ms_as_the_readme_says(cli):
     assert history[0]["timestamp"].startswith(time.strftime("%Y-%m-%dT%H:%M", time.gmtime(at / 1000)))
     too_late = cli("message", "x", "--at", "99999999999999")
     assert too_late.code == 2 and "--at 99999999999999 is out of range" in too_late.stderr
+
+
+def test_status_counts_indexed_messages(cli):
+    """QA: `indexedMessages` was the index's highest rowid (an entry seq: session headers and
+    reset boundaries counted too), not how many messages are indexed."""
+    for text in ("first message", "/new", "second message", "third message"):
+        assert cli("message", text).code == 0
+    status = cli("status", "--json").json()
+    assert status["messages"] == 3 and status["indexedMessages"] == 3

@@ -561,3 +561,13 @@ def test_gateway_settings_errors_name_the_flag_or_variable_without_a_pydantic_du
         assert lines[0].startswith(f"error: {named}"), lines
         for noise in ("pydantic", "validation error", "type=", "auth.token", "short"):
             assert noise not in lines[0].replace("CLAWKEEP_GATEWAY_TOKEN", ""), (noise, lines)
+
+
+def test_session_previews_are_redacted_over_http(http):
+    """QA: `GET /v1/sessions?preview=true&recentMessages=2` showed credentials in clear text."""
+    send(http, "my aws key AKIAIOSFODNN7EXAMPLE ok")
+    send(http, "password: hunter2secret")
+    listed = http.get("/v1/sessions", params={"preview": "true", "recentMessages": 2})
+    assert listed.status_code == 200
+    assert "AKIAIOSFODN" not in listed.text and "hunter2secret" not in listed.text and "[REDACTED]" in listed.text
+    assert len(listed.json()[0]["recentMessages"]) == 2

@@ -507,3 +507,104 @@ def test_event_mapping_details() -> None:
     odd = map_event({"type": "message", "id": "d", "message": {"role": "assistant", "content": [
         {"type": "text", "text": "x"}, {"type": "audio", "data": "…"}]}}, 8)
     assert odd.entry.content[1]["type"] == "audio" and odd.notes[0][0].startswith("content block audio")
+
+
+# --- ids that would name files outside their folder (QA) ---------------------------------------
+def _forge(source: Path, target: Path, **session: object) -> None:
+    """`source` (an export) with its header's fields replaced, fresh entry ids and a matching end
+    line, as someone editing an export by hand would write it."""
+    import uuid  # noqa: PLC0415
+
+    def dumps(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    lines = source.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    head["session"].update(session)
+    body = []
+    for line in lines[1:-1]:
+        entry = json.loads(line)
+        entry["entry"]["id"] = str(uuid.uuid4())
+        body.append(dumps(entry))
+    digest = hashlib.sha256(("\n".join(body) + "\n").encode("utf-8")).hexdigest()
+    end = dumps({"end": {"entries": len(body), "sha256": digest}})
+    target.write_text("\n".join([dumps(head), *body, end]) + "\n", encoding="utf-8")
+
+
+def test_import_refuses_ids_that_are_not_ids(tmp_path: Path, home: Path) -> None:
+    """A forged header could put `../../x` into a session id or agent id (later export and
+    cleanup built file names from them, outside their folder) or a key of another agent."""
+    with Engine.open(home=home) as engine:
+        engine.message("hello there", sender="owner")
+        with open(tmp_path / "ex.jsonl", "w", encoding="utf-8") as handle:
+            engine.export_session("agent:main:main", handle)
+    sid = "0f8c2d4e-1b6a-4c3e-9d7f-2a5b8c1e4f60"
+    cases = {
+        "dotdot": ({"session_id": "../../../escaped", "key": "agent:main:foo"}, "session.session_id"),
+        "absolute": ({"session_id": "/abs/path/sid", "key": "agent:main:foo"}, "session.session_id"),
+        "agent": ({"session_id": sid, "key": "agent:main:foo", "agent_id": "../../evilagent"}, "session.agent_id"),
+        "other": ({"session_id": sid, "key": "agent:other:foo"}, "session.agent_id"),
+        "badkey": ({"session_id": sid, "key": "agent:../x:foo"}, "session.key"),
+        "upper": ({"session_id": sid.upper(), "key": "agent:main:foo"}, "session.session_id"),
+    }
+    for name, (fields, what) in cases.items():
+        _forge(tmp_path / "ex.jsonl", tmp_path / f"{name}.jsonl", **fields)
+        done = run_cli(tmp_path / f"home-{name}", "import", "jsonl", str(tmp_path / f"{name}.jsonl"), "--json")
+        assert done.code == 2 and "Traceback" not in done.stderr, (name, done.stderr)
+        report = done.json()
+        message = report["errors"][0]["message"]
+        assert f"{name}.jsonl:1: {what}" in message and "nothing of this file was imported" in message, message
+        assert report["sessions"]["imported"] == 0 and not (tmp_path / f"home-{name}" / "agents").exists()
+    # an entry id with a control character is refused by its line
+    lines = (tmp_path / "ex.jsonl").read_text(encoding="utf-8").splitlines()
+    entry = json.loads(lines[2])
+    entry["entry"]["id"] = "bad\nid"
+    body = [lines[1], json.dumps(entry, ensure_ascii=False, sort_keys=True, separators=(",", ":"))]
+    digest = hashlib.sha256(("\n".join(body) + "\n").encode("utf-8")).hexdigest()
+    end = json.dumps({"end": {"entries": 2, "sha256": digest}}, sort_keys=True, separators=(",", ":"))
+    (tmp_path / "entry.jsonl").write_text("\n".join([lines[0], *body, end]) + "\n", encoding="utf-8")
+    with Engine.open(home=tmp_path / "home-entry") as engine:
+        report = engine.import_jsonl([tmp_path / "entry.jsonl"])
+    message = report["errors"][0]["message"]
+    assert "entry.jsonl:3: entry.id" in message and "control character" in message
+
+
+def _plant(engine: Engine, session_id: str, agent_id: str = "main", key: str = "agent:main:cron:job1") -> None:
+    """A row as a store written before import checked ids could hold it."""
+    from clawkeep.storage import SessionRecord  # noqa: PLC0415
+
+    store = engine.runtime.store("main")
+    good = store.get_session_by_key("agent:main:main")
+    assert good is not None
+    row = {**good.__dict__, "session_id": session_id, "agent_id": agent_id, "key": key, "kind": "cron",
+           "created_at": 1000, "updated_at": 1000, "last_interaction_at": 1000, "meta": {}, "version": 0}
+    with store.transaction():
+        store.insert_session(SessionRecord(**row))
+
+
+def test_export_all_refuses_a_stored_row_whose_ids_leave_the_folder(tmp_path: Path, home: Path) -> None:
+    with Engine.open(home=home) as engine:
+        engine.message("hello there", sender="owner")
+        _plant(engine, "../../../escaped", agent_id="../../evilagent")
+    out = tmp_path / "a" / "b" / "c" / "out"  # deep enough that the old escape stayed inside tmp_path
+    done = run_cli(home, "export", "--all", "--out", str(out))
+    assert done.code == 2 and "Traceback" not in done.stderr
+    said = " ".join(done.stderr.split())
+    assert "'../../evilagent'" in said and "not exported" in said and "The other 1 were written" in said
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.jsonl"))
+    assert len(written) == 1 and written[0].startswith("a/b/c/out/main/")
+    assert not list(tmp_path.rglob("evilagent")) and not list(tmp_path.rglob("escaped*"))
+
+
+def test_cleanup_keeps_a_stored_row_whose_id_leaves_the_archive(tmp_path: Path, home: Path) -> None:
+    with Engine.open(home=home) as engine:
+        engine.message("hello there", sender="owner")
+        _plant(engine, "../../../../escaped-archive")
+    done = run_cli(home, "sessions", "cleanup", "--enforce", "--json")
+    assert done.code == 2 and "Traceback" not in done.stderr
+    report = done.json()
+    assert report["archives"] == [] and report["refused"][0]["key"] == "agent:main:cron:job1"
+    assert "cannot name a file" in report["refused"][0]["reason"]
+    assert not list(tmp_path.rglob("escaped-archive*"))
+    with Engine.open(home=home) as engine:  # nothing stored is lost
+        assert engine.runtime.store("main").get_session("../../../../escaped-archive") is not None

@@ -120,3 +120,19 @@ def test_one_instance_at_a_time_runs_the_reset_clock(home):
     assert eng.sessions_roll_over(at=now) == []  # the other instance holds the clock
     assert sorted(other.sessions_roll_over(at=now)) == ["agent:main:cli:group:g1", "agent:main:main"]
     assert other.sessions_roll_over(at=now) == []  # nothing is reset twice
+
+
+def test_enforce_counts_the_sessions_it_looked_at(home):
+    """QA: the dry run said `would archive 1 of 1`, enforce said `archived 1 of 0` (the count
+    was taken after the removal)."""
+    from conftest import run_cli
+
+    eng = open_engine(home)
+    eng.message("nightly job ran", channel="cron", sender="nightly", at=eng.runtime.now() - 40 * DAY)
+    eng.close()
+    dry = run_cli(home, "sessions", "cleanup", "--dry-run")
+    assert "would archive 1 of 1 sessions" in dry.stdout
+    done = run_cli(home, "sessions", "cleanup", "--enforce")
+    assert done.code == 0 and "archived 1 of 1 sessions" in done.stdout, done.stdout
+    report = run_cli(home, "sessions", "cleanup", "--enforce", "--json").json()
+    assert report["sessions"] == 0 and report["remaining"] == 0

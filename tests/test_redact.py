@@ -525,3 +525,26 @@ def test_secret_kinds_name_what_was_found() -> None:
     found = secret_kinds("card 4111 1111 1111 1111 and my password is hunter2")
     assert set(found) == {"payment card number", "password"}
     assert secret_kinds("hello") == ()
+
+
+# --- session previews (QA: sessions list --preview showed credentials as they were) -------------
+SECRETS_SAID = ("my aws key AKIAIOSFODNN7EXAMPLE ok", "password: hunter2secret")
+
+
+def test_session_previews_and_recent_messages_are_redacted(tmp_path) -> None:
+    from conftest import open_engine, run_cli  # noqa: PLC0415
+
+    home = tmp_path / "home"
+    with open_engine(home) as engine:
+        for text in SECRETS_SAID:
+            engine.message(text)
+        # a key that the 120-character cut would split is still redacted (redacted before the cut)
+        engine.message("x" * 110 + " AKIAIOSFODNN7EXAMPLE", channel="telegram", sender="bob")
+        rows = engine.sessions_list(preview=True, recent_messages=2)
+    shown = str([row.to_json() for row in rows])
+    for secret in ("hunter2secret", "AKIAIOSFODN"):
+        assert secret not in shown, shown
+    assert REDACTED in shown
+    cli = run_cli(home, "sessions", "list", "--preview", "--json")
+    assert cli.code == 0 and "hunter2secret" not in cli.stdout and "AKIAIOSFODN" not in cli.stdout
+    assert REDACTED in cli.stdout

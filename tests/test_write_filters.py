@@ -214,3 +214,24 @@ def test_an_edit_never_writes_a_secret_in_clear(mem, home):
         "provider": "none", "writeFilters": {"allowSecrets": True}}}}})
     allowed.memory_edit(item["id"], "my password is hunter2")
     assert "hunter2" not in (workspace(mem) / "MEMORY.md").read_text()
+
+
+def test_secret_refusal_names_a_config_key_that_exists(tmp_path):
+    """QA: the reason said `memory.writeFilters.allowSecrets`, a key the config warns is unknown."""
+    import re  # noqa: PLC0415
+
+    from clawkeep.config import config_from_dict  # noqa: PLC0415
+
+    with open_engine(tmp_path / "home", KEYWORD_ONLY) as eng:
+        refused = eng.memory_remember("my password is hunter2hunter2").to_json()
+    assert refused["status"] == "refused"
+    key = re.search(r"set (\S+) to store it redacted", refused["reason"]).group(1)
+    assert key == "agents.defaults.memorySearch.writeFilters.allowSecrets"
+    nested: dict = {}
+    node = nested
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = True
+    cfg = config_from_dict(nested)
+    assert cfg.warnings == [] and cfg.agents.defaults.memory_search.write_filters.allow_secrets is True

@@ -427,7 +427,7 @@ class Engine:
             home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
             database=getattr(store, "path", None) if rt.has_database() else None, storage="sqlite",
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
-            indexed_messages=store.indexed_documents(), dm_scope=rt.config.session.dm_scope,
+            indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
             metrics=self.metrics(), chat_model=rt.config.agents.defaults.model.primary)

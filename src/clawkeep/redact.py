@@ -801,3 +801,12 @@ def secret_kinds(text: str) -> tuple[str, ...]:
     """What kinds of secret `redact_secrets` would remove from `text` ("password", "payment card
     number", …), each once, in the order the rules found them; () for clean text."""
     return tuple(dict.fromkeys(_redact(text)[1]))
+
+
+PREVIEW_WINDOW = 4096  # characters redacted before a preview is cut (a credential is far shorter)
+
+
+def redacted_preview(text: str, chars: int) -> str:
+    """The first `chars` characters of `text`, credentials redacted. Redacted before the cut:
+    a key cut in half (`AKIAIOSFODN`) no longer looks like one and would show as it is."""
+    return redact_secrets(text[: max(chars, PREVIEW_WINDOW)])[0][:chars]

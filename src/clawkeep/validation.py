@@ -19,6 +19,7 @@ Bounds (also in the README):
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from .errors import InputError
@@ -149,3 +150,24 @@ def summarizer(value: Any) -> Any:
             "`summarize(messages, *, instructions, policy, custom_rule)`"
         )
     return value
+
+
+def file_name_part(value: Any, name: str) -> str:
+    """An id that becomes one component of a file name (export files, cleanup archives): a
+    plain name, so no stored value — even one written before ids were checked on import — can
+    point a write outside its folder."""
+    if not isinstance(value, str) or not value or value in (".", "..") or "/" in value or "\\" in value or any(
+            ch < " " or ch == "\x7f" for ch in value):
+        raise InputError(f"{name} {shown(value)} cannot name a file: it must be a plain name (not empty, not '.' "
+                         "or '..', no '/', '\\' or control characters)")
+    return value
+
+
+def inside(folder: Path, target: Path, name: str) -> Path:
+    """`target`, after checking it stays under `folder` (lexically: a folder that is itself a
+    symlink, such as a home on another disk, is fine)."""
+    base = os.path.normpath(os.path.abspath(folder))
+    full = os.path.normpath(os.path.abspath(target))
+    if os.path.commonpath([base, full]) != base or full == base:
+        raise InputError(f"{name} {shown(str(target))} would be outside {base}; refused")
+    return target

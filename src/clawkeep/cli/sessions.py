@@ -8,7 +8,7 @@ import typer
 
 from .. import validation as check
 from ..api import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
-from .app import engine, out, sessions_app
+from .app import engine, err, out, sessions_app
 from .render import emit, table
 
 
@@ -182,9 +182,14 @@ def sessions_cleanup(
             for why, key in (("stale", "stale"), ("over cap", "overCap"), ("dm scope", "wrongDmScope"))
             for r in d[key]
         ]
-        out.print(table(rows, ["why", "key", "kind", "updatedAt"], f"{verb} {len(rows)} of {d['sessions']} sessions"))
+        done = len(rows) - len(d.get("refused") or [])
+        out.print(table(rows, ["why", "key", "kind", "updatedAt"], f"{verb} {done} of {d['sessions']} sessions"))
+        for row in d.get("refused") or []:
+            err.print(f"refused: {row['reason']}", highlight=False, markup=False)
 
     emit(data, as_json, render)
+    if data.get("refused"):
+        raise typer.Exit(2)  # a session that should have gone is still there: say so in the exit code
 
 
 @sessions_app.command("notify")

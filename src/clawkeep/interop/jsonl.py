@@ -25,8 +25,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
+from .. import validation as check
+from ..config import AGENT_ID
 from ..errors import DuplicateError, InputError
-from ..routing.keys import parse_key
+from ..routing.keys import is_session_id, parse_key
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
@@ -108,7 +110,17 @@ def all_sessions(rt: Runtime) -> Iterator[tuple[AgentStore, SessionRecord]]:
 
 
 def export_file_name(session: SessionRecord) -> str:
+    """`<agent>/<sessionId>.jsonl`, from checked ids only: a row stored before import checked
+    them (`../x` as its id) is refused here instead of naming a file outside the folder."""
+    if not isinstance(session.agent_id, str) or not AGENT_ID.fullmatch(session.agent_id):
+        raise InputError(f"session {shown_id(session)} has agent id {check.shown(session.agent_id)}, which cannot "
+                         "name a folder (agent ids are 1-64 characters a-z, 0-9, '_' or '-')")
+    check.file_name_part(session.session_id, f"session id of {session.key!r}")
     return f"{session.agent_id}/{session.session_id}.jsonl"
+
+
+def shown_id(session: SessionRecord) -> str:
+    return f"{check.shown(session.key)} ({check.shown(session.session_id)})"
 
 
 # --- import ----------------------------------------------------------------------------------
@@ -147,6 +159,9 @@ def verify(path: Path) -> int:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not isinstance(
                 entry.get("type"), str) or not isinstance(entry.get("timestamp"), int):
             raise InputError(f"{where}: an entry line needs entry.id, entry.type and entry.timestamp")
+        # the same bounds as ids given to the API (one line, no control characters, not too long)
+        check.ident(entry["id"], f"{where}: entry.id")
+        check.ident(entry.get("parentId"), f"{where}: entry.parentId", optional=True)
         digest.update(raw)
         count += 1
     if ended is None:
@@ -169,15 +184,40 @@ def _resolve(store: AgentStore, meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _check_header(path: Path, values: dict[str, Any]) -> Any:
+    """The header's ids, checked like the API's: they pick the database and later name export
+    and archive files, so a forged `../x` or a key of another agent must never get in."""
+    where = f"{path}:1"
+    key = check.ident(values["key"], f"{where}: session.key")
+    try:
+        parsed = parse_key(key)
+    except InputError as exc:
+        raise InputError(f"{where}: session.key: {exc}") from None
+    if parsed.key != key:
+        raise InputError(f"{where}: session.key {check.shown(key)} has spaces around it; give the key exactly")
+    if values["agent_id"] != parsed.agent_id:
+        raise InputError(f"{where}: session.agent_id {check.shown(values['agent_id'])} is not the agent of "
+                         f"session.key {key!r} ({parsed.agent_id!r}); a session belongs to the agent its key names")
+    sid = check.ident(values["session_id"], f"{where}: session.session_id")
+    if not (is_session_id(sid) and sid == sid.lower()):
+        raise InputError(f"{where}: session.session_id {check.shown(sid)} is not a session id; clawkeep session "
+                         "ids are lowercase UUIDs (e.g. 0f8c2d4e-1b6a-4c3e-9d7f-2a5b8c1e4f60)")
+    parent = check.ident(values["parent_session_id"], f"{where}: session.parent_session_id", optional=True)
+    if parent is not None and not (is_session_id(parent) and parent == parent.lower()):
+        raise InputError(f"{where}: session.parent_session_id {check.shown(parent)} is not a session id; "
+                         "clawkeep session ids are lowercase UUIDs")
+    return parsed
+
+
 def import_file(rt: Runtime, path: Path, report: ImportReport, *, dry_run: bool) -> None:
     """One exported session, all or nothing."""
     row = read_header(path)
     verify(path)
     try:
         values = {name: row[name] for name in _SESSION_FIELDS}
-        parsed = parse_key(values["key"])
     except (KeyError, TypeError):
         raise InputError(f"{path}:1: the session line lacks some of {', '.join(_SESSION_FIELDS)}") from None
+    parsed = _check_header(path, values)
     store = rt.read_store(parsed.agent_id) if dry_run else rt.store(parsed.agent_id)
     existing = store.get_session(values["session_id"])
     if existing is not None and existing.key != values["key"]:

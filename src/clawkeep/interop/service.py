@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from .. import validation as check
 from ..errors import InputError, NotFoundError
 from ..runtime import Runtime
 from ..sessions.service import find_session, find_transcript
@@ -79,13 +80,21 @@ def export_all(rt: Runtime, directory: Path) -> list[dict[str, Any]]:
     """Every session of every agent, one file each: `<dir>/<agent>/<sessionId>.jsonl`."""
     if directory.exists() and not directory.is_dir():
         raise InputError(f"{directory} exists and is not a directory; --all writes one file per session into --out DIR")
-    written = []
+    written, refused = [], []
     for store, session in jsonl.all_sessions(rt):
-        target = directory / jsonl.export_file_name(session)
+        try:
+            target = check.inside(directory, directory / jsonl.export_file_name(session), "export file")
+        except InputError as exc:
+            refused.append(str(exc))  # the other sessions are still written; this one is named below
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.tmp")
         with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
             summary = jsonl.export_session(store, session, handle)
         temporary.replace(target)
         written.append({**summary, "file": str(target)})
+    if refused:
+        raise InputError(f"{len(refused)} session(s) not exported (their stored ids cannot name a file inside "
+                         f"{directory}): " + "; ".join(refused) + f". The other {len(written)} were written; export "
+                         "a refused one to a file you name with `clawkeep export SESSION_ID --out FILE`")
     return written

@@ -30,7 +30,8 @@ from ..patterns import lazy
 
 KINDS = ("keep", "secret", "operational", "venting")
 
-SECRET_REASON = "it contains a secret ({what}); set memory.writeFilters.allowSecrets to store it redacted"
+SECRET_REASON = ("it contains a secret ({what}); set agents.defaults.memorySearch.writeFilters.allowSecrets "
+                 "to store it redacted")
 OPERATIONAL_REASON = "it is a one-off operational instruction, not a durable fact (\u201c{cue}\u201d)"
 VENTING_REASON = "it is venting without a durable fact (\u201c{cue}\u201d)"
 

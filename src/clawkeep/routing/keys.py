@@ -54,13 +54,14 @@ SYNTHETIC_KINDS = frozenset({"cron", "hook", "heartbeat", "subagent"})
 
 
 def normalize_agent_id(agent_id: str) -> str:
-    value = (agent_id or "").strip().lower()
-    if not AGENT_ID.match(value):
+    """An agent id exactly as given: `CON` or ` main` is refused, not quietly turned into
+    another agent's id (keys, folders and the error text all say lowercase)."""
+    if not isinstance(agent_id, str) or not AGENT_ID.fullmatch(agent_id):
         raise InputError(
             f"agent id {agent_id!r} is invalid; use 1-64 characters a-z, 0-9, '_' or '-', "
             "starting with a letter or digit"
         )
-    return value
+    return agent_id
 
 
 # Characters an id keeps as they are inside a key; everything else is percent-escaped so two

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConflictError
+from .. import validation as check
+from ..config import AGENT_ID
+from ..errors import ConflictError, InputError
 from ..routing.keys import DURABLE_KINDS
 from ..runtime import Runtime
 from ..storage import AgentStore, SessionRecord
@@ -72,16 +74,24 @@ def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm
         if apply and not held:
             raise ConflictError("another instance is running session maintenance on this database right now; "
                                 "nothing was changed, try again in a minute")
+        before = store.count_sessions()  # what the plan was made from ("archived 1 of 1", not "of 0")
         plan = plan_cleanup(rt, store, fix_dm_scope=fix_dm_scope)
-        archived = [archive_and_remove(rt, store, s) for s in plan.victims()] if apply else []
+        archived, refused = [], []
+        for session in plan.victims() if apply else []:
+            try:
+                archived.append(archive_and_remove(rt, store, session))
+            except InputError as exc:
+                refused.append({**_brief(session), "reason": str(exc)})
     return {
         "applied": apply,
         "mode": rt.config.session.maintenance.mode,
-        "sessions": store.count_sessions(),
+        "sessions": before,
+        "remaining": store.count_sessions(),
         "stale": [_brief(s) for s in plan.stale],
         "overCap": [_brief(s) for s in plan.over_cap],
         "wrongDmScope": [_brief(s) for s in plan.wrong_scope],
         "archives": [str(p) for p in archived],
+        "refused": refused,
     }
 
 
@@ -96,7 +106,10 @@ def maybe_cleanup_after_create(rt: Runtime) -> None:
             if not held:
                 return  # another instance is cleaning up right now (SPEC D2: one at a time)
             for session in plan_cleanup(rt, store).victims():
-                archive_and_remove(rt, store, session)
+                try:
+                    archive_and_remove(rt, store, session)
+                except InputError:
+                    continue  # an id that cannot name an archive file: the row stays (see archive_path)
 
 
 @contextmanager
@@ -121,7 +134,14 @@ def _brief(session: SessionRecord) -> dict[str, Any]:
 
 
 def archive_path(rt: Runtime, session: SessionRecord) -> Path:
-    return rt.home / "agents" / session.agent_id / "archive" / f"{session.session_id}.{rt.now()}.jsonl.gz"
+    """From checked ids only, and under the agent's archive folder: a row stored before import
+    checked ids (`../x` as its id) is refused (and kept) rather than archived somewhere else."""
+    if not isinstance(session.agent_id, str) or not AGENT_ID.fullmatch(session.agent_id):
+        raise InputError(f"session {session.key!r} has agent id {check.shown(session.agent_id)}, which cannot name "
+                         "a folder; it was not archived (kept as it is)")
+    check.file_name_part(session.session_id, f"session id of {session.key!r} (not archived, kept as it is)")
+    folder = rt.home / "agents" / session.agent_id / "archive"
+    return check.inside(folder, folder / f"{session.session_id}.{rt.now()}.jsonl.gz", "archive file")
 
 
 def write_archive(rt: Runtime, store: AgentStore, session: SessionRecord) -> Path:

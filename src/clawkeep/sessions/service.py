@@ -16,6 +16,7 @@ from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_k
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
+from ..redact import redacted_preview
 from ..timeutil import to_iso
 from . import lifecycle, maintenance, transcript
 from ..visibility import Caller, Scope
@@ -277,10 +278,11 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
                                                  limit=max(flt.recent_messages, 1) * 3)
                   if e.role in transcript.SEARCHABLE_ROLES][: max(flt.recent_messages, 1)]
         if flt.preview and recent:
-            row["preview"] = transcript.plain_text(recent[0].content)[:PREVIEW_CHARS]
+            row["preview"] = redacted_preview(transcript.plain_text(recent[0].content), PREVIEW_CHARS)
         if flt.recent_messages:
             row["recentMessages"] = [
-                {"messageId": e.entry_id, "role": e.role, "text": transcript.plain_text(e.content)[:PREVIEW_CHARS],
+                {"messageId": e.entry_id, "role": e.role,
+                 "text": redacted_preview(transcript.plain_text(e.content), PREVIEW_CHARS),
                  "timestamp": to_iso(e.timestamp)} for e in reversed(recent)
             ]
     return row

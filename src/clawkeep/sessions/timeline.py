@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..redact import redact_secrets
+from ..redact import redact_secrets, redacted_preview
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..storage.base import has_block
@@ -85,7 +85,7 @@ def _shown(entries: Any) -> EntryRecord | None:
 
 def _preview(entry: EntryRecord) -> str:
     text = " ".join(transcript.plain_text(entry.content).split())
-    return redact_secrets(text[:PREVIEW_CHARS])[0]
+    return redacted_preview(text, PREVIEW_CHARS)
 
 
 def _compaction(entry: EntryRecord) -> dict[str, Any]:

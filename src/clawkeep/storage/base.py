@@ -302,6 +302,10 @@ class AgentStore(abc.ABC):
     def indexed_documents(self) -> int:
         """About how many messages are indexed (an upper bound is fine: it scales idf)."""
 
+    @abc.abstractmethod
+    def indexed_messages(self) -> int:
+        """Exactly how many messages the search index holds (status' `indexedMessages`)."""
+
     # --- counters -------------------------------------------------------------------
     @abc.abstractmethod
     def add_counters(self, deltas: dict[str, int]) -> None:

@@ -115,3 +115,11 @@ def test_ranking_alone_then_tokens_and_rows_match_search(store, corpus):
     assert store.rank_matches(query, session_ids=[], limit=10) == []
     assert [m.seq for m in store.rank_matches(q("deploy"), session_ids=["sa"], limit=10)] == [
         r.entry.seq for r in store.search(q("deploy"), session_ids=["sa"], limit=10)]
+
+
+def test_indexed_messages_is_an_exact_count(store, corpus):
+    """status' `indexedMessages` (QA: it was max(rowid), an entry seq, not a count)."""
+    assert store.indexed_messages() == len(corpus)
+    with store.transaction():
+        store.delete_session("sb")
+    assert store.indexed_messages() == 4  # sa's four messages

@@ -151,8 +151,10 @@ class ResetResult(Shape):
 class CleanupReport(Shape):
     applied: bool
     mode: str
-    sessions: int
+    sessions: int  # rows before cleanup (what the plan was made from)
+    remaining: int | None = None  # rows after it
     stale: list[Any] = Field(default_factory=list)
     over_cap: list[Any] = Field(default_factory=list)
     wrong_dm_scope: list[Any] = Field(default_factory=list)
     archives: list[Any] = Field(default_factory=list)
+    refused: list[Any] = Field(default_factory=list)  # victims whose stored ids cannot name an archive file: kept

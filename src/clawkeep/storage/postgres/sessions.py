@@ -504,3 +504,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
 
     def indexed_documents(self) -> int:
         return int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0])
+
+    def indexed_messages(self) -> int:
+        # no row-count record as FTS5 keeps: a count, on demand (status), over the index's own rows
+        return int(self._query("SELECT count(*) FROM {s}.entry_index")[0][0])

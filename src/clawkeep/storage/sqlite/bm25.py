@@ -324,6 +324,11 @@ def _varint(blob: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
+def fts_row_count(averages: bytes | None) -> int:
+    """The row count at the start of an FTS5 table's averages record (None or empty: no rows yet)."""
+    return _varint(averages, 0)[0] if averages else 0
+
+
 class SizesWithPostings(Bm25Cache):
     """A `Bm25Cache` that reads each posting list's row sizes with it, and the table's row count
     and token total from FTS5's averages record (what its bm25 reads too), never every row's size.

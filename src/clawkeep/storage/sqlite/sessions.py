@@ -595,6 +595,15 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         return self._committed_read(
             "indexed", lambda: self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0])
 
+    def indexed_messages(self) -> int:
+        # FTS5's averages record (row 1 of %_data) starts with the table's row count: exact, and
+        # one row read where count(*) would walk the whole index.
+        def read() -> int:
+            found = self._query("SELECT block FROM entries_fts_data WHERE id = 1")
+            return bm25.fts_row_count(found[0][0] if found else None)
+
+        return self._committed_read("indexed-count", read)
+
     # --- counters -------------------------------------------------------------------
     def add_counters(self, deltas: dict[str, int]) -> None:
         rows = [(name, int(value)) for name, value in deltas.items() if value]
