@@ -13,7 +13,7 @@ from conftest import open_engine, run_cli
 from scripted_server import Reply, ScriptedServer
 
 from clawkeep.context.flush import flush
-from clawkeep.errors import InputError
+from clawkeep.errors import InputError, NotFoundError
 from clawkeep.memory import items
 from clawkeep.memory.owners import UNKNOWN_OWNER, visible_to
 from clawkeep.storage import EntryRecord
@@ -283,3 +283,20 @@ def test_dreaming_state_and_review_are_never_read_as_a_session(home):
         assert path in str(refused.value) and "marine" not in str(refused.value)
         assert eng.memory_get(path).text is not None  # the operator reads machine state and the review
     assert alice.session_key != bob.session_key
+
+
+def test_another_conversations_reset_excerpt_is_missing_not_blank(home):
+    """A reset excerpt is wholly its conversation's: to another conversation memory_get answers
+    exactly as for a missing file (blank lines told that it exists and how long it is)."""
+    eng = open_engine(home, ISOLATED)
+    alice = eng.message("my locker code is 4471", channel="telegram", sender="alice", at="2026-03-01T10:00:00Z")
+    eng.message("/reset", channel="telegram", sender="alice", at="2026-03-01T10:05:00Z")
+    bob = eng.message("hello", channel="telegram", sender="bob", at="2026-03-01T10:06:00Z")
+    excerpt = "memory/2026-03-01-1005.md"
+    assert "4471" in eng.memory_get(excerpt).text  # the operator
+    assert "4471" in eng.memory_get(excerpt, caller=alice.session_key).text  # its own conversation
+    with pytest.raises(NotFoundError) as hidden:
+        eng.memory_get(excerpt, caller=bob.session_key)
+    with pytest.raises(NotFoundError) as missing:
+        eng.memory_get("memory/2026-03-01-1006.md", caller=bob.session_key)
+    assert str(hidden.value).replace(excerpt, "P") == str(missing.value).replace("memory/2026-03-01-1006.md", "P")

@@ -281,6 +281,9 @@ def test_tools_allow_and_deny_pick_what_is_offered(home, server):
     offered = {t["function"]["name"] for t in server.requests[0].json()["tools"]}
     assert offered == {"memory_search", "memory_get"}
     assert result.tool_calls == [{"name": "sessions_list", "isError": True}]
+    refused = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"][0]["content"]
+    assert "'sessions_list' is not allowed in this session" in refused and "allow/deny" in refused
+    assert "unknown" not in refused
 
 
 def test_tools_run_as_the_calling_session(home, server):

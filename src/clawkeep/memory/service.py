@@ -292,8 +292,13 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
             _readable_by_a_session(rt, path, target)
         content = _read_lines(path, target)
         if caller is not None:  # another conversation's lines are blank to this one (owner boundary)
-            content = items.lines_for_reader(content, caller, across=remember_across_conversations(rt.config),
-                                             today=today(rt))
+            shown = items.lines_for_reader(content, caller, across=remember_across_conversations(rt.config),
+                                           today=today(rt))
+            if any(line.strip() for line in content) and not any(line.strip() for line in shown):
+                # wholly another conversation's (a reset excerpt): missing, as a hidden session is,
+                # so not even its length tells that it exists
+                raise NotFoundError(f"memory file {path!r} not found")
+            content = shown
         shown = f"{EXTRA_PREFIX}{target.as_posix()}" if path.startswith(EXTRA_PREFIX) else _relative(rt, target)
     start = from_line or 1
     end = min(len(content), start - 1 + (lines or MAX_GET_LINES))

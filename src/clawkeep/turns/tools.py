@@ -52,6 +52,15 @@ def offered_tools(rt: Runtime, session: SessionRecord) -> list[dict[str, Any]]:
             if _allowed(name, settings.allow, settings.deny) and not (no_writes and name in WRITING_TOOLS)]
 
 
+def _why_withheld(rt: Runtime, session: SessionRecord, name: str) -> str:
+    settings = rt.config.agents.defaults.tools
+    if not _allowed(name, settings.allow, settings.deny):
+        return "agents.defaults.tools allow/deny"
+    if session.meta.get("incognito"):
+        return "an incognito thread writes no memory"
+    return "the workspace is read-only (agents.defaults.workspaceAccess)"
+
+
 def _allowed(name: str, allow: list[str], deny: list[str]) -> bool:
     return any(fnmatchcase(name, p) for p in allow) and not any(fnmatchcase(name, p) for p in deny)
 
@@ -63,7 +72,11 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     its own answer."""
     names = [tool["name"] for tool in offered]
     if call.name not in names:
-        return ToolOutcome(f"unknown tool {call.name[:100]!r}; available tools: {', '.join(names) or 'none'}", True)
+        available = f"available tools: {', '.join(names) or 'none'}"
+        if call.name in AGENT_TOOLS:  # a real tool this session is not offered: say so, not "unknown"
+            return ToolOutcome(f"tool {call.name!r} is not allowed in this session ({_why_withheld(rt, session, call.name)}); "
+                               f"{available}", True)
+        return ToolOutcome(f"unknown tool {call.name[:100]!r}; {available}", True)
     try:
         arguments = json.loads(call.arguments) if call.arguments.strip() else {}
     except ValueError as exc:
