@@ -252,3 +252,13 @@ def test_old_media_text_references_are_not_resent_to_the_model(home):
         engine.message("what was it?")
         recent = [m for m in server.requests[-1].json()["messages"] if m["role"] == "user"]
     assert recent[0]["content"] == "[media attached: /tmp/in/fish.jpg (image/jpeg)] look"
+
+
+def test_with_no_models_configured_the_error_names_the_providers_that_take_any_id(home):
+    """`/new local/qwen2.5` on a bare home said only "configured models: none", while
+    `/new openai/gpt-4o-mini` was accepted: the message now says which providers take any id."""
+    refused = run_cli(home, "message", "/new local/qwen2.5 hi")
+    assert refused.code == 2 and "'local/qwen2.5'" in refused.stderr
+    flat = " ".join(refused.stderr.split())
+    assert "configured models: none" in flat and "openai/<model>" in flat and "anthropic/<model>" in flat
+    assert run_cli(home, "message", "/new openai/gpt-4o-mini hi").code == 0

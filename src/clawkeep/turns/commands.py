@@ -114,8 +114,11 @@ def split_model(rt: Runtime, command: str, rest: str) -> tuple[str | None, str]:
     lists = models.providers.get(provider)
     if provider in models.names() and not (lists and lists.models):
         return f"{provider}/{model}", tail.strip()  # a known provider without a model list takes any id
-    raise InputError(f"{command} {head!r}: not a configured model; configured models: {listing}. Give one of "
-                     f"them (or write the text without it); nothing was changed")
+    open_ids = [name for name in models.names() if not (models.providers.get(name) and models.providers[name].models)]
+    any_id = f"; a provider without a model list takes any id: {', '.join(p + '/<model>' for p in open_ids)}" \
+        if open_ids else ""
+    raise InputError(f"{command} {head!r}: not a configured model; configured models: {listing}{any_id}. Give one "
+                     f"of them (or write the text without it); nothing was changed")
 
 
 def _first_word(text: str) -> tuple[str, str]:
