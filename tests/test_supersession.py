@@ -145,8 +145,8 @@ SEARCHED_AFTER_A_CHANGE = [
 
 def test_search_ranks_the_current_value_first_and_never_shows_a_session_the_old_one(home):
     """A fact line is scored on its own (its vector, its words), so the ×0.3 of a superseded item
-    and the ×0.5 of an expired one must reach that score too; a session (the model) gets
-    neither (M8)."""
+    and the ×0.5 of an expired one must reach that score too; a session (the model) never gets a
+    superseded item, and an expired plan comes marked (M8)."""
     eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "local"}}}})
     session = eng.message("hello").session_key
     ws = Path(eng.memory_status()["workspace"])
@@ -167,6 +167,8 @@ def test_search_ranks_the_current_value_first_and_never_shows_a_session_the_old_
         assert any(new_text.lower() in s.lower() for s in as_session), (query, as_session)
         assert not any(old_text.lower() in s.lower() for s in as_session), (query, as_session)
     dentist = "when is my dentist appointment"
-    assert any("dentist" in r["snippet"] for r in eng.memory_search(dentist)["results"])  # the operator: weighted
-    assert not any("dentist" in r["snippet"] for r in eng.memory_search(dentist, caller=session)["results"])
+    for caller in (None, session):  # weighted, and marked so nobody takes a past plan as current
+        found = [r for r in eng.memory_search(dentist, caller=caller)["results"] if "dentist" in r["snippet"]]
+        assert found and found[0]["expired"] == "2026-11-02"
+    assert all("expired" not in r for r in eng.memory_search("favourite color")["results"])
     eng.close()

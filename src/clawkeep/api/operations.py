@@ -256,13 +256,14 @@ def result_json(result: Any) -> Any:
 
 
 def _compact(schema: Any) -> Any:
-    """The schema without what costs the model tokens and tells it nothing: titles, and the
+    """The schema without what costs the model tokens and tells it nothing: titles, MAX_INT bounds, the
     `anyOf [X, null]` + `default: null` of optional arguments (leaving one out means null)."""
     if isinstance(schema, list):
         return [_compact(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _compact(v) for k, v in schema.items() if k != "title"}
+    # (a bound of MAX_INT guards the API; to a model it is noise)
+    out = {k: _compact(v) for k, v in schema.items() if k != "title" and not (k == "maximum" and v == MAX_INT)}
     options = out.get("anyOf")
     if isinstance(options, list) and out.get("default", ...) is None and {"type": "null"} in options:
         rest = [o for o in options if o != {"type": "null"}]

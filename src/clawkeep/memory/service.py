@@ -24,7 +24,7 @@ from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
-from .search import memory_search, status_weight
+from .search import memory_search
 from .search import validate as validate_query
 from ..routing.keys import is_session_id, parse_key
 from .sessions_source import SessionDoc, eligible, transcript_docs
@@ -208,10 +208,8 @@ def _visible_chunks(rt: Runtime, caller: str) -> Callable[[Any], bool]:
         except ClawkeepError:  # a key that no longer parses or a caller that is gone: not visible
             return False
 
-    day = today(rt)
-
     def visible(chunk: Any) -> bool:
-        if status_weight(chunk, day) < 1.0:  # superseded and expired items never reach the model
+        if chunk.weight < 1.0:  # superseded items never reach the model (an expired plan does, marked `expired`)
             return False
         owner = (chunk.source, chunk.meta.get("sessionKey"))
         if owner not in decided:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from .base import Shape
 
 
@@ -29,6 +31,7 @@ class MemoryHit(Shape):
     origin: str | None = None
     session_key: str | None = None
     message_ids: list[str] | None = None
+    expired: str | None = Field(None, description="Set on a plan whose day (ISO date) has passed: stale, not current.")
 
 
 class MemorySearchResult(Shape):

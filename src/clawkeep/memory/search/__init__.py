@@ -187,12 +187,16 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         reorder = False
     _read_texts(index, scored[:window_rows(limit)])
     # also in vector mode, the query's words pick the lines of each result
-    return hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
+    found = hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,
                 fact_sims=raw_line_sims, fusion=(wv, wt),
                 query_words=query_words(text), raw_sims=blended,
                 periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
                 several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today))
+    for hit in found:  # a plan whose day has passed says so (the reader must not take it as current)
+        if hit.meta.get("expires") and hit.meta["expires"] < today.isoformat():
+            hit.meta["expired"] = hit.meta["expires"]
+    return found
 
 
 def status_weight(chunk: Any, today: date) -> float:

@@ -54,6 +54,8 @@ class MemoryHit:
         if self.meta.get("sessionKey"):
             out["sessionKey"] = self.meta["sessionKey"]
             out["messageIds"] = self.meta.get("messageIds", [])
+        if self.meta.get("expired"):
+            out["expired"] = self.meta["expired"]
         return out
 
 
