@@ -107,6 +107,17 @@ def test_model_never_sees_nor_returns_an_earlier_question(home):
     assert ok.status == "ok" and "Shanghai" in ok.summary
 
 
+def test_the_recall_models_reasoning_is_never_shown_nor_injected(home):
+    eng = engine(home)
+    eng.message("下周三去上海出差", channel="telegram", sender="alice")
+    thread = eng.sessions_create()
+    thinking = ScriptedRecallModel("<think>the user asked; private chain SEKRIT99</think>"
+                                   "User is travelling to Shanghai next Wednesday.")
+    result = recall_with_model(eng.runtime, "我下周有什么安排", thread["key"], model=thinking)
+    assert result.status == "ok" and result.summary == "User is travelling to Shanghai next Wednesday."
+    assert "SEKRIT" not in repr(result) and "think>" not in repr(result)
+
+
 QUESTIONS = ["我下周有什么安排", "我下週有什麼安排？", "还记得我的护照号吗", "我明天要做什么来着", "告诉我上次定的方案",
              "what are my plans for next week", "Did I tell you my flight number",
              "tell me what I planned for next week",

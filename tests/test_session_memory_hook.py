@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from conftest import open_engine
 
 from clawkeep.sessions import transcript
@@ -100,3 +101,14 @@ def test_reset_excerpts_are_not_memory_items(home):
     assert [i["text"] for i in listed] == ["I prefer TypeScript"]  # no "Session key: …", "Reason: manual reset"
     assert not any(i["path"].startswith("memory/2026-03-01-") for i in listed)
     assert eng.memory_search("bullet")["results"]  # the excerpt is still searchable memory
+
+
+@pytest.mark.parametrize("access", ["ro", "none"])
+def test_a_read_only_workspace_gets_no_excerpt(home, access):
+    """workspaceAccess ro/none: nothing is written to the workspace, the reset excerpt included."""
+    eng = open_engine(home, {"agents": {"defaults": {"workspaceAccess": access}}})
+    eng.message("we picked the blue logo", at="2026-03-01T10:00:00Z")
+    result = eng.message("/reset", at="2026-03-01T10:05:00Z")
+    assert result.command == "reset"
+    assert not list((home / "workspace").rglob("*.md"))
+    assert eng.sessions_search("blue logo")["hits"]  # the transcript itself is kept

@@ -258,3 +258,24 @@ def test_compact_for_overflow_reports_a_pending_turn_that_alone_exceeds_the_wind
     assert any("does not fit the 4096-token window" in e for e in result.errors)
     _, _, kept = active_tokens(eng, first.session_id)
     assert kept[-1].content[0]["text"].startswith("please read:")  # the pending turn is never summarised away
+
+
+def test_the_models_reasoning_never_reaches_memory_or_a_summary(home, server):
+    """A model that thinks aloud (`<think>…</think>`) in its flush notes and its summary: the
+    notes written to memory and the stored summary hold only the answer (QA: the flush wrote
+    `- <think>` and the reasoning as active items, re-sent in every later prompt)."""
+    model = SmallWindowModel(4096, summary="<think>deliberating SEKRITSUM</think>The user sent numbered notes.",
+                             notes="<think>\nI think the user likes Rust SEKRITFLUSH\n</think>\n"
+                                   "- The user works on project ORION-7731")
+    server.set_script(model)
+    eng = open_engine(home, model_config(server, 4096))
+    results = [eng.message(note(i)) for i in range(40)]
+    compactions = [r.compaction for r in results if r.compaction and r.compaction["compacted"]]
+    assert compactions and "flush" in model.kinds and "summary" in model.kinds
+    notes = "".join(p.read_text() for p in (home / "workspace" / "memory").glob("*.md"))
+    assert "ORION-7731" in notes
+    assert "SEKRIT" not in notes and "think>" not in notes
+    store = eng.runtime.store()
+    summaries = [e.meta["summary"] for e in store.iter_entries(results[0].session_id, types=("compaction",))]
+    assert summaries and all(s.startswith("The user sent numbered notes") for s in summaries)
+    assert not any("SEKRIT" in system_of(r) for r in server.requests)  # never re-sent to the model

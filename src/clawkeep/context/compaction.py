@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ..errors import ClawkeepError, InputError
 from ..memory.chunking import estimate_tokens, weighted_length
+from ..models.reasoning import strip_reasoning
 from ..routing.keys import new_session_id
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -231,7 +232,7 @@ class ModelSummarizer:
         lines = [_line(e) for e in messages if e.role in ("user", "assistant")]
         body = "\n".join(clip_lines(lines, limit) if limit else lines)
         result = self.model.complete([{"role": "user", "content": body}], system="\n".join(rules))
-        summary = result.text.strip()
+        summary = strip_reasoning(result.text)  # reasoning is never stored (nor re-sent every call)
         if not summary:
             raise ClawkeepError("the compaction model returned an empty summary")
         return summary

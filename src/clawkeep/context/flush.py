@@ -25,6 +25,7 @@ from ..errors import ClawkeepError
 from ..memory import items
 from ..memory.timeparse import event_day
 from ..memory.workspace import daily_note
+from ..models.reasoning import strip_reasoning
 from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
@@ -160,7 +161,7 @@ def model_notes(model: Any, messages: Sequence[EntryRecord], day: str,
     limit = max_input_tokens or (window // 2 if isinstance(window, int) and window > 0 else None)
     lines = [f"{transcript.speaker(e)}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")]
     body = "\n".join(clip_lines(lines, limit) if limit else lines)
-    text = model.complete([{"role": "user", "content": body}], system=prompt).text.strip()
+    text = strip_reasoning(model.complete([{"role": "user", "content": body}], system=prompt).text)
     if not text or text.upper().startswith(NO_REPLY):
         return []
     return [line.lstrip("-*• ").strip() for line in text.splitlines() if line.strip().lstrip("-*• ").strip()]

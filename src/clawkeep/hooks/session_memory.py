@@ -105,8 +105,8 @@ def install(rt: Runtime) -> None:
 
 def on_reset(rt: Runtime, event: SessionReset) -> None:
     hook = rt.config.hooks.entry("session-memory")
-    if not hook.enabled:
-        return
+    if not hook.enabled or rt.config.agents.defaults.workspace_access != "rw":
+        return  # a read-only (or no) workspace is never written, as the flush and the tools are not
     store = rt.store_for_key(event.session_key)
     session = store.get_session(event.session_id)
     if session is None:

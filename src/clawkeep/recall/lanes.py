@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ..memory import items
 from ..memory.workspace import MEMORY_FILE, contained_file
+from ..models.reasoning import strip_reasoning
 from ..text import stopwords
 from ..text.analyzer import analyze_document
 from ..text.query import parse_query
@@ -169,8 +170,9 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
 
 
 def normalise_summary(text: str, max_chars: int) -> str | None:
-    """One line, cut at a word boundary with "…"; None for the NONE family of answers."""
-    line = " ".join((text or "").split())
+    """One line, cut at a word boundary with "…"; None for the NONE family of answers. The
+    model's reasoning is dropped first: it is neither shown nor injected."""
+    line = " ".join(strip_reasoning(text or "").split())
     if line.strip(" .").lower() in NONE_ANSWERS or line.upper().startswith("NONE"):
         return None
     if len(line) <= max_chars:

@@ -7,7 +7,6 @@ fallbacks), but no reply is generated and the result says so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +21,7 @@ from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
+from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
 from ..recall.service import RecallResult, recall
 from ..runtime import Runtime
 from ..sessions import transcript
@@ -286,22 +286,6 @@ def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: A
             on_event(TurnEvent("tool_call", {**summary, "id": call.id}))
 
 
-_REASONING = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_UNCLOSED = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*\Z", re.IGNORECASE | re.DOTALL)
-_CLOSE_ONLY = re.compile(r"\A.*?</(think|thinking|reasoning)\s*>", re.IGNORECASE | re.DOTALL)
-
-
-def strip_reasoning(text: str) -> str:
-    """The reply without the model's reasoning: `<think>…</think>` (and thinking/reasoning) blocks,
-    a block left open at the end, or the reasoning before a lone closing tag. Reasoning is never
-    returned, stored or indexed."""
-    cleaned = _REASONING.sub("", text or "")
-    cleaned = _UNCLOSED.sub("", cleaned)
-    if _CLOSE_ONLY.match(cleaned):
-        cleaned = _CLOSE_ONLY.sub("", cleaned, count=1)
-    return cleaned.strip()
-
-
 _TAG_NAMES = ("think", "thinking", "reasoning")
 
 
@@ -317,9 +301,9 @@ def _partial_tag_at_end(text: str) -> int:
 def visible_so_far(raw: str) -> str:
     """What of a reply still being streamed may be shown: `strip_reasoning` applied to the text
     so far, with an open block hidden until it closes and a tag still arriving held back."""
-    text = _UNCLOSED.sub("", _REASONING.sub("", raw))
-    if _CLOSE_ONLY.match(text):
-        text = _CLOSE_ONLY.sub("", text, count=1)
+    text = UNCLOSED.sub("", REASONING.sub("", raw))
+    if CLOSE_ONLY.match(text):
+        text = CLOSE_ONLY.sub("", text, count=1)
     cut = _partial_tag_at_end(text)
     return (text if cut < 0 else text[:cut]).lstrip()
 
