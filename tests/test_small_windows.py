@@ -279,3 +279,19 @@ def test_the_models_reasoning_never_reaches_memory_or_a_summary(home, server):
     summaries = [e.meta["summary"] for e in store.iter_entries(results[0].session_id, types=("compaction",))]
     assert summaries and all(s.startswith("The user sent numbered notes") for s in summaries)
     assert not any("SEKRIT" in system_of(r) for r in server.requests)  # never re-sent to the model
+
+
+def test_manual_compact_uses_the_sessions_own_model(home, server):
+    """`/new local/tiny-2` then `/compact`: the summary is asked of tiny-2 (its window sets the
+    budget), not of the agent's primary model."""
+    server.set_script(SmallWindowModel(32768))
+    config = model_config(server, 32768, keepRecentTokens=20)
+    config["models"]["providers"]["local"]["models"]["tiny-2"] = {"contextWindow": 4096}
+    eng = open_engine(home, config)
+    eng.message("/new local/tiny-2")
+    for i in range(4):
+        eng.message(note(i))
+    done = eng.message("/compact keep the ticket ids")
+    assert done.status["compacted"], done.status
+    asked = [r.json()["model"] for r in server.requests if SUMMARY_PROMPT in system_of(r)]
+    assert asked == ["tiny-2"]

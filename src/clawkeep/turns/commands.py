@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..runtime import Runtime
 from ..sessions import service, transcript
 from ..storage import EntryRecord, SessionRecord
-from .reply import run_compaction
+from .reply import run_compaction, session_model
 
 ON_OFF = ("on", "off")
 
@@ -144,7 +144,7 @@ def _status(call: CommandCall) -> CommandOutcome:
 
 def _compact(call: CommandCall) -> CommandOutcome:
     store = call.rt.store_for_key(call.session.key)
-    result = run_compaction(call.rt, store, call.session, call.rt.models.chat_model(), at=call.at,
+    result = run_compaction(call.rt, store, call.session, session_model(call.rt, call.session), at=call.at,
                             reason="manual", instructions=call.rest or None)
     return CommandOutcome("compact", status=result.to_json())
 
