@@ -294,6 +294,12 @@ def test_identifiers_in_tool_blocks_relative_paths_and_long_numbers_survive(home
     assert "Decisions:\n- We decided to ship on Monday." in result.summary
 
 
+def test_versions_with_suffixes_and_branch_names_are_kept_whole():
+    found = comp.extract_identifiers("build v3.14.159-rc2 and 1.2.3+build.5 on branch feat/quokka-77 or "
+                                     "fix/issue-42-login; and/or yes/no are words")
+    assert found == ["v3.14.159-rc2", "1.2.3+build.5", "feat/quokka-77", "fix/issue-42-login"]
+
+
 def test_identifier_extraction_is_linear_on_long_runs_without_spaces():
     """A 400,000-character run (CJK, base64-like, a.a.a…) is scanned once, not from every
     character: the quadratic pattern took minutes per message and stalled the whole gateway.

@@ -36,10 +36,11 @@ _IDENTIFIER = re.compile(
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUIDs
     r"|(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"  # absolute and ./ paths
     r"|(?<![\w./-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z0-9]{1,8}\b"  # relative paths with an extension
+    r"|(?<![\w./-])(?=[\w./-]*\d)[A-Za-z][\w.-]*(?:/[\w.-]+)+"  # branches, refs: feat/quokka-77 (a digit: not and/or)
     r"|\b\d{5,}\b"  # long numbers: order ids, SHAs
     r"|\b[A-Za-z]+[-_][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*\b"  # INV-2024-0042, user_id42
     r"|\b(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}\b"  # A1B2C3, git SHAs
-    r"|\bv?\d+\.\d+(?:\.\d+)+\b"  # versions 2.3.1
+    r"|\bv?\d+\.\d+(?:\.\d+)+(?:[-+][A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)?\b"  # versions 2.3.1, v3.1.4-rc2, 1.2.3+build.5
     r"|#\d{2,}\b",  # issue refs
     re.IGNORECASE,
 )
