@@ -258,3 +258,35 @@ def test_stale_marker_survives_the_summary_cut():
     summary = deterministic_summary(settled, "what did I say about Shanghai?", 220)
     assert len(summary) <= 220 and summary.endswith("(stale: planned for 2020-11-18, now past)")
     assert summary.startswith("The user said on 2020-11-10: Next Wednesday I fly to Shanghai")
+
+
+# --- recall never covers the current session, also through transcripts indexed as memory ------
+SESSION_MEMORY = {"agents": {"defaults": {"memorySearch": {
+    "provider": "none", "sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}}}}
+LOCKER_QUESTION = "what was my locker combination hint I told you last time?"
+
+
+def test_lane_two_never_offers_the_current_sessions_turns_as_memory(home):
+    eng = open_engine(home, SESSION_MEMORY)
+    eng.message("my locker combination hint is the year my dog was born", channel="telegram", sender="bob")
+    eng.message("also the locker is on the third floor", channel="telegram", sender="bob")
+    key = "agent:main:main"
+    model = ScriptedRecallModel("NONE")
+    result = recall_with_model(eng.runtime, LOCKER_QUESTION, key, model=model)
+    assert result.lane == 2
+    results = shown(model)
+    assert "dog was born" not in results and "third floor" not in results, results
+    # without a model the deterministic lane 2 has nothing to condense either
+    assert eng.recall(LOCKER_QUESTION, session=key)["summary"] is None
+
+
+def test_lane_two_still_recalls_an_earlier_session_of_the_same_conversation(home):
+    eng = open_engine(home, SESSION_MEMORY)
+    eng.message("my locker combination hint is the year my dog was born", channel="telegram", sender="bob")
+    eng.message("/new", channel="telegram", sender="bob")
+    eng.message("the gym locker is on the third floor", channel="telegram", sender="bob")
+    key = "agent:main:main"
+    model = ScriptedRecallModel("NONE")
+    recall_with_model(eng.runtime, LOCKER_QUESTION, key, model=model)
+    results = shown(model)
+    assert "dog was born" in results and "third floor" not in results, results

@@ -481,3 +481,56 @@ def test_streamed_reasoning_never_reaches_a_token_event(home, server, pieces, sh
     assert events[-1].data.reply == "Final answer"
     if None not in shown:
         assert all("7781" not in e.data for e in events if e.kind == "token")
+
+
+# --- memory_search over indexed transcripts never answers with the message being answered ---
+SESSION_MEMORY = {"memorySearch": {"provider": "none", "sources": ["memory", "sessions"],
+                                   "experimental": {"sessionMemory": True}}}
+
+
+def _searching_model(query):
+    """Asks memory_search (corpus sessions) once, then answers with what came back."""
+    def model(req):
+        body = req.json()
+        if "tools" not in body:
+            return completion("NONE")
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return completion("RESULT " + last["content"])
+        if "what is QUASAR77" in (last.get("content") or ""):
+            return completion("", [("memory_search", {"query": query, "corpus": "sessions"})])
+        return completion("ok")
+    return model
+
+
+def _tool_result(server):
+    body = server.requests[-1].json()
+    assert body["messages"][-1]["role"] == "tool"
+    return json.loads(body["messages"][-1]["content"])
+
+
+def test_memory_search_over_transcripts_never_offers_the_pending_message_alone(home, server):
+    server.set_script(_searching_model("QUASAR77 telescope"))
+    eng = open_engine(home, config_for(server, **SESSION_MEMORY))
+    result = eng.message("quick question about the telescope: what is QUASAR77")
+    asking = eng.sessions_history("agent:main:main")["messages"][0]
+    found = _tool_result(server)["results"]
+    assert all(asking["messageId"] not in (hit.get("messageIds") or []) for hit in found), found
+    assert "what is QUASAR77" not in json.dumps(found)
+    assert result.tool_calls == [{"name": "memory_search", "isError": False}]
+
+
+def test_memory_search_keeps_earlier_turns_but_not_the_pending_line(home, server):
+    """A window that holds the pending message next to earlier turns of the same conversation
+    keeps the earlier turns and loses the pending line."""
+    server.set_script(_searching_model("QUASAR77 telescope"))
+    eng = open_engine(home, config_for(server, **SESSION_MEMORY))
+    eng.message("QUASAR77 is the name of my backyard telescope")
+    eng.message("quick question about the telescope: what is QUASAR77")
+    messages = eng.sessions_history("agent:main:main")["messages"]
+    asking = [m for m in messages if m["role"] == "user"][-1]
+    found = _tool_result(server)["results"]
+    text = json.dumps(found)
+    assert "backyard telescope" in text
+    assert "what is QUASAR77" not in text
+    assert all(asking["messageId"] not in (hit.get("messageIds") or []) for hit in found)

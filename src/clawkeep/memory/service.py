@@ -153,9 +153,27 @@ def one_check_per_turn() -> Iterator[None]:
         _TURN_CHECKED.reset(token)
 
 
+# The message a turn is answering: a search run for that turn (the model's memory_search) never
+# offers its transcript line back as the answer. Set around the tool call, not passed as an
+# argument, because the agent operations take only the caller's key.
+_ANSWERING: ContextVar[frozenset[str]] = ContextVar("clawkeep_answering", default=frozenset())
+
+
+@contextmanager
+def answering(message_id: str | None) -> Iterator[None]:
+    token = _ANSWERING.set(frozenset([message_id]) if message_id else frozenset())
+    try:
+        yield
+    finally:
+        _ANSWERING.reset(token)
+
+
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
-           sync: bool = True, caller: str | None = None) -> dict[str, Any]:
-    """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store."""
+           sync: bool = True, caller: str | None = None, without_session: str | None = None) -> dict[str, Any]:
+    """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store.
+    Transcript lines of the message being answered (`answering`) are never offered.
+    `without_session`: a session id whose indexed transcript is left out entirely (recall never
+    covers the current session, A5), dropped before windows so it takes no result's place."""
     if not has_memory(rt):  # nothing to find; opening the index would create a database for a ghost agent
         if mode not in ("hybrid", "keyword", "vector"):
             raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
@@ -168,6 +186,9 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
     # never claims, outranks or crowds out one the caller may see), and the candidate pool is
     # sized for more results, since some of the best matches may be others'
     visible = None if caller is None else _visible_chunks(rt, caller)
+    if without_session is not None:
+        skipped, seen = f"{TRANSCRIPT_PREFIX}{without_session}", visible
+        visible = lambda chunk: chunk.path != skipped and (seen is None or seen(chunk))  # noqa: E731
     pool_for = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
 
     def run(index: MemoryIndex) -> list[Any]:
@@ -179,7 +200,8 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
             if checked is not None:
                 checked.append(True)
         return memory_search(index, query, limit=wanted, mode=mode, today=today(rt),
-                             citations=rt.config.memory.citations, visible=visible, pool_for=pool_for)
+                             citations=rt.config.memory.citations, visible=visible, pool_for=pool_for,
+                             hidden_messages=_ANSWERING.get())
 
     results = [hit.to_json() for hit in with_index(rt, run)]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(

@@ -220,8 +220,9 @@ def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary
 
 
 def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
-    """memory_search, minus what belongs to other conversations when DMs are isolated."""
-    results = memory.search(rt, query, limit=6, caller=session.key)["results"]
+    """memory_search, minus what belongs to other conversations when DMs are isolated and minus
+    the current session's own transcript (A5: its turns are the conversation, not memory)."""
+    results = memory.search(rt, query, limit=6, caller=session.key, without_session=session.session_id)["results"]
     workspace = memory.workspace(rt)
     found = []
     for hit in results:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..api.operations import AGENT_TOOLS, OPERATIONS, result_json
 from ..errors import ClawkeepError, InputError
+from ..memory import service as memory
 from ..models.chat import ToolCall
 from ..runtime import Runtime
 from ..storage import SessionRecord
@@ -90,7 +91,8 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     settings = rt.config.agents.defaults.tools
     # a tool that waits by its own timeoutSeconds (sessions_send) gets that wait on top of the budget
     budget = settings.timeout_seconds + getattr(parsed, "timeout_seconds", 0)
-    done, outcome = _within(budget, lambda: operation.run(rt.tool_host, parsed, session.key))
+    with memory.answering(asking):  # memory_search over transcripts skips the pending message's line
+        done, outcome = _within(budget, lambda: operation.run(rt.tool_host, parsed, session.key))
     if not done:
         return ToolOutcome(f"{call.name} did not finish within {budget:g} s "
                            "(agents.defaults.tools.timeoutSeconds); try a narrower request", True)
@@ -99,6 +101,7 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     if isinstance(outcome, BaseException):
         rt.log_warning(f"tool {call.name} crashed: {type(outcome).__name__}: {outcome}")
         return ToolOutcome(f"{call.name} failed with an internal error ({type(outcome).__name__})", True)
+    # sessions_search hits are whole messages: the pending one is simply left out
     if asking is not None and isinstance(getattr(outcome, "hits", None), list):
         outcome.hits = [hit for hit in outcome.hits if hit.message_id != asking]
     return ToolOutcome(cap(_as_json(outcome), settings.max_result_chars))

@@ -125,11 +125,12 @@ def _relative(line_sims: dict[int, dict[int, float]]) -> dict[int, dict[int, flo
 def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, mode: str = "hybrid",
                   sources: list[str] | None = None, today: date | None = None,
                   citations: str = "auto", visible: Callable[[Any], bool] | None = None,
-                  pool_for: int | None = None) -> list[MemoryHit]:
+                  pool_for: int | None = None, hidden_messages: frozenset[str] = frozenset()) -> list[MemoryHit]:
     """`mode`: hybrid (default), keyword, or vector. `visible(chunk)`: the chunks the reader may
     see; the others are dropped as soon as they are read, before any scoring of lines or
     windows. `pool_for`: the number of results the candidate pool is sized for (default
-    `limit`; more when some candidates may be invisible)."""
+    `limit`; more when some candidates may be invisible). `hidden_messages`: transcript
+    message ids whose lines are never offered (the message being answered)."""
     if mode not in ("hybrid", "keyword", "vector"):
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
@@ -192,7 +193,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
                 fact_sims=raw_line_sims, fusion=(wv, wt),
                 query_words=query_words(text), raw_sims=blended,
                 periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
-                several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today))
+                several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today),
+                hidden_messages=hidden_messages)
     for hit in found:  # a plan whose day has passed says so (the reader must not take it as current)
         if hit.meta.get("expires") and hit.meta["expires"] < today.isoformat():
             hit.meta["expired"] = hit.meta["expires"]

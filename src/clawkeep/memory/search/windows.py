@@ -514,12 +514,15 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
           fusion: tuple[float, float] = (1.0, 0.0), query_words: frozenset[str] | None = None,
           raw_sims: dict[int, dict[int, float]] | None = None, periods: list | None = None,
           query_scripts: frozenset[str] = frozenset(), several: bool = False,
-          status: Callable[[Any], float] = lambda chunk: 1.0) -> list[MemoryHit]:
+          status: Callable[[Any], float] = lambda chunk: 1.0,
+          hidden_messages: frozenset[str] = frozenset()) -> list[MemoryHit]:
     """`fact_sims`: {chunk id: {line: cosine}} of the line vectors; `fusion`: the search's
     (vector, keyword) weights, which score a fact line of its own (see FACT_MIN_SHARE);
     `query_scripts`: the scripts the query is written in (`text.tokens.scripts`); `several`: the
     question asks for several things (see LIST_TURN_BACK); `status(chunk)`: its items' weight
-    (superseded, expired), which a fact line scored on its own carries too."""
+    (superseded, expired), which a fact line scored on its own carries too; `hidden_messages`:
+    transcript message ids whose lines are never offered (they still count as matching, so a
+    chunk whose only match is hidden offers nothing rather than its unmatched lines)."""
     rows = scored[:window_rows(limit)]
     line_sims, fact_sims = line_sims or {}, fact_sims or {}
     needles = _needles(query) if query is not None else ()
@@ -554,6 +557,8 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
         offered = [i for i, line in enumerate(lines.text)
                    if i not in lines.breaks and line.strip() and not (matched and own[i] <= least[i])
                    and not (i in facts[r] and own[i] <= floor and not lines.covs[i])]
+        if hidden_messages:
+            offered = _unhidden(chunk, lines, offered, hidden_messages)
         if any(not _HEADING.match(lines.text[i]) for i in offered):
             offered = [i for i in offered if not _HEADING.match(lines.text[i])]
         elif not matched:
@@ -585,6 +590,18 @@ def hits(scored: list, query: SearchQuery | None, limit: int, max_chars: int, ci
         shown_score = w.score / norm if reorder else score
         out.append(_hit(shown_score, cand, chunk, chunk_lines[w.row], w.lines, query, max_chars, citations))
     return out
+
+
+def _unhidden(chunk: Any, lines: _Lines, offered: list[int], hidden: frozenset[str]) -> list[int]:
+    """`offered` without the lines of hidden messages. A transcript chunk's messageIds run one
+    per line; when its lines were sliced (one very long message) they no longer line up, and the
+    chunk is dropped whole if every message in it is hidden, kept whole otherwise."""
+    ids = chunk.meta.get("messageIds") if chunk.source == "sessions" else None
+    if not isinstance(ids, list):
+        return offered
+    if len(ids) == len(lines.text):
+        return [i for i in offered if ids[i] not in hidden]
+    return [] if {i for i in ids if i} <= hidden else offered
 
 
 def _hit(score: float, cand: Candidate, chunk: Any, lines: _Lines, picked: list[int], query: SearchQuery | None,
