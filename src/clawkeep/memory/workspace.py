@@ -202,8 +202,8 @@ def _shares(wants: list[int], total: int | None) -> list[int | None]:
 
 
 def _budgeted(name: str, text: str, max_chars: int, max_tokens: int | None) -> BootstrapFile:
-    tokens = estimate_tokens(text)
-    if len(text) <= max_chars and (max_tokens is None or tokens <= max_tokens):
+    # the length first: a runaway file is never scanned whole on every model call
+    if len(text) <= max_chars and (max_tokens is None or estimate_tokens(text) <= max_tokens):
         return BootstrapFile(name, text, False, len(text))
     tail = _keeps_tail(name)
     note = NOTE_CUT_NOTE if tail else TRUNCATION_NOTE
