@@ -393,3 +393,39 @@ def test_the_staleness_walk_stats_what_memory_files_lists(tmp_path):
         "MEMORY.md", "memory/2026-01-02.md", "memory/deep/a.md", "memory/link.md"]
     for rel, st in stats:
         assert (st.st_mtime, st.st_size, st.st_ino) == ((o := os.stat(ws / rel)).st_mtime, o.st_size, o.st_ino)
+
+
+def test_every_bootstrap_file_is_budgeted_per_file_and_together(tmp_path):
+    from clawkeep.text.estimate import estimate_tokens
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("".join(f"- fact {i}: " + "y" * 60 + "\n" for i in range(400)))
+    (ws / "memory" / "2026-11-29.md").write_text("- yesterday: a small note\n")
+    today = "".join(f"- 会议记录 {i}: 讨论了季度路线图\n" for i in range(3000))  # CJK: a token a character
+    (ws / "memory" / "2026-11-30.md").write_text(today)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    files = bootstrap_files(ws, now, chat_type="direct", new_session=True, max_chars=20_000, max_tokens=4000)
+    by = {f.path: f for f in files}
+    assert sum(estimate_tokens(f.text) for f in files) <= 4000
+    assert all(len(f.text) <= 20_000 for f in files)
+    # a small note is whole; the big ones share what is left, evenly
+    assert by["memory/2026-11-29.md"].text == "- yesterday: a small note\n" and not by["memory/2026-11-29.md"].truncated
+    memory_md, note = by["MEMORY.md"], by["memory/2026-11-30.md"]
+    assert memory_md.truncated and memory_md.text.startswith("- fact 0: ") and "truncated" in memory_md.text
+    assert note.truncated and note.original_chars == len(today)
+    assert note.text.startswith("[… memory/2026-11-30.md is cut for this prompt") and "memory_get" in note.text
+    kept = note.text.split("…]\n\n", 1)[1]
+    assert today.endswith(kept) and kept.startswith("- 会议记录 ") and kept.endswith("- 会议记录 2999: 讨论了季度路线图\n")
+    assert estimate_tokens(memory_md.text) > 1500 and estimate_tokens(note.text) > 1500  # no budget left unused
+
+
+def test_a_daily_note_over_bootstrap_max_chars_keeps_its_newest_lines(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    note = "".join(f"- line {i}\n" for i in range(5000))
+    (ws / "memory" / "2026-11-30.md").write_text(note)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    [today] = bootstrap_files(ws, now, chat_type="group", new_session=True, max_chars=5000)
+    assert today.truncated and len(today.text) <= 5000
+    assert today.text.rstrip().endswith("- line 4999") and "- line 0\n" not in today.text

@@ -225,3 +225,36 @@ def test_lane_one_with_several_strong_entries(home):
     hit = eng.recall("when is the standup?", session=main.session_key)
     assert hit["status"] == "ok" and hit["lane"] == 1
     assert "09:30" in hit["summary"] and "Orion" in hit["summary"]
+
+
+def test_lane_one_block_is_cut_between_entries_never_inside_one(home):
+    # QA: block[:1800] left a dangling fragment such as "\n- Kayak " at the end of the block
+    eng = engine(home)
+    ws = Path(eng.memory_status()["workspace"])
+    ws.mkdir(parents=True, exist_ok=True)
+    trips = ["Canoe", "Hiking", "Kayak"]
+    (ws / "MEMORY.md").write_text("".join(
+        f"- {name} trip: " + "the weekend plan covers gear, meals and the route " * 14 + "<!-- trigger: trip -->\n"
+        for name in trips))
+    main = eng.message("hello")
+    hit = eng.recall("which trip?", session=main.session_key)
+    assert hit["status"] == "ok" and hit["lane"] == 1
+    block = hit["summary"]
+    assert len(block) <= 1800
+    lines = block.split("\n")
+    assert len(lines) == 2 and all(line.startswith("- ") and "(Source: MEMORY.md#L" in line for line in lines)
+    assert sum(name in block for name in trips) == 2  # the third entry did not fit: left out whole
+
+
+def test_lane_one_shortens_a_single_entry_longer_than_the_cap(home):
+    eng = engine(home)
+    ws = Path(eng.memory_status()["workspace"])
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("- Kayak checklist: " + "paddle, spray skirt and dry bag " * 80
+                                  + "<!-- trigger: kayak -->\n")
+    main = eng.message("hello")
+    hit = eng.recall("kayak?", session=main.session_key)
+    assert hit["status"] == "ok" and hit["lane"] == 1
+    block = hit["summary"]
+    assert len(block) <= 1800 and "\n" not in block
+    assert block.startswith("- Kayak checklist:") and block.endswith("… (Source: MEMORY.md#L1)")

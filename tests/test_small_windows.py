@@ -6,6 +6,7 @@ SQLite in a temporary home."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from conftest import open_engine
@@ -103,6 +104,9 @@ def test_budget_scales_every_size_to_the_window_and_honours_what_fits():
     fits = Budget.for_window(8192, explicit)
     assert (fits.keep_recent, fits.reserve, fits.flush_soft) == (1500, 1000, 500)  # used as configured
     assert Budget.for_window(4096, explicit).keep_recent == 1024  # too big for 4k: capped
+    # the bootstrap files take at most a quarter: with the kept tail and a summary that is 5/8,
+    # below the threshold, and after an overflow the other quarter of the half aimed at is left
+    assert [Budget.for_window(w, defaults).bootstrap for w in (4096, 32_768, 128_000)] == [1024, 8192, 32_000]
 
 
 # --- automatic compaction and the flush before it -------------------------------------------
@@ -295,3 +299,57 @@ def test_manual_compact_uses_the_sessions_own_model(home, server):
     assert done.status["compacted"], done.status
     asked = [r.json()["model"] for r in server.requests if SUMMARY_PROMPT in system_of(r)]
     assert asked == ["tiny-2"]
+
+
+# --- bootstrap files within the window -------------------------------------------------------
+
+
+def big_note():
+    # QA's repro: 2,500 appended lines, ~208 KB — about 52k tokens, beyond a 32k window on its own
+    return "".join(f"- meeting note {i}: discussed the quarterly roadmap item number {i} with the team\n"
+                   for i in range(2500))
+
+
+def todays_note(eng):
+    from clawkeep.memory import service as memory
+
+    ws = Path(eng.memory_status()["workspace"])
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    return ws / "memory" / f"{memory.today(eng.runtime):%Y-%m-%d}.md"
+
+
+def test_a_large_daily_note_is_cut_to_its_newest_lines_and_every_turn_fits(home, server):
+    window = 32_768
+    server.set_script(SmallWindowModel(window))
+    eng = open_engine(home, model_config(server, window))
+    path = todays_note(eng)
+    path.write_text(big_note())
+    first = eng.message("hello")
+    assert first.reply == "Noted."
+    assert eng.message("and again").reply == "Noted."
+    eng.message("/new")
+    fresh = eng.message("hello after /new")
+    assert fresh.reply == "Noted."
+    replies = [r for r in server.requests if FLUSH_PROMPT not in system_of(r) and SUMMARY_PROMPT not in system_of(r)]
+    assert len(replies) == 3 and max(request_tokens(r) for r in server.requests) <= window
+    system = system_of(replies[0])
+    budget = comp.Budget.for_window(window, CompactionConfig()).bootstrap
+    assert estimate_tokens(system) <= budget + 50  # the note within the window's share (+ headings)
+    # the newest lines are what a note is for; the prompt says it was cut and how to read the rest
+    assert "- meeting note 2499: discussed" in system and "- meeting note 0:" not in system
+    assert f"{path.relative_to(path.parent.parent).as_posix()} is cut for this prompt" in system
+    assert "memory_get" in system
+    kept = system.split("…]\n\n", 1)[1]
+    assert kept.startswith("- meeting note ") and big_note().endswith(kept + "\n")  # whole lines only
+    assert path.read_text() == big_note()  # the file on disk is never cut
+
+
+def test_a_small_daily_note_is_injected_whole(home, server):
+    server.set_script(SmallWindowModel(4096))
+    eng = open_engine(home, model_config(server, 4096))
+    path = todays_note(eng)
+    path.write_text("- booked the dentist for Friday\n- the kayak needs a new paddle\n")
+    assert eng.message("hello").reply == "Noted."
+    system = system_of(server.requests[-1])
+    assert f"## memory/{path.name}\n\n- booked the dentist for Friday\n- the kayak needs a new paddle" in system
+    assert "cut for this prompt" not in system and "truncated" not in system

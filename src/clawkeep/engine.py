@@ -380,7 +380,16 @@ class Engine:
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
-        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session)
+        from .turns.reply import window_budget
+
+        # budgeted for the default model's window, as a turn without a session model sees them
+        try:
+            model = self.runtime.models.chat_model()
+        except ClawkeepError:  # a broken model setting is reported by a turn, not by this view
+            model = None
+        budget = window_budget(self.runtime, model)
+        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session,
+                                 max_tokens=budget.bootstrap)
         return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
                 for f in files]
 

@@ -240,7 +240,8 @@ class AgentDefaults(_Model):
     workspace: str | None = None  # main agent's workspace; default <home>/workspace
     # ro / none: the agent may read but never write memory files (flush skipped, remember refused)
     workspace_access: Literal["rw", "ro", "none"] = Field("rw", alias="workspaceAccess")
-    # MEMORY.md is injected at DM session start up to this many characters (the file is never cut).
+    # Each bootstrap file is injected up to this many characters; all of them together within a
+    # share of the model's window (context/budget.py, README "Budgets scale to the window").
     bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000, le=10_000_000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
     model: ModelRefConfig = Field(default_factory=ModelRefConfig)

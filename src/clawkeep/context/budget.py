@@ -4,10 +4,13 @@ with the default settings.
 
 The rule: each configured size is used as is when it fits the window, else capped at a share
 of it — reserve (reserveTokensFloor) and kept tail (keepRecentTokens) at most a quarter, the
-flush's softThresholdTokens at most a tenth; a compaction summary takes at most an eighth.
+flush's softThresholdTokens at most a tenth; a compaction summary takes at most an eighth; the
+bootstrap files (MEMORY.md, today's and yesterday's notes) together at most a quarter.
 Compaction fires at window − reserve, the flush at that threshold − soft threshold, and after a
 compaction the context (summary + kept tail) is at most 3/8 of the window plus the system
-prompt, well below the point where the flush or compaction would fire again. At 128k and the
+prompt, well below the point where the flush or compaction would fire again; with the bootstrap
+files at their quarter that is 5/8, and after an overflow their quarter leaves the other quarter
+of the half the rebuilt context aims at. At 128k and the
 defaults nothing is capped (reserve 20000, keep 20000, soft 4000).
 """
 
@@ -25,6 +28,7 @@ RESERVE_SHARE = 4  # reserve ≤ window / 4
 KEEP_SHARE = 4  # kept tail ≤ window / 4
 SUMMARY_SHARE = 8  # summary ≤ window / 8
 SOFT_SHARE = 10  # flush soft threshold ≤ window / 10
+BOOTSTRAP_SHARE = 4  # bootstrap files together ≤ window / 4
 OVERFLOW_SHARE = 2  # after a provider's overflow error the rebuilt context aims at half the window
 MIN_SUMMARY = 64  # below this a summary says nothing
 
@@ -36,6 +40,7 @@ class Budget:
     keep_recent: int  # recent context a compaction keeps verbatim
     summary: int  # most tokens a compaction summary may take
     flush_soft: int  # the flush runs this many tokens before the compaction threshold
+    bootstrap: int  # most tokens the bootstrap files take together in the system prompt
 
     @classmethod
     def for_window(cls, window: int, settings: CompactionConfig) -> Budget:
@@ -46,6 +51,7 @@ class Budget:
             keep_recent=min(settings.keep_recent_tokens, window // KEEP_SHARE),
             summary=max(1, window // SUMMARY_SHARE),
             flush_soft=min(settings.memory_flush.soft_threshold_tokens, window // SOFT_SHARE),
+            bootstrap=max(1, window // BOOTSTRAP_SHARE),
         )
 
     @property

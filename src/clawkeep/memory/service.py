@@ -693,14 +693,15 @@ def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
 
 
 def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True,
-              session_key: str | None = None) -> list[BootstrapFile]:
+              session_key: str | None = None, max_tokens: int | None = None) -> list[BootstrapFile]:
     """The bootstrap files as the conversation `session_key` may see them (None: the operator,
-    who sees every line but never the hidden state comments or stale items)."""
+    who sees every line but never the hidden state comments or stale items), each within
+    bootstrapMaxChars and together within `max_tokens` (the window's share, `Budget.bootstrap`)."""
     now = datetime.fromtimestamp(rt.now() / 1000, tz=zone(rt.config.session.reset.timezone))
     across = remember_across_conversations(rt.config)
     day = now.date()
     return bootstrap_files(workspace(rt), now, chat_type=chat_type, new_session=new_session,
-                           max_chars=rt.config.agents.defaults.bootstrap_max_chars,
+                           max_chars=rt.config.agents.defaults.bootstrap_max_chars, max_tokens=max_tokens,
                            visible=lambda text: items.visible_text(text, session_key, across=across, today=day))
 
 

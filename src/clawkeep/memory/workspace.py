@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import InputError
+from ..text.estimate import estimate_tokens, weighted_length
 
 MEMORY_FILE = "MEMORY.md"
 DREAMS_FILE = "DREAMS.md"
@@ -26,7 +27,11 @@ READ_ONLY_FILES = ("MEMORY.md", "DREAMS.md", "SOUL.md", "TOOLS.md", "AGENTS.md")
 # A bootstrap file larger than this is not read at all (its injected copy is budgeted by
 # bootstrapMaxChars anyway); keeps a runaway file from costing every turn.
 MAX_BOOTSTRAP_FILE_BYTES = 4 * 1024 * 1024
-TRUNCATION_NOTE = "\n\n[… MEMORY.md truncated for this session: {omitted} more characters on disk …]"
+# What the prompt says where a file was cut; the rest is on disk, for memory_get.
+TRUNCATION_NOTE = ("\n\n[… {name} truncated for this prompt: {omitted} more characters on disk — read them with "
+                   "memory_get (path {name}) …]")
+NOTE_CUT_NOTE = ("[… {name} is cut for this prompt: only its newest lines are shown below; {omitted} characters "
+                 "of older lines are left out — read them with memory_get (path {name}, from line 1) …]\n\n")
 
 
 def workspace_dir(home: Path, config: Config, agent_id: str) -> Path:
@@ -151,30 +156,103 @@ def _read(workspace: Path, name: str) -> str | None:
 
 
 def bootstrap_files(workspace: Path, now: datetime, *, chat_type: str | None, new_session: bool,
-                    max_chars: int, visible: Callable[[str], str] | None = None) -> list[BootstrapFile]:
-    """What a turn injects: MEMORY.md at the start of a DM session (budgeted; the file on disk
-    is never cut) and today's and yesterday's daily notes. `visible` reduces a file's text to
-    what the reading conversation may see (other owners' notes, hidden state, stale items)."""
-    files: list[BootstrapFile] = []
+                    max_chars: int, max_tokens: int | None = None,
+                    visible: Callable[[str], str] | None = None) -> list[BootstrapFile]:
+    """What a turn injects: MEMORY.md at the start of a DM session and today's and yesterday's
+    daily notes, each within `max_chars` and all together within `max_tokens` (the share of the
+    model's window, context/budget.py); the files on disk are never cut. MEMORY.md keeps its
+    head, a daily note its newest lines (notes are appended at the end). `visible` reduces a
+    file's text to what the reading conversation may see (other owners' notes, hidden state,
+    stale items)."""
     names = [MEMORY_FILE] if chat_type == "direct" and new_session else []
     names += [f"{NOTES_DIR}/{day:%Y-%m-%d}.md" for day in (now - timedelta(days=1), now)]
+    texts: list[tuple[str, str]] = []
     for name in names:
         text = _read(workspace, name)
         if text and visible is not None:
             text = visible(text)
         if text and text.strip():
-            files.append(_budgeted(name, text, max_chars) if name == MEMORY_FILE
-                         else BootstrapFile(name, text, False, len(text)))
-    return files
+            texts.append((name, text))
+    shares = _shares([_capped_tokens(name, text, max_chars) for name, text in texts], max_tokens)
+    return [_budgeted(name, text, max_chars, share) for (name, text), share in zip(texts, shares, strict=True)]
 
 
-def _budgeted(name: str, text: str, max_chars: int) -> BootstrapFile:
-    if len(text) <= max_chars:
+def _keeps_tail(name: str) -> bool:
+    return name != MEMORY_FILE
+
+
+def _capped_tokens(name: str, text: str, max_chars: int) -> int:
+    """Tokens the file would take under the per-file cap alone."""
+    return estimate_tokens(text[-max_chars:] if _keeps_tail(name) else text[:max_chars])
+
+
+def _shares(wants: list[int], total: int | None) -> list[int | None]:
+    """Split `total` tokens among the files: a file that needs less than an even share keeps
+    all it needs and leaves the rest to the larger ones, so one big note never crowds out a
+    small one and no budget is left unused while a file is cut."""
+    if total is None:
+        return [None] * len(wants)
+    shares: list[int | None] = [0] * len(wants)
+    left = max(0, total)
+    order = sorted(range(len(wants)), key=lambda i: wants[i])
+    for done, index in enumerate(order):
+        shares[index] = min(wants[index], left // (len(order) - done))
+        left -= shares[index]
+    return shares
+
+
+def _budgeted(name: str, text: str, max_chars: int, max_tokens: int | None) -> BootstrapFile:
+    # the length first: a runaway file is never scanned whole on every model call
+    if len(text) <= max_chars and (max_tokens is None or estimate_tokens(text) <= max_tokens):
         return BootstrapFile(name, text, False, len(text))
-    cut = text[:max_chars]
-    if "\n" in cut[max_chars // 2:]:
-        cut = cut[: cut.rfind("\n")]  # end on a whole line
-    return BootstrapFile(name, cut + TRUNCATION_NOTE.format(omitted=len(text) - len(cut)), True, len(text))
+    tail = _keeps_tail(name)
+    note = NOTE_CUT_NOTE if tail else TRUNCATION_NOTE
+    # the note itself is inside the budget (its number has at most as many digits as the text's length)
+    reserve = note.format(name=name, omitted=len(text))
+    chars = max(0, max_chars - len(reserve))
+    quarters = None if max_tokens is None else max(0, max_tokens - estimate_tokens(reserve)) * 4
+    kept = _whole_lines(text, chars, quarters, from_end=tail)
+    omitted = len(text) - len(kept)
+    shown = note.format(name=name, omitted=omitted) + kept if tail else kept + note.format(name=name, omitted=omitted)
+    return BootstrapFile(name, shown, True, len(text))
+
+
+def _whole_lines(text: str, max_chars: int, max_quarters: int | None, *, from_end: bool) -> str:
+    """The longest run of whole lines from the start (or the end) of `text` within both limits
+    (quarter-tokens, text/estimate.py). The first line that does not fit is cut inside only when
+    whole lines would fill less than half the room (a single huge line is not a reason to show
+    nothing)."""
+    quarter_cap = max_quarters if max_quarters is not None else 4 * max_chars
+    lines = text.split("\n")
+    if from_end:
+        lines.reverse()
+    kept: list[str] = []
+    chars = quarters = 0
+    for line in lines:
+        size, weight = len(line) + 1, weighted_length(line) + 1
+        if chars + size > max_chars or quarters + weight > quarter_cap:
+            if 2 * chars < max_chars and 2 * quarters < quarter_cap:
+                kept.append(_part(line, max_chars - chars - 1, quarter_cap - quarters - 1, from_end=from_end))
+            break
+        kept.append(line)
+        chars, quarters = chars + size, quarters + weight
+    if from_end:
+        kept.reverse()
+    return "\n".join(kept)
+
+
+def _part(line: str, max_chars: int, max_quarters: int, *, from_end: bool) -> str:
+    """The longest end (or start) of `line` within both limits."""
+    def piece(n: int) -> str:
+        return (line[len(line) - n:] if n else "") if from_end else line[:n]
+    lo, hi = 0, max(0, min(len(line), max_chars))
+    while lo < hi:  # weighted length grows with the piece: search the longest that fits
+        mid = (lo + hi + 1) // 2
+        if weighted_length(piece(mid)) <= max_quarters:
+            lo = mid
+        else:
+            hi = mid - 1
+    return piece(lo)
 
 
 def local_now(ms: int, tz: tzinfo) -> datetime:

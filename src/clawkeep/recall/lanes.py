@@ -4,7 +4,8 @@ Lane 1 (no model): promoted trusted entries only — the active bullet items of 
 Each entry's trigger phrases (a `trigger=a|b` attribute or `<!-- trigger: a; b -->`, else
 the entry's own words) are scored against the message: a one-word trigger scores 0.85 when
 present; a longer one 0.8·coverage + 0.2·min(1, overlap/2). entryScore = 0.8·best phrase +
-0.2·word overlap. Strong when ≥ 0.65; at most 3 entries and 1800 characters are injected.
+0.2·word overlap. Strong when ≥ 0.65; at most 3 entries and 1800 characters are injected, whole
+entries only.
 
 Lane 2: evidence from the allowed memory tools (memory_search over the memory index and,
 with rememberAcrossConversations, the other direct-message transcripts of the agent), settled
@@ -165,8 +166,31 @@ def lane_one(workspace: Path, message: str, *, min_score: float, max_entries: in
     hits = hits[:max_entries]
     if not hits:
         return [], None
-    block = "\n".join(f"- {h.text} (Source: {h.citation})" for h in hits)
-    return hits, block[:max_chars]
+    return _fit_entries(hits, max_chars)
+
+
+def _fit_entries(hits: list[LaneOneHit], max_chars: int) -> tuple[list[LaneOneHit], str]:
+    """The best entries that fit `max_chars` whole: a cut mid-entry would hand the model a
+    dangling fragment. Only the best entry, when it alone is too long, is shortened — its text,
+    never its source — so a strong hit is never lost to its length."""
+    kept: list[LaneOneHit] = []
+    lines: list[str] = []
+    size = -1  # no newline before the first line
+    for hit in hits:
+        source = f" (Source: {hit.citation})"
+        line = f"- {hit.text}{source}"
+        if size + 1 + len(line) > max_chars:
+            if kept:
+                break
+            room = max(1, max_chars - len(source) - 3)  # "- " and "…"
+            text = " ".join(hit.text.split())[:room]
+            if " " in text[room // 2:]:
+                text = text[: text.rfind(" ")]  # end on a whole word
+            line = f"- {text.rstrip(' ,;:')}…{source}"[:max_chars]
+        kept.append(hit)
+        lines.append(line)
+        size += 1 + len(line)
+    return kept, "\n".join(lines)
 
 
 def normalise_summary(text: str, max_chars: int) -> str | None:

@@ -150,7 +150,7 @@ def compact_for_overflow(rt: Runtime, store: AgentStore, session: SessionRecord,
         messages, _ = compaction_mod.active_messages(store, session)
         flushed = run_flush(rt, store, session, model, messages).to_json()
     if overhead_tokens is None:
-        overhead_tokens = _context_overhead(rt, session)
+        overhead_tokens = _context_overhead(rt, session, budget)
     keep, summary = budget.for_overflow(overhead_tokens)
     result = _compact(rt, store, session, model, at=at, reason="overflow", instructions=None,
                       keep_recent_tokens=keep, summary_tokens=summary, keep_pending_turn=True)
@@ -161,10 +161,11 @@ def compact_for_overflow(rt: Runtime, store: AgentStore, session: SessionRecord,
     return result
 
 
-def _context_overhead(rt: Runtime, session: SessionRecord) -> int:
+def _context_overhead(rt: Runtime, session: SessionRecord, budget: compaction_mod.Budget) -> int:
     """Tokens of a model call besides the history, when the caller does not say: the bootstrap
     files (a caller with tool schemas passes `compaction_mod.context_overhead([system], offered)`)."""
-    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key,
+                                 max_tokens=budget.bootstrap)
     return compaction_mod.context_overhead([f"## {f.path}\n\n{f.text}" for f in bootstrap])
 
 
@@ -359,7 +360,9 @@ def build_context(rt: Runtime, store: AgentStore, session: SessionRecord, text: 
                 text = inter_session_text(text, source)
             break
     # Bootstrap files are in the system context of every model call, not only the first (SPEC §P).
-    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key)
+    # ... each within its budget, all within the window's share (context/budget.py)
+    bootstrap = memory.bootstrap(rt, chat_type=session.chat_type, new_session=True, session_key=session.key,
+                                 max_tokens=window_budget(rt, model).bootstrap)
     summary = recall_result.summary if recall_result and recall_result.status == "ok" else None
     return assemble(session, before, compaction, store=store, user_text=text, bootstrap=bootstrap,
                     recall_summary=summary, pruning=rt.config.agents.defaults.context_pruning,
