@@ -10,7 +10,8 @@ import pytest
 from conftest import run_cli
 
 from clawkeep import Engine
-from clawkeep.errors import InputError
+from clawkeep import migrate as migrate_module
+from clawkeep.errors import InputError, StorageError
 from clawkeep.migrate import migrate
 
 
@@ -131,3 +132,129 @@ def test_an_unusable_home_path_is_an_input_error_not_a_crash(tmp_path):
     assert "Traceback" not in result.stderr and "--from" in result.stderr and "postgresql://" in result.stderr
     with pytest.raises(InputError, match="contains a NUL"):
         migrate("bad\x00home", "postgresql://127.0.0.1:1/none")
+
+
+# --- a re-run after the source moved on (QA: it could never finish) ---------------------------
+def _sqlite_docs(home):
+    ws = home / "workspace"
+    return {p.relative_to(ws).as_posix(): p.read_text() for p in ws.rglob("*.md")
+            if p.relative_to(ws).as_posix() == "MEMORY.md" or p.relative_to(ws).parts[0] == "memory"}
+
+
+def _pg_docs(url, prefix, home):
+    with engine_on(url, prefix, home) as eng:
+        return {d.path: d.text for d in eng.runtime.store().doc_changes(0) if not d.deleted}
+
+
+def _write_note(url, prefix, home, rel, text=None):
+    """Write (or, text None, delete) a memory document at the source, as its own instance would."""
+    if url is None:
+        path = home / "workspace" / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return
+    with engine_on(url, prefix, home) as eng:
+        store = eng.runtime.store()
+        current = store.doc_get(rel)
+        if text is None:
+            store.doc_delete(rel, current.version, "test")
+        else:
+            store.doc_put(rel, text, None if current is None or current.deleted else current.version, "test")
+
+
+@pytest.mark.parametrize("direction", ["home-to-postgres", "postgres-to-home"])
+def test_a_rerun_after_the_source_changed_catches_up_and_verifies(tmp_path, pg, direction):
+    url, prefix = pg
+    home = tmp_path / "home"
+    src_url = None if direction == "home-to-postgres" else url
+    config = {"storage": {"url": src_url, "schema": prefix}}
+    with Engine.open(home=home, config=config) as eng:
+        key = eng.message("first", sender="alice").session_key
+        eng.message("second", sender="alice")
+    _write_note(src_url, prefix, home, "memory/keep.md", "- kept note\n")
+    _write_note(src_url, prefix, home, "memory/gone.md", "- a note deleted later\n")
+    src, dst = (str(home), url) if src_url is None else (url, str(tmp_path / "back"))
+    first = migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]
+    assert first["verified"] and first["entries"] >= 2
+
+    with Engine.open(home=home, config=config) as eng:  # the source moves on
+        eng.message("third", sender="alice")
+        eng.sessions_reset(key)  # archives the session the target holds as current
+        eng.message("fourth, after the reset", sender="alice")
+    _write_note(src_url, prefix, home, "memory/gone.md", None)
+    _write_note(src_url, prefix, home, "memory/keep.md", "- kept note, edited\n")
+    _write_note(src_url, prefix, home, "memory/new.md", "- a new note\n")
+
+    again = migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]
+    assert again["verified"] and again["entries"] > first["entries"]
+    assert migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]["checksums"] == again["checksums"]
+    target_docs = _pg_docs(url, prefix, tmp_path / "i") if src_url is None else _sqlite_docs(tmp_path / "back")
+    assert "memory/gone.md" not in target_docs
+    assert target_docs["memory/keep.md"] == "- kept note, edited\n" and target_docs["memory/new.md"] == "- a new note\n"
+    target = {"storage": {"url": url, "schema": prefix}} if src_url is None else {"storage": {"url": None}}
+    with Engine.open(home=tmp_path / "i" if src_url is None else tmp_path / "back", config=target) as eng:
+        assert [m.text for m in eng.sessions_history(key).messages] == ["fourth, after the reset"]
+
+
+@pytest.mark.parametrize("direction", ["home-to-postgres", "postgres-to-home"])
+def test_a_document_the_migration_did_not_write_is_never_overwritten_or_deleted(tmp_path, pg, direction):
+    url, prefix = pg
+    home = tmp_path / "home"
+    src_url = None if direction == "home-to-postgres" else url
+    with Engine.open(home=home, config={"storage": {"url": src_url, "schema": prefix}}) as eng:
+        eng.message("first", sender="alice")
+    _write_note(src_url, prefix, home, "memory/a.md", "- from the source\n")
+    src, dst = (str(home), url) if src_url is None else (url, str(tmp_path / "back"))
+    assert migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]["verified"]
+    # someone works on the target: their writes are other data, not the migration's
+    dst_url, dst_home = (url, tmp_path / "i") if src_url is None else (None, tmp_path / "back")
+    _write_note(dst_url, prefix, dst_home, "memory/a.md", "- edited at the target\n")
+    _write_note(dst_url, prefix, dst_home, "memory/mine.md", "- only at the target\n")
+    with pytest.raises(InputError, match=r"memory/(a|mine)\.md") as refused:
+        migrate(src, dst, schema=prefix, agents=["main"])
+    assert "already holds" in str(refused.value)
+    docs = _pg_docs(url, prefix, dst_home) if src_url is None else _sqlite_docs(dst_home)
+    assert docs["memory/a.md"] == "- edited at the target\n" and docs["memory/mine.md"] == "- only at the target\n"
+
+
+def test_a_note_with_a_nul_byte_is_refused_by_name_before_anything_is_written(tmp_path, pg):
+    """PostgreSQL text cannot hold NUL: storing it as U+FFFD made the checksums differ forever."""
+    url, prefix = pg
+    home = tmp_path / "home"
+    with Engine.open(home=home, config={"storage": {"url": None}}) as eng:
+        eng.message("first", sender="alice")
+    _write_note(None, prefix, home, "memory/binary.md", "- before\x00after\n")
+    with pytest.raises(InputError, match=r"memory/binary\.md.*NUL") as refused:
+        migrate(str(home), url, schema=prefix, agents=["main"])
+    assert "differs after the copy" not in str(refused.value)
+    with psycopg.connect(url) as conn:  # refused before the target was written
+        rows = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)).fetchone()
+    assert rows[0] == 0 or not _pg_docs(url, prefix, tmp_path / "i")
+    _write_note(None, prefix, home, "memory/binary.md", "- before after\n")  # fixed: now it goes through
+    assert migrate(str(home), url, schema=prefix, agents=["main"])["agents"][0]["verified"]
+
+
+def test_run_it_again_is_advised_only_when_it_can_succeed(tmp_path, pg, monkeypatch):
+    url, prefix = pg
+    home = tmp_path / "home"
+    with Engine.open(home=home, config={"storage": {"url": None}}) as eng:
+        eng.message("first", sender="alice")
+    n = iter(range(1000))
+
+    def busy_source(agent, phase, done, total):  # a source in use: every pass finds new messages
+        if phase == "verify" and done == 0:
+            with Engine.open(home=home, config={"storage": {"url": None}}) as eng:
+                eng.message(f"written during the copy {next(n)}", sender="alice")
+
+    with pytest.raises(StorageError, match="kept changing.*run the command again when the source is not in use"):
+        migrate(str(home), url, schema=prefix, agents=["main"], progress=busy_source)
+    assert migrate(str(home), url, schema=prefix, agents=["main"])["agents"][0]["verified"]  # quiet: it catches up
+
+    _write_note(None, prefix, home, "memory/a.md", "- a note\n")
+    monkeypatch.setattr(migrate_module, "_copy_documents", lambda *args: None)  # a fault: a pass that never converges
+    with pytest.raises(StorageError, match="would not help") as failed:
+        migrate(str(home), url, schema=prefix, agents=["main"])
+    assert "run the command again" not in str(failed.value)

@@ -7,11 +7,16 @@ batches of one transaction each), the memory documents (workspace files <-> data
 The memory index is derived and rebuilds itself on first use at the target.
 
 Resumable: a copy interrupted at any point is continued by running the same command again: the
-entries continue after the last one the target holds (which must be the source's), sessions and
-documents already there are kept. Verified at the end by counts and SHA-256 checksums of both
+entries continue after the last one the target holds (which must be the source's). A run after the
+source moved on catches up: new entries appended in order, session rows brought to the source's,
+documents made equal to the source's (one deleted at the source is deleted at the target). Only
+what this migration wrote is changed: a target session or document it did not write (PostgreSQL:
+`updated_by`; a home: the list `agents/<id>/migrated-documents.json`) is refused, left untouched.
+A document with a NUL byte is refused for PostgreSQL, whose text cannot hold it. Verified at the end by counts and SHA-256 checksums of both
 sides (entry ids, content, metadata; sequence numbers compared by what they point at, since the
 target numbers entries anew: compaction `firstKeptSeq` and fork `forkedFromSeq` are rewritten to
-the target's numbers). A mismatch is an error naming the agent and what differs.
+the target's numbers). A mismatch gets one more catch-up pass (the source may be in use); then it
+is an error naming the agent and what differs, advising a re-run only if the source kept changing.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from .errors import InputError, StorageError
 from .memory.documents import memory_files, read_lines, write_text
 from .memory.workspace import NOTES_DIR, workspace_dir
 from .sessions.transcript import index_text_for
-from .storage import AgentStore, DocumentStore, EntryRecord, SessionFilter, known_agent_ids, open_agent_store
+from .storage import (AgentStore, DocumentStore, EntryRecord, SessionFilter, agent_database_path, known_agent_ids,
+                      open_agent_store)
 
 BATCH = 500
 NO_SEQ = 2**62  # "nothing kept" in a compaction's firstKeptSeq
@@ -192,22 +198,158 @@ def _fix_forks(src: AgentStore, dst: AgentStore) -> None:
             dst.update_session(mine)
 
 
-def _copy_documents(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore, agent: str) -> None:
-    docs = _documents(source, src, agent)
+HOLDER = "clawkeep migrate"  # who wrote a PostgreSQL document: tells the migration's copies from other data
+
+
+def _manifest_path(target: Endpoint, agent: str) -> Path:
+    # a home has no per-file writer, so the files this migration wrote are listed beside the agent's database
+    return agent_database_path(target.home, agent).parent / "migrated-documents.json"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_manifest(target: Endpoint, agent: str) -> dict[str, str]:
+    path = _manifest_path(target, agent)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} (what an earlier migrate wrote) cannot be read ({exc}); move it aside and "
+                         "migrate into an empty target") from None
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _write_manifest(target: Endpoint, agent: str, manifest: dict[str, str]) -> None:
+    path = _manifest_path(target, agent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, sort_keys=True, indent=1), encoding="utf-8")
+    tmp.replace(path)  # atomic: a crash leaves the old list or the new one
+
+
+def _target_documents(target: Endpoint, dst: AgentStore, agent: str) -> dict[str, tuple[str, bool]]:
+    """path -> (text, written by this migration and unchanged since)."""
     if target.is_postgres:
         assert isinstance(dst, DocumentStore)
-        for rel, text in docs.items():
+        return {d.path: (d.text, d.updated_by == HOLDER) for d in dst.doc_changes(0) if not d.deleted}
+    manifest = _read_manifest(target, agent)
+    return {rel: (text, manifest.get(rel) == _sha(text)) for rel, text in _documents(target, dst, agent).items()}
+
+
+def _document_plan(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore,
+                   agent: str) -> tuple[dict[str, str], dict[str, tuple[str, bool]]]:
+    """The source's documents and the target's, refused (before any write) when the copy could not
+    end equal: a NUL byte PostgreSQL cannot store, or a target document someone else wrote."""
+    wanted = _documents(source, src, agent)
+    if target.is_postgres:
+        nul = sorted(rel for rel, text in wanted.items() if "\x00" in text)
+        if nul:
+            raise InputError(f"memory document {nul[0]} of agent {agent!r} in {source.label} contains a NUL byte, "
+                             "which PostgreSQL text cannot store (it would arrive changed); remove the NUL byte "
+                             "from that file, then run the command again")
+    held = _target_documents(target, dst, agent)
+    foreign = sorted(rel for rel, (text, ours) in held.items() if not ours and wanted.get(rel) != text)
+    if foreign:
+        raise InputError(f"target {target.label} already holds memory documents of agent {agent!r} that this "
+                         f"migration did not write and the source does not have as they are ({', '.join(foreign[:5])}"
+                         f"{', …' if len(foreign) > 5 else ''}); they are left untouched: migrate into an empty "
+                         "target, or move them aside at the target")
+    return wanted, held
+
+
+def _copy_documents(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore, agent: str) -> None:
+    # the target ends equal to the source: a note deleted at the source is deleted at the target
+    # too, but only one this migration wrote (the plan refuses any other)
+    wanted, held = _document_plan(source, target, src, dst, agent)
+    gone = sorted(set(held) - set(wanted))
+    if target.is_postgres:
+        assert isinstance(dst, DocumentStore)
+        for rel, text in wanted.items():
             current = dst.doc_get(rel)
             if current is None or current.deleted:
-                dst.doc_put(rel, text, None, "clawkeep migrate")
-            elif current.text != text:
-                dst.doc_put(rel, text, current.version, "clawkeep migrate")
+                dst.doc_put(rel, text, None, HOLDER)
+            elif current.text != text or current.updated_by != HOLDER:
+                dst.doc_put(rel, text, current.version, HOLDER)  # an equal one adopted: ours to follow from now
+        for rel in gone:
+            current = dst.doc_get(rel)
+            if current is not None and not current.deleted:
+                dst.doc_delete(rel, current.version, HOLDER)  # a tombstone: mirrors learn of the deletion
         return
     ws = target.workspace(agent)
-    for rel, text in docs.items():
+    manifest = _read_manifest(target, agent)
+    for rel, text in wanted.items():
         path = ws / rel
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_text(path, text)
+        manifest[rel] = _sha(text)
+        _write_manifest(target, agent, manifest)  # after each file: an interruption forgets nothing written
+    for rel in gone:
+        (ws / rel).unlink(missing_ok=True)
+        manifest.pop(rel, None)
+        _write_manifest(target, agent, manifest)
+
+
+def _copy_sessions(src: AgentStore, dst: AgentStore, sessions: list[Any], agent: str,
+                   progress: Progress | None) -> None:
+    """Insert the sessions the target lacks and bring the ones it has to the source's row (counters,
+    times, archiving): the source may have moved on since an earlier, complete copy."""
+    held = {s.session_id: s for s in dst.list_sessions(SessionFilter(include_archived=True))}
+    # archived first: a key's new current session can only go in once the old one is archived
+    ordered = sorted(sessions, key=lambda s: s.archived_at is None)
+    for n, s in enumerate(ordered, start=1):
+        mine = held.get(s.session_id)
+        if mine is None:
+            dst.insert_session(s)
+        else:
+            # the target's own version counter; its fork point is in its own numbers (_fix_forks)
+            meta = dict(s.meta)
+            if "forkedFromSeq" in mine.meta:
+                meta["forkedFromSeq"] = mine.meta["forkedFromSeq"]
+            want = replace(s, version=mine.version, meta=meta)
+            if want != mine:
+                dst.update_session(want)
+        if progress and (n % 100 == 0 or n == len(ordered)):
+            progress(agent, "sessions", n, len(ordered))
+
+
+def _copy(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore, agent: str,
+          progress: Progress | None, batch_size: int) -> None:
+    """One pass: bring the target up to the source as it is now (a first copy, a resumed one, or a
+    catch-up after the source moved on)."""
+    after = _resume_point(src, dst, agent, target.label)  # before anything is written
+    sessions = src.list_sessions(SessionFilter(include_archived=True))
+    _refuse_other_sessions(sessions, dst, agent, target.label)  # likewise
+    _document_plan(source, target, src, dst, agent)  # likewise: refused documents stop it here
+    _copy_sessions(src, dst, sessions, agent, progress)
+    total = sum(src.count_entries(s.session_id) for s in sessions)
+    done = sum(src.count_entries(s.session_id, before_seq=after + 1) for s in sessions) if after else 0
+    if progress:
+        progress(agent, "entries", done, total)
+    while batch := src.scan_entries(after_seq=after, limit=batch_size):
+        with dst.transaction():  # one batch = one transaction: an interruption loses at most the batch
+            for e in batch:
+                dst.append_entry(_copy_entry(src, dst, e), index_text=index_text_for(e))
+        after = batch[-1].seq
+        done += len(batch)
+        if progress:
+            progress(agent, "entries", done, total)
+    _fix_forks(src, dst)
+    _copy_documents(source, target, src, dst, agent)
+
+
+def _refuse_other_sessions(sessions: list[Any], dst: AgentStore, agent: str, target: str) -> None:
+    # a session the source lacks is other data, or one the source's maintenance pruned: the target
+    # cannot tell which, so it is kept and the copy refused rather than ending in a failed verify
+    ids = {s.session_id for s in sessions}
+    extra = sorted(s.session_id for s in dst.list_sessions(SessionFilter(include_archived=True))
+                   if s.session_id not in ids)
+    if extra:
+        raise InputError(f"target {target} already holds sessions of agent {agent!r} that the source does not "
+                         f"have (e.g. {extra[0]}; other data, or pruned at the source since an earlier copy); they "
+                         "are left untouched: migrate into an empty target")
 
 
 def migrate_agent(source: Endpoint, target: Endpoint, agent: str, progress: Progress | None = None, *,
@@ -219,39 +361,29 @@ def migrate_agent(source: Endpoint, target: Endpoint, agent: str, progress: Prog
         src.close()
         raise
     try:
-        after = _resume_point(src, dst, agent, target.label)  # before anything is written
-        sessions = src.list_sessions(SessionFilter(include_archived=True))
-        for n, s in enumerate(sessions, start=1):
-            if dst.get_session(s.session_id) is None:
-                dst.insert_session(s)
-            if progress and (n % 100 == 0 or n == len(sessions)):
-                progress(agent, "sessions", n, len(sessions))
-        total = sum(src.count_entries(s.session_id) for s in sessions)
-        done = sum(src.count_entries(s.session_id, before_seq=after + 1) for s in sessions) if after else 0
-        if progress:
-            progress(agent, "entries", done, total)
-        while batch := src.scan_entries(after_seq=after, limit=batch_size):
-            with dst.transaction():  # one batch = one transaction: an interruption loses at most the batch
-                for e in batch:
-                    dst.append_entry(_copy_entry(src, dst, e), index_text=index_text_for(e))
-            after = batch[-1].seq
-            done += len(batch)
+        first: dict[str, Any] | None = None
+        while True:
+            _copy(source, target, src, dst, agent, progress, batch_size)
             if progress:
-                progress(agent, "entries", done, total)
-        _fix_forks(src, dst)
-        _copy_documents(source, target, src, dst, agent)
-        if progress:
-            progress(agent, "verify", 0, 1)
-        before, after_copy = summary(source, src, agent), summary(target, dst, agent)
-        if progress:
-            progress(agent, "verify", 1, 1)
-        if before != after_copy:
+                progress(agent, "verify", 0, 1)
+            before, after_copy = summary(source, src, agent), summary(target, dst, agent)
+            if progress:
+                progress(agent, "verify", 1, 1)
+            if before == after_copy:
+                return {"agent": agent, **before, "verified": True}
+            if first is None:  # written at the source during the copy: one more catch-up pass
+                first = before
+                continue
             wrong = [k for k in ("sessions", "entries", "documents")
                      if before[k] != after_copy[k] or before["checksums"][k] != after_copy["checksums"][k]]
-            raise StorageError(f"migrate: agent {agent!r} differs after the copy ({', '.join(wrong)}: source "
-                               f"{[before[k] for k in wrong]}, target {[after_copy[k] for k in wrong]}); the source is "
-                               "unchanged, run the command again to continue the copy")
-        return {"agent": agent, **before, "verified": True}
+            shown = f"{', '.join(wrong)}: source {[before[k] for k in wrong]}, target {[after_copy[k] for k in wrong]}"
+            if before != first:  # only then can another run end equal; never advise it otherwise
+                raise StorageError(f"migrate: agent {agent!r} differs after the copy ({shown}) because the source "
+                                   "kept changing while it was copied; nothing at the source was changed: run the "
+                                   "command again when the source is not in use")
+            raise StorageError(f"migrate: agent {agent!r} differs after the copy ({shown}) although the source did "
+                               "not change, so running it again would not help; nothing at the source was changed. "
+                               "This is a fault in clawkeep migrate: please report it with this message")
     finally:
         dst.close()
         src.close()
