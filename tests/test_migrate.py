@@ -3,6 +3,7 @@ counts and checksums, resumable after an interruption."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import psycopg
@@ -182,21 +183,30 @@ def test_a_rerun_after_the_source_changed_catches_up_and_verifies(tmp_path, pg, 
 
     with Engine.open(home=home, config=config) as eng:  # the source moves on
         eng.message("third", sender="alice")
-        eng.sessions_reset(key)  # archives the session the target holds as current
+        eng.sessions_reset(key)
         eng.message("fourth, after the reset", sender="alice")
+        # a rotation (as compaction does): the row the target holds as the key's current one is
+        # archived and a successor takes the key, so the target must archive before it inserts
+        store = eng.runtime.store()
+        old = store.get_session_by_key(key)
+        successor = dataclasses.replace(old, session_id="rotated-" + uuid.uuid4().hex[:8], version=0)
+        with store.transaction():
+            old.archived_at = old.updated_at + 1
+            store.update_session(old)
+            store.insert_session(successor)
     _write_note(src_url, prefix, home, "memory/gone.md", None)
     _write_note(src_url, prefix, home, "memory/keep.md", "- kept note, edited\n")
     _write_note(src_url, prefix, home, "memory/new.md", "- a new note\n")
 
     again = migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]
-    assert again["verified"] and again["entries"] > first["entries"]
+    assert again["verified"] and again["entries"] > first["entries"] and again["sessions"] == first["sessions"] + 1
     assert migrate(src, dst, schema=prefix, agents=["main"])["agents"][0]["checksums"] == again["checksums"]
     target_docs = _pg_docs(url, prefix, tmp_path / "i") if src_url is None else _sqlite_docs(tmp_path / "back")
     assert "memory/gone.md" not in target_docs
     assert target_docs["memory/keep.md"] == "- kept note, edited\n" and target_docs["memory/new.md"] == "- a new note\n"
     target = {"storage": {"url": url, "schema": prefix}} if src_url is None else {"storage": {"url": None}}
     with Engine.open(home=tmp_path / "i" if src_url is None else tmp_path / "back", config=target) as eng:
-        assert [m.text for m in eng.sessions_history(key).messages] == ["fourth, after the reset"]
+        assert eng.runtime.store().get_session_by_key(key).session_id == successor.session_id
 
 
 @pytest.mark.parametrize("direction", ["home-to-postgres", "postgres-to-home"])
@@ -258,3 +268,21 @@ def test_run_it_again_is_advised_only_when_it_can_succeed(tmp_path, pg, monkeypa
     with pytest.raises(StorageError, match="would not help") as failed:
         migrate(str(home), url, schema=prefix, agents=["main"])
     assert "run the command again" not in str(failed.value)
+
+
+def test_a_session_the_source_no_longer_has_is_refused_not_a_failed_verify(tmp_path, pg):
+    """Maintenance at the source pruned a session after a copy: the target cannot tell it from other
+    data, so it is kept and the run refused by name (it used to end in 'run it again', forever)."""
+    url, prefix = pg
+    home = tmp_path / "home"
+    with Engine.open(home=home, config={"storage": {"url": None}}) as eng:
+        pruned = eng.message("in a group", sender="bob", channel="slack", chat_type="group", group="g").session_id
+        eng.message("first", sender="alice")
+    assert migrate(str(home), url, schema=prefix, agents=["main"])["agents"][0]["verified"]
+    with Engine.open(home=home, config={"storage": {"url": None}}) as eng:
+        eng.runtime.store().delete_session(pruned)
+    with pytest.raises(InputError, match=f"already holds sessions.*{pruned}") as refused:
+        migrate(str(home), url, schema=prefix, agents=["main"])
+    assert "run the command again" not in str(refused.value)
+    with engine_on(url, prefix, tmp_path / "i") as eng:
+        assert eng.runtime.store().get_session(pruned) is not None  # left untouched
