@@ -12,11 +12,12 @@ source moved on catches up: new entries appended in order, session rows brought 
 documents made equal to the source's (one deleted at the source is deleted at the target). Only
 what this migration wrote is changed: a target session or document it did not write (PostgreSQL:
 `updated_by`; a home: the list `agents/<id>/migrated-documents.json`) is refused, left untouched.
-A document with a NUL byte is refused for PostgreSQL, whose text cannot hold it. Verified at the end by counts and SHA-256 checksums of both
-sides (entry ids, content, metadata; sequence numbers compared by what they point at, since the
-target numbers entries anew: compaction `firstKeptSeq` and fork `forkedFromSeq` are rewritten to
-the target's numbers). A mismatch gets one more catch-up pass (the source may be in use); then it
-is an error naming the agent and what differs, advising a re-run only if the source kept changing.
+A document with a NUL byte is refused for PostgreSQL, whose text cannot hold it. Verified at the
+end by counts and SHA-256 checksums of both sides (entry ids, content, metadata; sequence numbers
+compared by what they point at, since the target numbers entries anew: compaction `firstKeptSeq`
+and fork `forkedFromSeq` are rewritten to the target's numbers). A mismatch gets one more catch-up
+pass (the source may be in use); then it is an error naming the agent and what differs, advising a
+re-run only if the source kept changing.
 """
 
 from __future__ import annotations
@@ -219,7 +220,9 @@ def _read_manifest(target: Endpoint, agent: str) -> dict[str, str]:
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} (what an earlier migrate wrote) cannot be read ({exc}); move it aside and "
                          "migrate into an empty target") from None
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
 def _write_manifest(target: Endpoint, agent: str, manifest: dict[str, str]) -> None:
