@@ -4,6 +4,7 @@ back through the same check, a collision keeps both versions and is reported."""
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 
@@ -149,3 +150,141 @@ def test_two_instances_never_sweep_at_once(two):
     finally:
         lease.release()
     assert b.dream()["status"] == "ok"
+
+
+# --- a mirrored path that is no longer a regular file inside the workspace (QA pgm 1, 2) ---------
+def _stored(engine, rel):
+    doc = engine.runtime.store().doc_get(rel)
+    return None if doc is None or doc.deleted else doc.text
+
+
+@pytest.mark.parametrize("rel", ["MEMORY.md", "memory/2026-01-05-0930.md"])
+def test_a_mirrored_file_replaced_by_a_symlink_out_of_the_workspace_is_never_pushed(two, tmp_path, rel):
+    a, b = two
+    a.memory_remember("Remember that my favourite tea is sencha")
+    if rel != "MEMORY.md":  # a session-memory excerpt, written like the hook writes it
+        from clawkeep.memory.documents import for_workspace
+        for_workspace(ws(a)).create(rel, "# Session excerpt\n\nwe talked about tea\n")
+    b.memory_items()  # b mirrors it
+    before = _stored(a, rel)
+    private = tmp_path / "private.txt"
+    private.write_text("- the root password of the build box is hunter2\n")
+    (ws(b) / rel).unlink()
+    (ws(b) / rel).symlink_to(private)
+    b.memory_status()
+    b.memory_search("tea")
+    assert _stored(a, rel) == before  # the outside file never reached the database
+    a.memory_items()
+    assert "hunter2" not in (ws(a) / rel).read_text()  # nor the other host's mirror
+    assert private.read_text() == "- the root password of the build box is hunter2\n"  # never written through
+    assert (ws(b) / rel).is_file() and not (ws(b) / rel).is_symlink()  # the database's text is back
+    assert (ws(b) / rel).read_text() == before
+    assert any(rel in w and "not a regular file" in w for w in b.runtime.warnings)
+
+
+def test_a_fifo_at_a_mirrored_path_never_blocks_a_read(two):
+    a, b = two
+    a.memory_remember("Remember that my favourite tea is sencha")
+    b.memory_items()
+    before = _stored(a, "MEMORY.md")
+    fifo = ws(b) / "MEMORY.md"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def use():
+        b.memory_status()
+        b.memory_search("tea")
+        done.set()
+
+    worker = threading.Thread(target=use, daemon=True)
+    worker.start()
+    try:
+        assert done.wait(20), "a FIFO at a mirrored path blocked the memory read"
+    finally:
+        if not done.is_set():  # free the blocked reader: a writer that opens and closes gives it EOF
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+            worker.join(10)
+    assert _stored(a, "MEMORY.md") == before
+    assert fifo.is_file() and fifo.read_text() == before
+
+
+def test_a_directory_at_a_mirrored_path_is_left_alone_and_reported(two):
+    a, b = two
+    a.memory_remember("Remember that my favourite tea is sencha")
+    b.memory_items()
+    before = _stored(a, "MEMORY.md")
+    (ws(b) / "MEMORY.md").unlink()
+    (ws(b) / "MEMORY.md").mkdir()
+    a.memory_remember("Remember that my desk is by the window")  # b's pull cannot write over a directory
+    status = b.memory_status().to_json()["documents"]
+    assert status["notMirrored"] == [{"path": "MEMORY.md", "reason": "a directory"}]
+    assert (ws(b) / "MEMORY.md").is_dir()
+    assert "desk is by the window" in _stored(a, "MEMORY.md") and "sencha" in before
+    (ws(b) / "MEMORY.md").rmdir()  # once it is gone, the database's version comes back, never deleted
+    b.memory_items()
+    assert (ws(b) / "MEMORY.md").read_text() == _stored(a, "MEMORY.md")
+    assert b.memory_status().to_json()["documents"]["notMirrored"] == []
+
+
+# --- supersession decided against the text actually written (QA pgm 3) -------------------------
+def test_contradicting_facts_remembered_at_once_on_two_instances_leave_one_active(two):
+    a, b = two
+    start = threading.Barrier(2)
+    errors = []
+
+    def remember(engine, building):
+        start.wait()
+        try:
+            engine.memory_remember(f"My office is in building {building}")
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=remember, args=(e, x)) for e, x in ((a, "A1"), (b, "B1"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for engine in (a, b):
+        active = [i.text for i in engine.memory_items(status="active")]
+        assert len(active) == 1 and "office is in building" in active[0], active
+
+
+def test_three_contradicting_facts_at_once_on_one_instance_leave_one_active(two):
+    a, _ = two
+    start = threading.Barrier(3)
+    errors = []
+
+    def remember(building):
+        start.wait()
+        try:
+            a.memory_remember(f"My office is in building {building}")
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=remember, args=(x,)) for x in ("A1", "B1", "C1")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    active = [i.text for i in a.memory_items(status="active")]
+    assert len(active) == 1, active
+
+
+def test_a_file_written_where_a_mirrored_directory_stood_is_an_edit(two):
+    a, b = two
+    a.memory_remember("Remember that my favourite tea is sencha")
+    b.memory_items()
+    (ws(b) / "MEMORY.md").unlink()
+    (ws(b) / "MEMORY.md").mkdir()
+    b.memory_status()
+    (ws(b) / "MEMORY.md").rmdir()
+    (ws(b) / "MEMORY.md").write_text("# Memory\n\n- I keep bees on the roof\n")
+    b.memory_items()  # b pushes the human's file through the usual check (its base version is current)
+    assert [i.text for i in a.memory_items()] == ["I keep bees on the roof"]
+    assert b.memory_status().to_json()["documents"]["notMirrored"] == []

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ from typing import Any
 
 from ..errors import ConflictError, InputError
 from ..storage import DocumentConflict, DocumentStore
-from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, walk_markdown, walk_markdown_stats
+from .workspace import MEMORY_FILE, NOTES_DIR, contained_file, is_inside, walk_markdown, walk_markdown_stats
 
 Change = Callable[[list[str]], "list[str] | None"]
 CONFLICTS_DIR = f"{NOTES_DIR}/.conflicts"
@@ -236,6 +237,18 @@ class MirroredDocuments:
     def _mirror(self, rel: str, text: str | None, version: int) -> None:
         """Make the local file `text` (None: absent) and remember it as `version`."""
         path = self.workspace / rel
+        if path.is_dir() and not path.is_symlink():
+            # Someone's directory: never removed, never written into. The copy waits (recorded
+            # with an impossible mtime, so every sync looks again) until the directory is gone.
+            displaced = self._state.setdefault("displaced", {})
+            if text is None:
+                self._state["docs"].pop(rel, None)
+                displaced.pop(rel, None)
+            else:
+                self._state["docs"][rel] = [version, _digest(text), -1, -1]
+                displaced[rel] = "a directory"
+            return
+        self._state.get("displaced", {}).pop(rel, None)
         if text is None:
             path.unlink(missing_ok=True)
             self._state["docs"].pop(rel, None)
@@ -253,6 +266,55 @@ class MirroredDocuments:
             if changed:
                 self._save_state()
 
+    def _not_regular(self, rel: str) -> str | None:
+        """Why the entry at `rel` is no regular file inside the workspace (None: it is one, or is
+        absent). Such an entry is never read: a link out of the workspace would upload another
+        file into the shared database, a FIFO would block the reader for ever (M4)."""
+        path = self.workspace / rel
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISREG(st.st_mode):
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            return "a directory"
+        if stat.S_ISLNK(st.st_mode):
+            if contained_file(path, self.workspace):
+                return None
+            return "a symbolic link out of the workspace or to no regular file"
+        return "a FIFO, socket or device"
+
+    def _read_regular(self, rel: str) -> tuple[str, os.stat_result]:
+        """The text of the regular file at `rel`, opened without blocking and checked again once
+        open (it may have been swapped for a FIFO or a link since `_not_regular` looked)."""
+        real = os.path.realpath(self.workspace / rel)
+        if not is_inside(real, os.path.realpath(self.workspace)):
+            raise OSError(f"{rel} leads out of the workspace")
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(f"{rel} is not a regular file")
+            return handle.read().decode("utf-8"), st
+
+    def _restore(self, rel: str, why: str) -> None:
+        """Put the database's version back at `rel` in place of what is there (a link or a FIFO is
+        replaced by the atomic rename, never written through; a directory is left where it is)."""
+        current = self.store.doc_get(rel)
+        if current is not None and not current.deleted:
+            self._mirror(rel, current.text, current.version)
+        else:
+            self._mirror(rel, None, 0)
+        if why == "missing":  # the directory that stood there was removed: mirrored again, nothing deleted
+            return
+        if why == "a directory" and rel in self._state.get("displaced", {}):
+            self.warnings.append(f"memory file {rel} is a directory here: it was not read and not mirrored; the "
+                                 "database's version is kept and comes back here once the directory is removed")
+        else:
+            self.warnings.append(f"memory file {rel} had become {why}, not a regular file of the workspace: it was "
+                                 "not read or uploaded; the database's version was put back in its place")
+
     def _local_text(self, rel: str, known: list | None) -> tuple[bool, str | None]:
         """(changed since mirrored, current text or None when the file is gone)."""
         path = self.workspace / rel
@@ -260,10 +322,12 @@ class MirroredDocuments:
             st = path.stat()
         except FileNotFoundError:
             return known is not None, None
+        except OSError:
+            return False, None  # a link loop, …: left alone
         if known is not None and [st.st_mtime_ns, st.st_size] == known[2:4]:
             return False, None  # untouched: no need to read it
         try:
-            text = path.read_text(encoding="utf-8")
+            text, st = self._read_regular(rel)
         except (OSError, UnicodeDecodeError):
             return False, None  # unreadable: left alone (the index reports it)
         if known is not None and _digest(text) == known[1]:
@@ -278,6 +342,21 @@ class MirroredDocuments:
             if not _safe(rel):
                 continue
             known = docs.get(rel)
+            why = self._not_regular(rel)
+            displaced = self._state.setdefault("displaced", {})
+            if why is None and rel in displaced and os.path.lexists(self.workspace / rel):
+                displaced.pop(rel)  # the directory gave way to a file: a human's edit like any other
+                changed = True
+            elif why is not None or rel in displaced:
+                if known is None:
+                    continue  # never mirrored here: not ours to read or replace
+                if why == "a directory" and displaced.get(rel) == "a directory":
+                    continue  # still there: reported once, the database's version waits
+                # a link out, a FIFO, a new directory, or a directory since removed (never a
+                # deletion): put back the database's version; nothing local is read or pushed
+                self._restore(rel, why or "missing")
+                changed = True
+                continue
             edited, text = self._local_text(rel, known)
             if not edited:
                 continue
@@ -400,6 +479,12 @@ class MirroredDocuments:
                 written = self.store.doc_put(rel, text, known[0] if known else None, self.holder)
                 self._mirror(rel, text, written.version)
             self._save_state()
+
+    def not_mirrored(self) -> list[dict[str, str]]:
+        """The documents whose mirror path holds something that is no regular file (a directory):
+        the database's version is kept and this mirror skips them until the path is freed."""
+        with self._guarded():
+            return [{"path": rel, "reason": why} for rel, why in sorted(self._state.get("displaced", {}).items())]
 
     def conflicts(self) -> list[dict[str, Any]]:
         return [{"path": c.path, "keptAs": c.kept_as, "baseVersion": c.base_version,

@@ -506,6 +506,9 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
         return RememberResult("refused", reason=plan.reason)
     ws = ensure_workspace(workspace(rt))
     day = today(rt)
+    item = None
+    if plan.status == "store":
+        plan, item = _store(rt, ws, text, plan, force=force, owner=owner, day=day)
     same = plan.same
     if same is not None:
         seen = day.isoformat()
@@ -515,17 +518,52 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
             except InputError as exc:  # the fact is there already: an unwritable file loses nothing
                 rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
         return RememberResult("duplicate", item=same)
-    assert plan.attrs is not None and plan.conflicts is not None
-    if plan.expires is not None:
-        rel = daily_note(ws, day.isoformat()).relative_to(ws).as_posix()
-        item = items.append_item(ws, rel, plan.fact, plan.attrs, heading=f"# {day.isoformat()}")
-    else:
-        item = items.append_item(ws, MEMORY_FILE, plan.fact, plan.attrs, heading=MEMORY_HEADING)
-    for old in plan.conflicts:
-        items.set_attr(ws, old, supersededBy=item.id)
+    assert item is not None and plan.conflicts is not None
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
                                     superseded=tuple(i.id for i in plan.conflicts)))
     return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
+
+
+def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date
+           ) -> tuple[WritePlan, items.Item | None]:
+    """Append `plan`'s fact to its file, deciding again — duplicate, merge, which items it
+    supersedes — against that file's text as it is written: another writer (a thread, another
+    instance) may have added a contradicting fact since `plan` was made, and the write's retry on
+    the newer text must see it, or both facts stay active. Items of the target file are marked
+    superseded in the same write; items of other files afterwards. Returns the plan that was
+    applied (a duplicate when the fact arrived meanwhile: then nothing is written) and the item."""
+    if plan.expires is not None:
+        rel, heading = daily_note(ws, day.isoformat()).relative_to(ws).as_posix(), f"# {day.isoformat()}"
+    else:
+        rel, heading = MEMORY_FILE, MEMORY_HEADING
+    elsewhere = [i for i in writable_items(rt, owner, day) if i.path != rel]
+    applied = {"plan": plan}
+
+    def change(lines: list[str]) -> list[str] | None:
+        here = [] if items.is_session_excerpt(lines) else items.parse_items(rel, "\n".join(lines))
+        now = plan_remember(rt, text, force=force, owner=owner, day=day,
+                            active=writable_items(rt, owner, day, found=elsewhere + here))
+        applied["plan"] = now
+        if now.status != "store":
+            return None
+        assert now.attrs is not None and now.conflicts is not None
+        for old in now.conflicts:
+            if old.path == rel:  # parsed from these very lines: its line number is current
+                lines[old.line - 1] = items.line_with_attrs(lines[old.line - 1], old.id, supersededBy=now.attrs["id"])
+        if not lines and heading:
+            lines = [heading, ""]
+        return [*lines, items.item_line(now.fact, now.attrs)]
+
+    lines = documents.for_workspace(ws).update(rel, change)
+    now = applied["plan"]
+    if now.status != "store":
+        return now, None
+    assert now.attrs is not None and now.conflicts is not None
+    item = items.Item(now.attrs["id"], rel, len(lines), items.neutralise(now.fact), now.attrs)
+    for old in now.conflicts:
+        if old.path != rel:
+            items.set_attr(ws, old, supersededBy=item.id)
+    return now, item
 
 
 def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
@@ -668,7 +706,8 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         out["index"]["path"] = idx.store.path
         out["vectorStore"] = {"backend": "pgvector"}
         out["documents"] = {"backend": "postgresql", "mirror": str(ws),
-                            "conflicts": documents.for_workspace(ws).conflicts()}
+                            "conflicts": documents.for_workspace(ws).conflicts(),
+                            "notMirrored": documents.for_workspace(ws).not_mirrored()}
     if deep:
         out["provider"] = _provider_health(idx)
         try:
