@@ -106,6 +106,9 @@ class _Server(uvicorn.Server):
 def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
           on_ready: Callable[[str], None] | None = None, log_level: str = "info") -> None:
     settings = effective_settings(engine, host, port)
+    # the storage answers before the gateway says it is up: an unreachable server exits 1, refused
+    # settings (login, rights, database) exit 2, as every CLI command does
+    engine.runtime.store()
     logs.configure(log_level)
     listener = _listen(settings.bind, settings.port)
     try:
