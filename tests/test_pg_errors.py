@@ -150,3 +150,20 @@ def test_the_first_call_after_the_server_dropped_the_connections_succeeds(tmp_pa
         reply = eng.message("after the restart")  # the lock connection and the pooled ones were dropped
         texts = [m.text for m in eng.sessions_history(reply.session_key).messages]
         assert texts == ["before the restart", "after the restart"]
+
+
+# --- bug 5: reads create nothing -------------------------------------------------------------
+@pytest.mark.parametrize("read", [("memory", "search", "foo"), ("memory", "status"), ("memory", "items"),
+                                  ("memory", "get", "MEMORY.md")])
+def test_memory_reads_on_a_fresh_schema_create_nothing(tmp_path, pgvector_url, read):
+    prefix = "pr" + uuid.uuid4().hex[:10]
+    proc = cli_env(tmp_path, *read, CLAWKEEP_STORAGE_URL=pgvector_url, CLAWKEEP_STORAGE_SCHEMA=prefix)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    with psycopg.connect(pgvector_url, autocommit=True) as conn:
+        created = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+                               (prefix, prefix + "\\_%")).fetchall()
+        for (name,) in created:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    assert created == []
+    home = tmp_path / "home"
+    assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), list(home.rglob("*"))
