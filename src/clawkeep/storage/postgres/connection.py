@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...errors import InputError, StorageError, StorageSettingsError
+from ...validation import redact_url
 from ..base import AppliedMigration
 from ..journal import record_committed
 
@@ -80,6 +81,7 @@ def translate(url: str, exc: Exception, *, connecting: bool = False) -> Exceptio
     """A psycopg error as a ClawkeepError naming the server and what to do."""
     where = redact(url)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = redact_url(text)  # a driver message quoting the connection string keeps no password
     if isinstance(exc, pg_errors.InsufficientPrivilege):
         return StorageSettingsError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); grant it CREATE "
                           "on the database (and USAGE/CREATE on clawkeep's schemas), or use a URL whose role may")
