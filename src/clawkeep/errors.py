@@ -28,6 +28,14 @@ class NotFoundError(InputError):
     http_status = 404
 
 
+class StorageSettingsError(InputError):
+    """The storage settings name a server that refuses them (login, rights, database): the CLI
+    exits 2 (the settings need fixing); a server answers 503, since its client did nothing wrong."""
+
+    code = "storage"
+    http_status = 503
+
+
 class ConflictError(ClawkeepError):
     """A concurrent writer changed the row first (optimistic concurrency)."""
 

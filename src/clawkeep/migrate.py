@@ -29,8 +29,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from . import validation
 from .config import Config, StorageConfig, load_config
+from .config.base import _describe_error
 from .errors import InputError, StorageError
 from .memory.documents import memory_files, read_lines, write_text
 from .memory.workspace import NOTES_DIR, workspace_dir
@@ -69,11 +72,13 @@ class Endpoint:
 
 def endpoint(value: str, schema: str, name: str) -> Endpoint:
     if value.startswith(("postgresql://", "postgres://")):
+        shown = validation.redact_url(value)  # messages name the server, never the password
         try:
             config = Config.model_validate({"storage": {"url": value, "schema": schema}})
-        except ValueError as exc:
-            raise InputError(f"{name} {value!r}: {exc}") from None
-        return Endpoint(value, Path("/nonexistent-home"), config)
+        except ValidationError as exc:
+            problems = "; ".join(_describe_error(err) for err in exc.errors())
+            raise InputError(f"{name}: {problems}") from None
+        return Endpoint(shown, Path("/nonexistent-home"), config)
     validation.path(value, name)
     home = Path(value).expanduser()
     try:

@@ -19,6 +19,7 @@ Bounds (also in the README):
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,12 @@ def shown(value: Any) -> str:
     """A bad value as a message quotes it: repr, cut to a readable length."""
     text = repr(value)
     return text if len(text) <= _SHOW else f"{text[:_SHOW]}…({len(text)} characters)"
+
+
+def redact_url(text: str) -> str:
+    """`text` with the password of every URL in it (`user:password@`, `password=`) replaced by ***."""
+    text = re.sub(r"(://[^:/@\s]*:)[^/?#\s]*@", r"\1***@", text)
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text, flags=re.IGNORECASE)
 
 
 def _utf8(value: str, name: str) -> None:

@@ -123,7 +123,7 @@ _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dict_type", 
 def _describe_error(error: dict[str, Any]) -> str:
     """One pydantic error as `key = value: what is wrong / what is allowed`."""
     key = ".".join(str(part) for part in error["loc"])
-    value = validation.shown(error.get("input"))
+    value = validation.redact_url(validation.shown(error.get("input")))  # a storage URL's password
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")

@@ -11,10 +11,10 @@ file at load, so the user's file — comments included — is never rewritten.
 
 import json
 import os
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import json5
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -303,19 +303,27 @@ class StorageConfig(_Model):
     def _known_scheme(cls, value: str | None) -> str | None:
         if value is None or value in ("", "sqlite", "sqlite:"):
             return None
-        if value.startswith(("postgresql://", "postgres://")):
-            return value
-        raise ValueError(f"storage.url {_redact_url(value)!r} is not supported; allowed: unset (embedded SQLite) "
-                         "or postgresql://user:password@host:port/database")
+        # the messages do not repeat the value: it is shown (without its password) beside them
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("this kind of URL is not supported; allowed: unset (embedded SQLite) "
+                             "or postgresql://user:password@host:port/database")
+        try:
+            urlsplit(value).port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+        except ValueError:
+            raise ValueError("the port is not a number from 1 to 65535; give one (or none: 5432)") from None
+        return value
+
+    @field_validator("schema_prefix")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.startswith("pg_"):
+            raise ValueError("a prefix starting with pg_ is reserved by PostgreSQL for its own schemas; "
+                             "give another prefix (a-z first, then a-z, 0-9 or _, at most 24 characters)")
+        return value
 
     @property
     def is_postgres(self) -> bool:
         return self.url is not None
-
-
-def _redact_url(url: str) -> str:
-    """A URL as it may be shown: the password replaced."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 class HookEntry(_Model):

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ..config.gateway import TOKEN_ENV, GatewayConfig, is_loopback
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
+from ..storage import check_storage
 from . import logs
 from .app import Gateway
 
@@ -106,6 +107,9 @@ class _Server(uvicorn.Server):
 def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
           on_ready: Callable[[str], None] | None = None, log_level: str = "info") -> None:
     settings = effective_settings(engine, host, port)
+    # the storage answers before the gateway says it is up: an unreachable server exits 1, a
+    # refused login or a missing database exits 2, as every CLI command does
+    check_storage(engine.config.storage)
     logs.configure(log_level)
     listener = _listen(settings.bind, settings.port)
     try:

@@ -114,13 +114,14 @@ def sync_index(rt: Runtime) -> SyncReport:
     return with_index(rt, lambda idx: idx.sync())
 
 
-def workspace(rt: Runtime, agent_id: str | None = None) -> Path:
+def workspace(rt: Runtime, agent_id: str | None = None, *, reading: bool = False) -> Path:
     """The agent's workspace. In PostgreSQL mode it is this instance's mirror of the database's
     memory documents (D4): attached on first use, and synced (local edits written back, other
-    instances' writes pulled) every time it is asked for."""
+    instances' writes pulled) every time it is asked for. `reading`: an agent the database does
+    not hold yet is not attached (a read creates no schema, no mirror, no lock file)."""
     agent = agent_id or rt.agent_id
     ws = workspace_dir(rt.home, rt.config, agent)
-    if rt.config.storage.is_postgres:
+    if rt.config.storage.is_postgres and (not reading or rt.has_database(agent)):
         docs = documents.attach(ws, rt.store(agent))
         docs.sync()
         while docs.warnings:
@@ -130,7 +131,7 @@ def workspace(rt: Runtime, agent_id: str | None = None) -> Path:
 
 def has_memory(rt: Runtime) -> bool:
     """Whether the agent has anything to search: a workspace, a memory index or a database."""
-    return workspace(rt).is_dir() or memory_database_path(rt).exists() or rt.has_database()
+    return workspace(rt, reading=True).is_dir() or memory_database_path(rt).exists() or rt.has_database()
 
 
 def today(rt: Runtime) -> date:
@@ -271,7 +272,7 @@ def resolve_memory_path(rt: Runtime, path: str) -> Path:
     `extra:<path>` (what memory search returns for an extra root's file) is read from the extra
     roots only; real paths are compared, so a link out of a root is refused."""
     _check_path(path)
-    base = workspace(rt).resolve()
+    base = workspace(rt, reading=True).resolve()
     folders, files = _extra_roots(rt, base)
     extra = path.startswith(EXTRA_PREFIX)
     candidate = Path(path[len(EXTRA_PREFIX):] if extra else path).expanduser()
@@ -334,7 +335,7 @@ def _readable_by_a_session(rt: Runtime, path: str, target: Path) -> None:
     """A calling session (the model, MCP or HTTP as a session) reads memory, never the machine
     state beside it: hidden folders (.dreams holds every conversation's text for Dreaming,
     .archive, .conflicts) and DREAMS.md, which summarises every conversation's claims."""
-    base = workspace(rt).resolve()
+    base = workspace(rt, reading=True).resolve()
     if base not in target.parents:
         return  # an extra root: the operator chose it as memory
     parts = target.relative_to(base).parts
@@ -406,7 +407,7 @@ def _capped(selected: list[str], start: int, end: int) -> tuple[str, int, int]:
 
 
 def _relative(rt: Runtime, target: Path) -> str:
-    base = workspace(rt).resolve()
+    base = workspace(rt, reading=True).resolve()
     return target.relative_to(base).as_posix() if base in target.parents else target.as_posix()
 
 
@@ -622,7 +623,7 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
         raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired")
     day = today(rt)
     skipped: dict[str, str] = {}
-    found = items.all_items(workspace(rt), skipped)
+    found = items.all_items(workspace(rt, reading=True), skipped)
     for rel, why in skipped.items():  # one bad note never blocks the listing; it is named instead
         rt.log_warning(f"memory items: skipped {rel}: {why}")
     return [i.to_json(day) for i in found if status is None or i.status(day) == status]
@@ -672,7 +673,7 @@ def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None)
 
 
 def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
-    ws = workspace(rt)
+    ws = workspace(rt, reading=True)
     if not has_memory(rt):  # an agent with no workspace, index or database: report it, create nothing
         settings = rt.config.agents.defaults.memory_search
         return {"workspace": str(ws), "workspaceExists": False, "files": 0,

@@ -12,6 +12,7 @@ from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionF
 from .factory import (
     agent_database_path,
     agent_store_exists,
+    check_storage,
     known_agent_ids,
     move_aside,
     open_agent_store,
@@ -42,6 +43,7 @@ __all__ = [
     "VectorFilter",
     "agent_database_path",
     "agent_store_exists",
+    "check_storage",
     "known_agent_ids",
     "commit_journal",
     "move_aside",

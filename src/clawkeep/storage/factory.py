@@ -15,8 +15,8 @@ from .memory_base import MemoryStore
 from .sqlite import SqliteAgentStore, SqliteMemoryStore
 from .sqlite.connection import move_aside
 
-__all__ = ["agent_database_path", "agent_store_exists", "known_agent_ids", "move_aside", "open_agent_store",
-           "open_agent_store_file", "open_in_memory_store", "open_memory_index"]
+__all__ = ["agent_database_path", "agent_store_exists", "check_storage", "known_agent_ids", "move_aside",
+           "open_agent_store", "open_agent_store_file", "open_in_memory_store", "open_memory_index"]
 
 
 def agent_database_path(home: Path, agent_id: str) -> Path:
@@ -42,6 +42,15 @@ def known_agent_ids(home: Path, config: StorageConfig) -> set[str]:
                                  connect_timeout_ms=config.connect_timeout_ms))
     agents_dir = home / "agents"
     return {p.parent.name for p in agents_dir.glob("*/agent.sqlite")} if agents_dir.is_dir() else set()
+
+
+def check_storage(config: StorageConfig) -> None:
+    """PostgreSQL: log in to the server once (nothing is created); its error says what is wrong."""
+    if config.is_postgres:
+        from .postgres.connection import Database, require_driver  # noqa: PLC0415
+
+        require_driver()
+        Database.release(Database.acquire(config.url, config.pool_size, config.connect_timeout_ms))
 
 
 def agent_store_exists(home: Path, agent_id: str, config: StorageConfig) -> bool:

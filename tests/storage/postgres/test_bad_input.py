@@ -27,7 +27,7 @@ def free_port() -> int:
 
 
 def test_an_unknown_url_is_refused_naming_the_key():
-    with pytest.raises(InputError, match=r"storage\.url 'mysql://db' is not supported; allowed: unset"):
+    with pytest.raises(InputError, match=r"storage\.url = 'mysql://db': this kind of URL is not supported; allowed: unset"):
         config_from_dict({"storage": {"url": "mysql://db"}})
     with pytest.raises(InputError, match="storage"):
         config_from_dict({"storage": {"url": "postgresql://h/db", "schema": "Bad-Prefix"}})

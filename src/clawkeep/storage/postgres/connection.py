@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...errors import InputError, StorageError
+from ...errors import InputError, StorageError, StorageSettingsError
+from ...validation import redact_url
 from ..base import AppliedMigration
 from ..journal import record_committed
 
@@ -80,19 +81,20 @@ def translate(url: str, exc: Exception, *, connecting: bool = False) -> Exceptio
     """A psycopg error as a ClawkeepError naming the server and what to do."""
     where = redact(url)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = redact_url(text)  # a driver message quoting the connection string keeps no password
     if isinstance(exc, pg_errors.InsufficientPrivilege):
-        return InputError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); grant it CREATE "
+        return StorageSettingsError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); grant it CREATE "
                           "on the database (and USAGE/CREATE on clawkeep's schemas), or use a URL whose role may")
     if isinstance(exc, pg_errors.InvalidAuthorizationSpecification | pg_errors.InvalidPassword):
-        return InputError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+        return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); check user and password")
     if isinstance(exc, pg_errors.InvalidCatalogName):
-        return InputError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
+        return StorageSettingsError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
     if isinstance(exc, psycopg.OperationalError):
         lowered = text.lower()
         if "password authentication failed" in lowered or "role" in lowered and "does not exist" in lowered:
-            return InputError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+            return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); check user and password")
         if "database" in lowered and "does not exist" in lowered:
-            return InputError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
+            return StorageSettingsError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
         if connecting:
             return StorageError(f"PostgreSQL at {where} cannot be reached ({text}); check that the server runs and "
                                 "that storage.url names it")

@@ -164,8 +164,10 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         ident = lock_id(self.schema, key)
         deadline = time.monotonic() + self.lock_timeout_ms / 1000
         wait = LOCK_POLL_S[0]
+        reconnected = False
         while True:
             with self._lock_conn_guard:
+                reused = self._lock_conn is not None and not self._lock_conn.closed and not self._lock_conn.broken
                 try:
                     conn = self._lock_connection()
                     if not take:
@@ -176,6 +178,11 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 except psycopg.Error as exc:
                     if not take:  # the connection is gone, and with it the lock
                         return
+                    if reused and conn.broken and not reconnected:
+                        # the server dropped the idle connection (a restart): nothing was taken on
+                        # it, so take the lock once more on a new one
+                        reconnected = True
+                        continue
                     raise translate(self.url, exc) from None
             if time.monotonic() > deadline:
                 raise StorageError(f"session {key} is busy in another instance for more than "
