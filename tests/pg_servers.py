@@ -103,3 +103,18 @@ def pg_url() -> str:
 def pgvector_url() -> str:
     """PostgreSQL with pgvector (the pgserver bundle)."""
     return SERVERS.url("pgvector")
+
+
+def scratch_schemas(url: str, tag: str):
+    """A fresh schema prefix on `url` for one test (`tag` + random hex), and every schema under
+    it dropped afterwards: use as `yield from scratch_schemas(url, "mg")` in a fixture."""
+    import uuid
+
+    import psycopg
+
+    prefix = tag + uuid.uuid4().hex[:10]
+    yield url, prefix
+    with psycopg.connect(url, autocommit=True) as conn:
+        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+                                    (prefix, prefix + "\\_%")).fetchall():
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')

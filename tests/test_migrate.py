@@ -8,6 +8,7 @@ import uuid
 
 import psycopg
 import pytest
+from pg_servers import scratch_schemas
 from conftest import run_cli
 
 from clawkeep import Engine
@@ -17,12 +18,7 @@ from clawkeep.migrate import migrate
 
 @pytest.fixture
 def pg(pgvector_url):
-    prefix = "mg" + uuid.uuid4().hex[:10]
-    yield pgvector_url, prefix
-    with psycopg.connect(pgvector_url, autocommit=True) as conn:
-        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                    (prefix + "%",)).fetchall():
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    yield from scratch_schemas(pgvector_url, "mg")
 
 
 def build_home(home):

@@ -20,8 +20,8 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-import psycopg
 import pytest
+from pg_servers import scratch_schemas
 
 from clawkeep.config import StorageConfig
 from clawkeep.storage import open_agent_store
@@ -33,12 +33,7 @@ TEXT = re.compile(r"^(c\d+) says (\d+)$")
 
 @pytest.fixture
 def shared_db(pgvector_url):
-    prefix = "mi" + uuid.uuid4().hex[:10]
-    yield pgvector_url, prefix
-    with psycopg.connect(pgvector_url, autocommit=True) as conn:
-        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                    (prefix + "%",)).fetchall():
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    yield from scratch_schemas(pgvector_url, "mi")
 
 
 def start(tmp_path: Path, db: tuple[str, str], n: int, clients: list[tuple[str, int, int]], delay: float = 0.0):

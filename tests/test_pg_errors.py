@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pg_servers import scratch_schemas
 from conftest import run_cli
 
 from clawkeep import Engine
@@ -31,12 +32,7 @@ def with_password(url: str, password: str = SECRET) -> str:
 
 @pytest.fixture
 def pg(pg_url):
-    prefix = "pe" + uuid.uuid4().hex[:10]
-    yield pg_url, prefix
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
-                                    (prefix, prefix + "\\_%")).fetchall():
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    yield from scratch_schemas(pg_url, "pe")
 
 
 def cli_env(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
