@@ -45,6 +45,23 @@ def storage_error(path: str, exc: sqlite3.Error) -> StorageError:
     return StorageError(f"database {path}: {text}")
 
 
+def _enable_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """`PRAGMA journal_mode = WAL`, retried: on a new file that another connection is opening too,
+    SQLite answers "database is locked" at once instead of waiting its busy timeout (measured:
+    28 of 300 races of six openers), and the first opener converts the file within milliseconds."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 def move_aside(path: str | Path, label: str = "corrupt", *, keep: int | None = None) -> Path:
     """Rename a database and its -wal/-shm to `<name>.<label>-<UTC time>` beside it (never
     deleted). `keep` prunes older sets with the same label down to that many (derived stores
@@ -247,7 +264,7 @@ class SqliteConnection:
                                          timeout=busy_timeout_ms / 1000)
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(self._conn, busy_timeout_ms)
                 if synchronous.upper() in CHECKPOINT_OFF_COMMIT_MODES:
                     self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # _Checkpointer does it off the commit path
                     self._checkpointer = _Checkpointer(self.path, self._busy_timeout_ms, synchronous, self._lock)
