@@ -1,7 +1,13 @@
 """The full turn with a scripted model over real HTTP (OpenAI-compatible protocol)."""
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 from conftest import open_engine
+from gateway_process import write_config
 from scripted_server import Reply, ScriptedServer
 
 from clawkeep.context.compaction import active_messages
@@ -250,3 +256,22 @@ def test_provider_reasoning_fields_are_never_the_reply(home, server):
     sent = eng.message("hello there")
     assert sent.reply == "Final answer"
     assert eng.sessions_search("7781")["hits"] == []
+
+
+def test_turns_of_one_session_from_two_processes_take_turns(home, server):
+    """Two `clawkeep message` processes on one home and one session (a CLI beside a gateway, a
+    cron job): the second turn starts after the first one's reply is stored, so every reply
+    follows its own message (before: user, user, assistant, assistant)."""
+    server.set_script(lambda request: Reply(delay=1.5, json=completion(
+        "reply to " + request.json()["messages"][-1]["content"].split()[-1]).json))
+    path = write_config(home, model_config(server, timeout_ms=20000))
+    command = [sys.executable, "-m", "clawkeep", "--home", str(home), "--config", str(path), "message"]
+    env = {k: v for k, v in os.environ.items() if k != "CLAWKEEP_HOME"}
+    first = subprocess.Popen([*command, "first"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)  # the first turn is waiting for its model
+    second = subprocess.Popen([*command, "second"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert first.wait(60) == 0 and second.wait(60) == 0, (first.stderr.read(), second.stderr.read())
+    eng = open_engine(home, model_config(server))
+    history = eng.sessions_history("agent:main:main")["messages"]
+    assert [(m["role"], m["text"]) for m in history] == [
+        ("user", "first"), ("assistant", "reply to first"), ("user", "second"), ("assistant", "reply to second")]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConflictError, DuplicateError
-from ...locks import SessionLocks
+from ...locks import FileSessionLocks, SessionLocks
 from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch, describe_entry
 from ..query import TextQuery
 from . import bm25
@@ -170,7 +170,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     def __init__(self, path: str | Path, agent_id: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
                  group_commit: bool = True):
         self.agent_id = agent_id
-        self._session_locks = SessionLocks()
+        # turns of one session take turns across processes too (CLI, cron, a gateway on one home)
+        self._session_locks = (SessionLocks() if str(path) == ":memory:"
+                               else FileSessionLocks(Path(path).parent / "locks", busy_timeout_ms))
         # (index state, its in-memory ranking, stored tokens by seq read in that state)
         self._ranking: tuple[Any, bm25.SizesWithPostings, dict[int, str]] | None = None
         self._ranking_lock = threading.Lock()
@@ -184,8 +186,6 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         conn.execute(_INSTANCES_TABLE)
 
     def session_lock(self, key: str) -> AbstractContextManager[None]:
-        # One process per file is the embedded deployment; BEGIN IMMEDIATE keeps each write atomic
-        # across processes.
         return self._session_locks.hold(key)
 
     def try_lease(self, name: str, holder: str, ttl_ms: int) -> bool:
