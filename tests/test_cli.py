@@ -1,6 +1,9 @@
 """CLI (SPEC §P): JSON shapes, exit codes 0/2/1, no traceback for user mistakes."""
 
 import json
+import shutil
+
+from conftest import run_cli
 
 
 def test_message_json_shape_and_defaults(cli):
@@ -116,3 +119,19 @@ def test_status_counts_indexed_messages(cli):
         assert cli("message", text).code == 0
     status = cli("status", "--json").json()
     assert status["messages"] == 3 and status["indexedMessages"] == 3
+
+
+def test_a_file_the_command_cannot_write_is_a_clear_error_not_an_internal_one(home):
+    """QA: Dreaming on a read-only workspace said `internal error: OSError …`; a path that cannot
+    be written (here memory/.dreams is a plain file) names the path and what to do, exit 1."""
+    assert run_cli(home, "memory", "dreaming", "on").code == 0
+    assert run_cli(home, "memory", "remember", "I like green tea").code == 0
+    dreams = home / "workspace" / "memory" / ".dreams"
+    if dreams.is_dir():
+        shutil.rmtree(dreams)
+    dreams.write_text("in the way\n")
+    result = run_cli(home, "memory", "dream")
+    flat = " ".join(result.stderr.split())
+    assert result.code == 1 and "internal error" not in flat and "Traceback" not in flat
+    assert str(dreams) in flat and "nothing already stored was lost" in flat
+    assert "I like green tea" in (home / "workspace" / "MEMORY.md").read_text()

@@ -235,6 +235,11 @@ def run() -> None:
     except ClawkeepError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(1)
+    except OSError as exc:  # a file the command had to write: read-only, full, no permission
+        where = f" {exc.filename}" if exc.filename else " a file"
+        err.print(f"error: could not use{where} ({exc.strerror or exc}); make it writable (or free space) and "
+                  "run the command again — nothing already stored was lost", highlight=False, markup=False)
+        sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - last line of defence: a message, not a traceback
         if os.environ.get("CLAWKEEP_DEBUG"):
             raise
