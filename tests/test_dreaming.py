@@ -254,11 +254,13 @@ def test_two_concurrent_sweeps_one_runs_one_reports_the_lock(home, month):
         assert started.wait(30)
         blocked = second.dream().to_json()
         cli = run_cli(home, "memory", "dream", "--json")
+        promote = run_cli(home, "memory", "promote", "--apply", "--json")
         status = second.dreaming_status().to_json()
         release.set()
         runner.join(60)
     assert blocked["status"] == "locked" and blocked["holder"]["owner"] == results["first"]["runId"]
     assert cli.code == 1 and cli.json()["status"] == "locked"
+    assert promote.code == 1 and promote.json()["status"] == "locked"  # was exit 0: "nothing was done" hid
     assert status["lock"]["owner"] == results["first"]["runId"]
     assert results["first"]["status"] == "ok" and results["first"]["promoted"]
 

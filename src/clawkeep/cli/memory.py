@@ -238,6 +238,8 @@ def memory_promote(
                                       min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
     if apply:
         emit(data, as_json, _render_sweep)
+        if data["status"] == "locked":
+            raise typer.Exit(1)  # nothing was promoted: as `memory dream`, a cron wrapper must see it
         return
     decided = {row["key"]: row for row in data["decisions"]}
 
