@@ -397,3 +397,11 @@ def test_huge_inputs_are_refused_or_skipped_quickly(home):
         report = eng.dream(phase="light").to_json()
         assert clock.monotonic() - started < 20
     assert [s["text"] for s in report["light"]["staged"]] == ["I like green tea"]  # the blob is no claim
+
+
+def test_a_title_or_an_initial_does_not_cut_a_claim_in_two():
+    from clawkeep.dreaming.claims import statements
+
+    said = "I live at 12 Elm Street and my doctor is Dr. Hargreaves. My friend J. Smith moved to St. Louis. 我现在住在杭州西湖边。"
+    assert statements(said) == ["I live at 12 Elm Street and my doctor is Dr. Hargreaves.",
+                                "My friend J. Smith moved to St. Louis.", "我现在住在杭州西湖边。"]

@@ -29,7 +29,11 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _SPEAKER = re.compile(r"^(user|assistant|system|tool)\s*:\s*", re.IGNORECASE)
 _QUESTION = re.compile(r"(?:[?？]|(?:吗|嗎|呢|么|か|까|니|나요)\s*[。.!！]?)\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
+# A full stop after a title or an initial ("Dr. Hargreaves", "J. Smith") ends no sentence: a claim
+# cut there was promoted as two fragments.
+_NOT_AN_END = "".join(rf"(?<!\b{abbr}\.)" for abbr in ("Dr", "Mr", "Ms", "Mrs", "Prof", "St", "Mt", "vs", "No", "Jr",
+                                                           "Sr", "etc")) + r"(?<!\b[A-Z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)"
+_SENTENCE_END = re.compile(rf"(?<=[!?。！？])\s+|{_NOT_AN_END}(?<=\.)\s+|(?<=[。！？])|\n+")
 _PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
 _LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*[a-z0-9]|[a-z0-9]")
 _EXTRA_STOP = frozenset("""also really still just maybe today yesterday tomorrow week month year thing things stuff
