@@ -1,5 +1,10 @@
 """Child process of the crash tests: runs one Dreaming sweep and, at the named step, says so
-(a marker file) and waits to be killed with SIGKILL."""
+(a marker file) and waits to be killed with SIGKILL.
+
+A step `after-rename:<file>` stops at the first rename that follows the one that put <file> of
+`memory/.dreams/` in place: watched through Python's audit events (os.replace raises
+`os.rename`), so the kill lands right after that file, before the next, with no clawkeep code
+patched."""
 
 import json
 import sys
@@ -19,6 +24,22 @@ def stop_here(event):
         marker.write_text(event.run_id)
         time.sleep(120)  # the parent kills us here
 
+
+renamed = False
+
+
+def stop_after_rename(event, args):
+    global renamed
+    if event != "os.rename":
+        return
+    if renamed:
+        marker.write_text(str(args[1]))  # the rename about to happen: it never does
+        time.sleep(120)
+    renamed = str(args[1]).endswith(f".dreams/{step.partition(':')[2]}")
+
+
+if step.startswith("after-rename:"):
+    sys.addaudithook(stop_after_rename)
 
 with Engine.open(home=home, config=config) as engine:
     engine.runtime.events.subscribe(DreamingProgress, stop_here)

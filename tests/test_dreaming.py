@@ -363,7 +363,7 @@ def test_each_message_is_ingested_once_and_checkpoints_stay_bounded(home):
     entries, _ = dreams.load_store()
     daily = {e.text: e.daily_count for e in entries.values()}
     assert daily == {"I switched to a standing desk this week.": 1, "My new chair is a Swedish kneeling chair.": 1}
-    checkpoint = dreams.read_json("daily-ingestion.json", {})
+    checkpoint = dreams.load_state()[3]
     (mark,) = checkpoint["sessions"].values()
     assert len(mark["ids"]) == 1 and mark["through"] > 0  # one high-water mark per session, not one key per message
 

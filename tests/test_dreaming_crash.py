@@ -115,3 +115,60 @@ def test_kill_at_random_moments_never_leaves_memory_half_written(tmp_path):
         finish_and_check(home)
     assert seen <= {"before", "after"}  # each attempt ended in one of the two states (which: the timing)
     print("states seen after the kills:", sorted(seen))
+
+
+def write_unique_notes(workspace: Path, days: int = 5, per_day: int = 40) -> set[str]:
+    """Dated notes whose every line is unique, so each claim's dailyCount must be exactly 1."""
+    texts = set()
+    for back in range(days):
+        day = today().fromordinal(today().toordinal() - back).isoformat()
+        lines = [f"Note {day} item {n}: the {n}th errand of day {back} was unique {n * 7919 + back}"
+                 for n in range(per_day)]
+        texts.update(lines)
+        path = workspace / "memory" / f"{day}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {day}\n\n" + "".join(f"- {line}\n" for line in lines), encoding="utf-8")
+    return texts
+
+
+def test_kill_right_after_the_store_file_then_the_next_sweep_counts_each_line_once(home):
+    """QA: killed once short-term-recall.json was renamed but before the phase signals and the
+    checkpoint were (the old three-file save), the next sweep counted every note line twice."""
+    texts = write_unique_notes(home / "workspace")
+    marker = home / "marker"
+    child = start_child(home, "after-rename:short-term-recall.json", marker)
+    try:
+        wait_for(marker, child)
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == -signal.SIGKILL
+    dreams = DreamsDir(home / "workspace")
+    assert dreams.path("short-term-recall.json").exists()  # the kill came after the store's save
+    with open_engine(home, MONTH) as eng:
+        assert eng.dream().to_json()["status"] == "ok"
+    entries, _ = dreams.load_store()
+    daily = {e.text: e.daily_count for e in entries.values() if e.source == "daily"}
+    assert texts <= set(daily)
+    assert {t: n for t, n in daily.items() if n != 1} == {}
+
+
+def test_a_store_of_the_three_file_layout_is_read_once_and_not_counted_again(home):
+    """A store saved by the old layout (signals and checkpoint in their own files) keeps its
+    checkpoint: the next sweep re-counts nothing and leaves one file."""
+    write_unique_notes(home / "workspace", days=2, per_day=5)
+    with open_engine(home, MONTH) as eng:
+        eng.dream()
+    dreams = DreamsDir(home / "workspace")
+    data = json.loads(dreams.path("short-term-recall.json").read_text())
+    dreams.write_json("phase-signals.json", {"version": 1, "entries": data.pop("phaseSignals")})
+    dreams.write_json("daily-ingestion.json", data.pop("ingestion"))
+    dreams.write_json("short-term-recall.json", {**data, "version": 1})
+    with open_engine(home, MONTH) as eng:
+        eng.dream()
+    entries, _ = dreams.load_store()
+    assert entries and all(e.daily_count == 1 for e in entries.values())
+    assert not dreams.path("phase-signals.json").exists() and not dreams.path("daily-ingestion.json").exists()
+    assert dreams.load_state()[2]  # the Light reinforcements came over with the store

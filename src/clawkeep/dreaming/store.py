@@ -2,9 +2,11 @@
 
     recall-log.jsonl          traces appended by every memory_search / recall (cheap: one line)
     recall-log.<run>.jsonl    a log taken by a sweep and being folded (crash-safe hand-over)
-    short-term-recall.json    the short-term store: one entry per claim, its signals
-    phase-signals.json        Light / REM reinforcement per entry
-    daily-ingestion.json      which claims of which daily note were ingested (the checkpoint)
+    short-term-recall.json    the short-term store: one entry per claim, its signals, the Light /
+                              REM reinforcement per entry and which claims of which daily note and
+                              transcript were ingested (the checkpoint) — one file, so one rename
+                              saves them together (before version 2: phase-signals.json and
+                              daily-ingestion.json, read once and then removed)
     state.json                the last sweep and each phase's last run
     promotions/<run>.json     what a Deep run wrote to MEMORY.md, with the bytes before (undo)
     session-corpus/<day>.txt  redacted transcript lines Light read
@@ -33,7 +35,9 @@ from ..memory.workspace import NOTES_DIR
 from . import lock
 
 DREAMS_DIR = f"{NOTES_DIR}/.dreams"
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: phase signals and the ingestion checkpoint live in the store file
+STORE_FILE = "short-term-recall.json"
+OLD_SIGNALS_FILE, OLD_CHECKPOINT_FILE = "phase-signals.json", "daily-ingestion.json"  # version 1 only
 MAX_HASHES = 32  # distinct query hashes kept per entry
 MAX_DAYS = 16  # distinct recall days kept per entry
 MAX_SESSIONS = 8
@@ -158,24 +162,37 @@ class DreamsDir:
     # --- the short-term store ----------------------------------------------------------------
     def load_store(self) -> tuple[dict[str, Entry], list[str]]:
         """(entries by key, names of trace logs already folded)."""
-        data = self.read_json("short-term-recall.json", {})
+        data = self.read_json(STORE_FILE, {})
         entries = {k: Entry.from_json(v) for k, v in (data.get("entries") or {}).items()}
         return entries, list(data.get("foldedLogs") or [])
 
-    def save_store(self, entries: dict[str, Entry], folded: list[str], now: int) -> None:
-        self.write_json("short-term-recall.json", {
+    def load_state(self) -> tuple[dict[str, Entry], list[str], dict[str, PhaseSignal], dict[str, Any]]:
+        """(entries, folded logs, phase signals, ingestion checkpoint), read from the one store file.
+        A store written before they shared it (version 1) takes the signals and the checkpoint
+        from their old files, once: the next save carries them and removes those files."""
+        data = self.read_json(STORE_FILE, {})
+        entries = {k: Entry.from_json(v) for k, v in (data.get("entries") or {}).items()}
+        if "ingestion" in data:
+            signals, checkpoint = data.get("phaseSignals") or {}, data["ingestion"] or {}
+        else:
+            signals = self.read_json(OLD_SIGNALS_FILE, {}).get("entries") or {}
+            checkpoint = self.read_json(OLD_CHECKPOINT_FILE, {})
+        return entries, list(data.get("foldedLogs") or []), {
+            k: PhaseSignal(**{f.name: v.get(_camel(f.name)) or (0 if "hits" in f.name else None)
+                              for f in fields(PhaseSignal)}) for k, v in signals.items()}, checkpoint
+
+    def save_state(self, entries: dict[str, Entry], folded: list[str], signals: dict[str, PhaseSignal],
+                   checkpoint: dict[str, Any], now: int) -> None:
+        """Store, phase signals and checkpoint in one atomic rename: separate files let a crash
+        between them keep new daily counts with the old checkpoint, and the next sweep counted
+        every note line again."""
+        self.write_json(STORE_FILE, {
             "version": STORE_VERSION, "updatedAt": now, "foldedLogs": folded[-MAX_FOLDED_NAMES:],
-            "entries": {k: e.to_json() for k, e in sorted(entries.items())}}, compact=True)
-
-    def load_signals(self) -> dict[str, PhaseSignal]:
-        data = self.read_json("phase-signals.json", {})
-        return {k: PhaseSignal(**{f.name: v.get(_camel(f.name)) or (0 if "hits" in f.name else None)
-                                  for f in fields(PhaseSignal)})
-                for k, v in (data.get("entries") or {}).items()}
-
-    def save_signals(self, signals: dict[str, PhaseSignal], now: int) -> None:
-        self.write_json("phase-signals.json", {"version": STORE_VERSION, "updatedAt": now, "entries": {
-            k: {_camel(n): v for n, v in asdict(s).items()} for k, s in sorted(signals.items())}})
+            "entries": {k: e.to_json() for k, e in sorted(entries.items())},
+            "phaseSignals": {k: {_camel(n): v for n, v in asdict(s).items()} for k, s in sorted(signals.items())},
+            "ingestion": checkpoint}, compact=True)
+        for old in (OLD_SIGNALS_FILE, OLD_CHECKPOINT_FILE):  # superseded by the file just written
+            write_atomic(self.root / old, None)
 
     # --- the trace log -----------------------------------------------------------------------
     def append_trace(self, trace: dict[str, Any]) -> None:

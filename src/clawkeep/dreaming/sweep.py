@@ -4,8 +4,9 @@ Order of the writes (what a crash at any point leaves):
 1. the promotion record (`pending`), then MEMORY.md in one atomic rename, then the record
    (`applied`): a crash leaves MEMORY.md before or after; the next sweep settles the record
    and finds the promoted facts already in memory (duplicates, never written twice);
-2. the short-term store, phase signals and checkpoint, in one save each (atomic): a crash
-   before it means the next sweep folds the same traces again, from the same saved state;
+2. the short-term store, phase signals and checkpoint, in one atomic save (one file): a crash
+   before it means the next sweep folds the same traces and notes again, from the same saved
+   state; never the new counts with the old checkpoint;
 3. the folded trace logs are deleted; DREAMS.md's blocks and diary entry; state.json.
 """
 

@@ -47,16 +47,14 @@ class Working:
 
     @classmethod
     def load(cls, dreams: DreamsDir, threshold: float) -> Working:
-        entries, folded = dreams.load_store()
-        checkpoint = dreams.read_json("daily-ingestion.json", {})
-        return cls(dreams, threshold, entries, folded, dreams.load_signals(), checkpoint.get("files") or {},
+        entries, folded, signals, checkpoint = dreams.load_state()
+        return cls(dreams, threshold, entries, folded, signals, checkpoint.get("files") or {},
                    checkpoint.get("sessions") or {})
 
     def save(self, now: int) -> None:
-        self.dreams.save_store(self.entries, self.folded, now)
-        self.dreams.save_signals({k: v for k, v in self.signals.items() if k in self.entries}, now)
-        self.dreams.write_json("daily-ingestion.json", {"updatedAt": now, "files": self.ingested,
-                                                        "sessions": self.transcripts})
+        # one write: the daily counts and the checkpoint that says they were counted never part
+        self.dreams.save_state(self.entries, self.folded, {k: v for k, v in self.signals.items() if k in self.entries},
+                               {"updatedAt": now, "files": self.ingested, "sessions": self.transcripts}, now)
 
     @property
     def near(self) -> NearDuplicates:
