@@ -708,3 +708,58 @@ def test_import_jsonl_duplicate_client_id_in_one_session(tmp_path: Path) -> None
         report = engine.import_jsonl([tmp_path / "again.jsonl"])
     message = report["errors"][0]["message"]
     assert "in this session" in message and "another session" not in message, message
+
+
+def test_openclaw_duplicate_event_id_is_reported_as_such(tmp_path: Path, home: Path) -> None:
+    """A second event with an id already used (other content) dropped events as "off the active
+    branch"; now that transcript is refused naming both lines. An exact repeat is imported once
+    and reported as a repeat."""
+    source = _copy(LEGACY_HOME, tmp_path)
+    path = source / "agents" / "main" / "sessions" / f"{MAIN_ID}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]
+    numbers = [n for n, e in enumerate(events) if e.get("type") == "message"]
+    first, second = numbers[0], numbers[3]
+    events[second]["id"] = events[first]["id"]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(source, config="skip")
+        failed = [e for e in report["errors"] if e["where"] == "agent:main:main"]
+        assert len(failed) == 1, report["errors"]
+        message = failed[0]["message"]
+        assert f"{path}:{second + 1}: event id {events[first]['id']!r}" in message, message
+        assert f"{path}:{first + 1}" in message and "nothing of this session was imported" in message
+        assert engine.runtime.read_store("main").get_session(MAIN_ID) is None
+    # the same event written twice: imported once, reported as a repeat
+    clean = _copy(LEGACY_HOME, tmp_path, "clean")
+    with Engine.open(home=tmp_path / "h1") as engine:
+        off = {k: v for k, v in engine.import_openclaw(clean, config="skip")["unmapped"].items() if "off the" in k}
+        wanted = [(e.type, e.content) for e in _entries(engine, MAIN_ID)]
+    repeated = _copy(LEGACY_HOME, tmp_path, "repeated")
+    path = repeated / "agents" / "main" / "sessions" / f"{MAIN_ID}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines.insert(numbers[2] + 1, lines[numbers[2]])
+    path.write_text("".join(lines), encoding="utf-8")
+    with Engine.open(home=tmp_path / "h2") as engine:
+        report = engine.import_openclaw(repeated, config="skip")
+        assert report["errors"] == [], report["errors"]
+        assert [(e.type, e.content) for e in _entries(engine, MAIN_ID)] == wanted
+        kinds = json.dumps(report["unmapped"])
+        assert "repeated with the same id and content" in kinds
+        assert {k: v["count"] for k, v in report["unmapped"].items() if "off the" in k} == {
+            k: v["count"] for k, v in off.items()}
+
+
+def test_openclaw_unreadable_session_entry_is_reported(tmp_path: Path, home: Path) -> None:
+    """A malformed entry_json lost the session's label and meta.openclaw without a word."""
+    source = _copy(SQLITE_HOME, tmp_path)
+    database = next(source.rglob("*.sqlite"))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE session_nodes SET entry_json='[1,2' WHERE session_key='agent:main:main'")
+    db.close()
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(source, config="skip")
+        kinds = json.dumps(report["unmapped"])
+        assert "entry_json" in kinds and "agent:main:main" in kinds, kinds
+        session = engine.runtime.read_store("main").get_session_by_key("agent:main:main")
+        assert session is not None and session.meta["openclaw"]["entryJson"] == "[1,2"
