@@ -608,3 +608,158 @@ def test_cleanup_keeps_a_stored_row_whose_id_leaves_the_archive(tmp_path: Path, 
     assert not list(tmp_path.rglob("escaped-archive*"))
     with Engine.open(home=home) as engine:  # nothing stored is lost
         assert engine.runtime.store("main").get_session("../../../../escaped-archive") is not None
+
+
+def _reseal(source: Path, target: Path, edit) -> None:  # noqa: ANN001
+    """`source` (an export) with its entry lines passed through `edit` (a list of dicts → the
+    new list) and a matching end line: a file that passes the checksum, bad or not."""
+
+    def dumps(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    lines = source.read_text(encoding="utf-8").splitlines()
+    body = [dumps(e) for e in edit([json.loads(line) for line in lines[1:-1]])]
+    digest = hashlib.sha256(("\n".join(body) + "\n").encode("utf-8")).hexdigest()
+    end = dumps({"end": {"entries": len(body), "sha256": digest}})
+    target.write_text("\n".join([lines[0], *body, end]) + "\n", encoding="utf-8")
+
+
+def _one_export(tmp_path: Path) -> Path:
+    with Engine.open(home=tmp_path / "origin") as engine:
+        engine.message("first message", sender="owner", message_id="m1")
+        engine.message("second message", sender="owner", message_id="m2")
+        with open(tmp_path / "ex.jsonl", "w", encoding="utf-8") as handle:
+            engine.export_session("agent:main:main", handle)
+    return tmp_path / "ex.jsonl"
+
+
+def _refused(tmp_path: Path, name: str, *parts: str) -> None:
+    done = run_cli(tmp_path / f"home-{name}", "import", "jsonl", str(tmp_path / f"{name}.jsonl"), "--json")
+    assert done.code == 2 and "Traceback" not in done.stderr, (name, done.stderr)
+    report = done.json()
+    message = report["errors"][0]["message"]
+    for part in (*parts, "nothing of this file was imported"):
+        assert part in message, (name, message)
+    assert report["sessions"]["imported"] == 0 and not (tmp_path / f"home-{name}" / "agents").exists()
+
+
+def test_import_jsonl_refuses_an_entry_id_used_twice(tmp_path: Path) -> None:
+    """Two entries with one id: the second (other content) was skipped as "already imported"."""
+    source = _one_export(tmp_path)
+
+    def twice(entries: list) -> list:
+        messages = [i for i, e in enumerate(entries) if e["entry"]["type"] == "message"]
+        entries[messages[1]]["entry"]["id"] = entries[messages[0]]["entry"]["id"]
+        entries[messages[1]]["entry"]["clientId"] = None
+        return entries
+
+    _reseal(source, tmp_path / "dup.jsonl", twice)
+    lines = (tmp_path / "dup.jsonl").read_text(encoding="utf-8").splitlines()
+    dup_id = json.loads(lines[-2 if json.loads(lines[-2])["entry"]["type"] == "message" else -3])["entry"]["id"]
+    numbers = [n + 1 for n, line in enumerate(lines) if f'"id":"{dup_id}"' in line]
+    assert len(numbers) == 2
+    _refused(tmp_path, "dup", f"dup.jsonl:{numbers[1]}: entry.id", dup_id, f"line {numbers[0]}")
+
+
+def test_import_jsonl_checks_entry_fields(tmp_path: Path) -> None:
+    """content 42 / meta [1] crashed with a TypeError (exit 1); an unknown role or type was stored."""
+    source = _one_export(tmp_path)
+    cases = {
+        "content": ("content", 42, "a list of content blocks"),
+        "meta": ("meta", [1], "a JSON object"),
+        "role": ("role", "wizard", "allowed values: user, assistant, system, tool"),
+        "type": ("type", "bogus", "allowed values: session, message"),
+    }
+    for name, (field_name, value, allowed) in cases.items():
+        def edit(entries: list, field_name: str = field_name, value: object = value) -> list:
+            target = next(e for e in entries if e["entry"]["type"] == "message")
+            target["entry"][field_name] = value
+            return entries
+
+        _reseal(source, tmp_path / f"{name}.jsonl", edit)
+        lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        number = next(n + 1 for n, line in enumerate(lines) if json.dumps(value, separators=(",", ":")) in line)
+        _refused(tmp_path, name, f"{name}.jsonl:{number}: entry.{field_name}", allowed)
+
+
+def test_import_jsonl_duplicate_client_id_in_one_session(tmp_path: Path) -> None:
+    """Two entries of one file with one client id were said to clash with "another session"."""
+    source = _one_export(tmp_path)
+
+    def same_client(entries: list) -> list:
+        messages = [e for e in entries if e["entry"]["type"] == "message" and e["entry"].get("clientId")]
+        messages[1]["entry"]["clientId"] = messages[0]["entry"]["clientId"]
+        return entries
+
+    _reseal(source, tmp_path / "client.jsonl", same_client)
+    _refused(tmp_path, "client", "entry.clientId 'm1' is also the clientId of the entry on line")
+    # against the database: the entry m1 of this very session, already imported under another id
+    with Engine.open(home=tmp_path / "home-db") as engine:
+        assert engine.import_jsonl([source])["errors"] == []
+
+    def new_id(entries: list) -> list:
+        for e in entries:
+            if e["entry"].get("clientId") == "m1":
+                e["entry"]["id"] = "another-entry-id"
+        return entries
+
+    _reseal(source, tmp_path / "again.jsonl", new_id)
+    with Engine.open(home=tmp_path / "home-db") as engine:
+        report = engine.import_jsonl([tmp_path / "again.jsonl"])
+    message = report["errors"][0]["message"]
+    assert "in this session" in message and "another session" not in message, message
+
+
+def test_openclaw_duplicate_event_id_is_reported_as_such(tmp_path: Path, home: Path) -> None:
+    """A second event with an id already used (other content) dropped events as "off the active
+    branch"; now that transcript is refused naming both lines. An exact repeat is imported once
+    and reported as a repeat."""
+    source = _copy(LEGACY_HOME, tmp_path)
+    path = source / "agents" / "main" / "sessions" / f"{MAIN_ID}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]
+    numbers = [n for n, e in enumerate(events) if e.get("type") == "message"]
+    first, second = numbers[0], numbers[3]
+    events[second]["id"] = events[first]["id"]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(source, config="skip")
+        failed = [e for e in report["errors"] if e["where"] == "agent:main:main"]
+        assert len(failed) == 1, report["errors"]
+        message = failed[0]["message"]
+        assert f"{path}:{second + 1}: event id {events[first]['id']!r}" in message, message
+        assert f"{path}:{first + 1}" in message and "nothing of this session was imported" in message
+        assert engine.runtime.read_store("main").get_session(MAIN_ID) is None
+    # the same event written twice: imported once, reported as a repeat
+    clean = _copy(LEGACY_HOME, tmp_path, "clean")
+    with Engine.open(home=tmp_path / "h1") as engine:
+        off = {k: v for k, v in engine.import_openclaw(clean, config="skip")["unmapped"].items() if "off the" in k}
+        wanted = [(e.type, e.content) for e in _entries(engine, MAIN_ID)]
+    repeated = _copy(LEGACY_HOME, tmp_path, "repeated")
+    path = repeated / "agents" / "main" / "sessions" / f"{MAIN_ID}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines.insert(numbers[2] + 1, lines[numbers[2]])
+    path.write_text("".join(lines), encoding="utf-8")
+    with Engine.open(home=tmp_path / "h2") as engine:
+        report = engine.import_openclaw(repeated, config="skip")
+        assert report["errors"] == [], report["errors"]
+        assert [(e.type, e.content) for e in _entries(engine, MAIN_ID)] == wanted
+        kinds = json.dumps(report["unmapped"])
+        assert "repeated with the same id and content" in kinds
+        assert {k: v["count"] for k, v in report["unmapped"].items() if "off the" in k} == {
+            k: v["count"] for k, v in off.items()}
+
+
+def test_openclaw_unreadable_session_entry_is_reported(tmp_path: Path, home: Path) -> None:
+    """A malformed entry_json lost the session's label and meta.openclaw without a word."""
+    source = _copy(SQLITE_HOME, tmp_path)
+    database = next(source.rglob("*.sqlite"))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE session_nodes SET entry_json='[1,2' WHERE session_key='agent:main:main'")
+    db.close()
+    with Engine.open(home=home) as engine:
+        report = engine.import_openclaw(source, config="skip")
+        kinds = json.dumps(report["unmapped"])
+        assert "entry_json" in kinds and "agent:main:main" in kinds, kinds
+        session = engine.runtime.read_store("main").get_session_by_key("agent:main:main")
+        assert session is not None and session.meta["openclaw"]["entryJson"] == "[1,2"

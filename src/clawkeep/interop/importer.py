@@ -13,6 +13,7 @@ events, never with their size), once to write.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import validation as check
 from ..errors import InputError
 from ..redact import redact_secrets
 from ..routing.keys import escape_segment, is_session_id, new_session_id, parse_key
@@ -80,6 +82,7 @@ class Scan:
     events: int = 0
     header: dict[str, Any] | None = None
     off_branch: set[str] | None = None  # event ids not on the active branch (None: everything is)
+    repeats: dict[str, str] = field(default_factory=dict)  # where → where of the same event (id and content) before
 
 
 def scan(transcript_src: Transcript, progress: Progress) -> Scan:
@@ -87,8 +90,9 @@ def scan(transcript_src: Transcript, progress: Progress) -> Scan:
     events are off the active branch (a rewind or a branch left them behind)."""
     result = Scan()
     parents: dict[str, str | None] = {}
+    seen: dict[str, tuple[str, str]] = {}  # event id → (where, digest of the event)
     last_id = None
-    for _, event, size in transcript_src.read():
+    for where, event, size in transcript_src.read():
         progress(size)
         result.events += 1
         if event.get("type") == "session" and result.header is None and not parents:
@@ -96,6 +100,15 @@ def scan(transcript_src: Transcript, progress: Progress) -> Scan:
             continue
         event_id = event.get("id")
         if isinstance(event_id, str):
+            digest = hashlib.sha256(json.dumps(event, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+            if event_id in seen:
+                first, first_digest = seen[event_id]
+                if first_digest != digest:  # which one the branch and a compaction mean is unknowable
+                    raise InputError(f"{where}: event id {check.shown(event_id)} is also the id of the event at "
+                                     f"{first}, with other content; OpenClaw gives every event its own id")
+                result.repeats[where] = first  # written twice (a retried append): imported once
+                continue
+            seen[event_id] = (where, digest)
             parent = event.get("parentId")
             parents[event_id] = parent if isinstance(parent, str) else None
             last_id = event_id
@@ -279,6 +292,10 @@ def _write_transcript(job: SessionImport, source: Transcript, scanned: Scan, *,
     for ordinal, (where, event, size) in enumerate(source.read()):
         progress(size)
         if ordinal == 0 and scanned.header is not None:
+            continue
+        if where in scanned.repeats:
+            job.report.unmapped_item("event repeated with the same id and content (imported once)",
+                                     f"{event.get('id')} (first at {scanned.repeats[where]})", where)
             continue
         client_id = _client_id(event, ordinal)
         if scanned.off_branch and client_id in scanned.off_branch:

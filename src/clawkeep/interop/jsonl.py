@@ -32,6 +32,7 @@ from ..routing.keys import is_session_id, parse_key
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
+from ..storage.base import ENTRY_TYPES
 from .report import ImportReport
 from .sources import parse_line, raw_lines
 
@@ -144,9 +145,34 @@ def read_header(path: Path) -> dict[str, Any]:
     raise InputError(f"{path}: empty file; a clawkeep export has a header line, entry lines and an end line")
 
 
+def _line_number(where: str) -> str:
+    return where.rpartition(":")[2]
+
+
+def _check_entry(where: str, entry: dict[str, Any]) -> None:
+    """The fields an entry is stored with, by type (a wrong one failed later as a TypeError)."""
+    if isinstance(entry["timestamp"], bool):
+        raise InputError(f"{where}: entry.timestamp {check.shown(entry['timestamp'])} is not a time; "
+                         "allowed: milliseconds since 1970 (an integer)")
+    check.choice(entry["type"], f"{where}: entry.type", ENTRY_TYPES)
+    if entry.get("role") is not None:
+        check.choice(entry["role"], f"{where}: entry.role", transcript.ROLES)
+    content = entry.get("content")
+    if content is not None and not (isinstance(content, list) and all(isinstance(b, dict) for b in content)):
+        raise InputError(f"{where}: entry.content {check.shown(content)} is not allowed; allowed: a list of "
+                         "content blocks (JSON objects) or null")
+    if entry.get("meta") is not None and not isinstance(entry["meta"], dict):
+        raise InputError(f"{where}: entry.meta {check.shown(entry['meta'])} is not allowed; allowed: a JSON "
+                         "object or null")
+    for name in ("clientId", "clientScope"):
+        check.ident(entry.get(name), f"{where}: entry.{name}", optional=True)
+
+
 def verify(path: Path) -> int:
     """Pass 1: every line parses, entries have the fields we need, the end line matches."""
     digest, count, ended = hashlib.sha256(), 0, None
+    ids: dict[str, str] = {}
+    clients: dict[tuple[Any, str], str] = {}
     for index, (where, line, raw) in enumerate(_lines(path)):
         if index == 0:
             continue
@@ -162,6 +188,19 @@ def verify(path: Path) -> int:
         # the same bounds as ids given to the API (one line, no control characters, not too long)
         check.ident(entry["id"], f"{where}: entry.id")
         check.ident(entry.get("parentId"), f"{where}: entry.parentId", optional=True)
+        _check_entry(where, entry)
+        # one id, one entry: a second line with it would be skipped as "already imported"
+        if entry["id"] in ids:
+            raise InputError(f"{where}: entry.id {check.shown(entry['id'])} is also the id of the entry on line "
+                             f"{ids[entry['id']]}; every entry of an export has its own id")
+        ids[entry["id"]] = _line_number(where)
+        if entry.get("clientId") is not None:
+            client = (entry.get("clientScope"), entry["clientId"])
+            if client in clients:
+                raise InputError(f"{where}: entry.clientId {check.shown(client[1])} is also the clientId of the entry "
+                                 f"on line {clients[client]} (clientScope {check.shown(client[0])}); a message id "
+                                 "is recorded once per conversation")
+            clients[client] = _line_number(where)
         digest.update(raw)
         count += 1
     if ended is None:
@@ -248,7 +287,7 @@ def import_file(rt: Runtime, path: Path, report: ImportReport, *, dry_run: bool)
                 try:
                     transcript.append(store, record)
                 except DuplicateError as exc:
-                    raise InputError(f"{where}: {exc} in another session of this home") from None
+                    raise InputError(f"{where}: {exc} {_holder(store, record, values)}") from None
         if written and not dry_run:
             fresh = store.get_session(values["session_id"])
             assert fresh is not None
@@ -260,6 +299,17 @@ def import_file(rt: Runtime, path: Path, report: ImportReport, *, dry_run: bool)
                 fresh.archived_at = keep_archived
             store.update_session(fresh)
     report.sessions["imported" if existing is None and written else "updated" if written else "unchanged"] += 1
+
+
+def _holder(store: AgentStore, record: EntryRecord, values: dict[str, Any]) -> str:
+    """Where the entry that a refused one collides with lives (it need not be another session)."""
+    held = (store.get_entry_by_client_id(record.client_scope, record.client_id)
+            if record.client_id and record.client_scope else None)
+    if held is None:
+        return "in this home"
+    if held.session_id == values["session_id"]:
+        return f"in this session (entry {held.entry_id}); a message id is recorded once per conversation"
+    return f"in another session of this home ({held.session_id})"
 
 
 def import_paths(rt: Runtime, paths: list[Path], report: ImportReport, *, dry_run: bool) -> None:

@@ -291,15 +291,21 @@ def sqlite_sessions(agent: SourceAgent, path: Path) -> None:
     for key, current, entry_json in nodes:
         try:
             entry = json.loads(entry_json)
-        except ValueError:
-            entry = {"sessionId": current}
+        except (TypeError, ValueError):
+            entry = None
+        if not isinstance(entry, dict):
+            # the session's label and fields are lost with it: say so, and keep the raw text
+            agent.skipped_files.append(("session entry (entry_json) that is not a JSON object: its label and "
+                                        "fields were not read; the raw text is kept in meta.openclaw.entryJson",
+                                        f"{path} session_nodes key {key}"))
+            entry = {"sessionId": current, "entryJson": entry_json}
         chain = windows.get(key) or [(current, None, 0)]
         transcripts = []
         for index, (sid, reason, created) in enumerate(chain):
             reset = None if index == 0 or reason == "compaction" else (reason or "rollover")
             transcripts.append(Transcript(sid, f"{path} session {sid}", int(sizes.get(sid) or 0),
                                           _db_reader(path, sid), reset, created or None, leaves.get(sid), sid))
-        agent.sessions.append(SourceSession(key, entry if isinstance(entry, dict) else {}, transcripts, "sqlite"))
+        agent.sessions.append(SourceSession(key, entry, transcripts, "sqlite"))
 
 
 def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, dict[str, Any], int]]]:
