@@ -76,11 +76,8 @@ def _records(dreams: DreamsDir) -> list[dict]:
     return records(dreams)
 
 
-@pytest.mark.parametrize("step, expected", [("deep:planned", "before"), ("deep:written", "after")])
-def test_kill_at_a_step_then_the_next_sweep_completes(home, step, expected):
-    write_month(home / "workspace", today())
-    marker = home / "marker"
-    child = start_child(home, step, marker)
+def kill_at_marker(child, marker):
+    """SIGKILL the child as soon as it reaches its step (the marker file appears)."""
     try:
         wait_for(marker, child)
         child.send_signal(signal.SIGKILL)
@@ -89,6 +86,13 @@ def test_kill_at_a_step_then_the_next_sweep_completes(home, step, expected):
         if child.poll() is None:
             child.kill()
     assert child.returncode == -signal.SIGKILL
+
+@pytest.mark.parametrize("step, expected", [("deep:planned", "before"), ("deep:written", "after")])
+def test_kill_at_a_step_then_the_next_sweep_completes(home, step, expected):
+    write_month(home / "workspace", today())
+    marker = home / "marker"
+    child = start_child(home, step, marker)
+    kill_at_marker(child, marker)
     assert assert_before_or_after((home / "workspace" / "MEMORY.md").read_text()) == expected
     assert DreamsDir(home / "workspace").sweep_lock().holder() is None  # the kernel released the lock
     finish_and_check(home)
@@ -137,14 +141,7 @@ def test_kill_right_after_the_store_file_then_the_next_sweep_counts_each_line_on
     texts = write_unique_notes(home / "workspace")
     marker = home / "marker"
     child = start_child(home, "after-rename:short-term-recall.json", marker)
-    try:
-        wait_for(marker, child)
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == -signal.SIGKILL
+    kill_at_marker(child, marker)
     dreams = DreamsDir(home / "workspace")
     assert dreams.path("short-term-recall.json").exists()  # the kill came after the store's save
     with open_engine(home, MONTH) as eng:

@@ -349,15 +349,21 @@ def test_record_mode_has_no_loop_and_remembers_by_rule(home):
     assert re.search(r"session=agent%3Amain%3Amain|session=agent:main:main", memory)
 
 
+def tool_model(answer):
+    """A scripted reply model: calls without tools (the recall helper) get NONE; the others
+    `answer(last message)`."""
+    def model(req):
+        body = req.json()
+        return completion("NONE") if "tools" not in body else answer(body["messages"][-1])
+    return model
+
+
 # --- the seed's scenario -----------------------------------------------------------------------
 def test_fact_from_a_telegram_dm_answers_a_question_in_a_new_dashboard_thread(home, server):
     """Telegram DM states a fact → a new dashboard thread asks → the model calls memory_search
     and answers with the fact."""
-    def model(req):
-        body = req.json()
-        if "tools" not in body:
-            return completion("NONE")
-        last = body["messages"][-1]
+    @tool_model
+    def model(last):
         if last["role"] == "tool":
             found = json.loads(last["content"])
             snippets = " ".join(hit.get("snippet", "") for hit in found.get("results", found.get("hits", [])))
@@ -490,11 +496,8 @@ SESSION_MEMORY = {"memorySearch": {"provider": "none", "sources": ["memory", "se
 
 def _searching_model(query):
     """Asks memory_search (corpus sessions) once, then answers with what came back."""
-    def model(req):
-        body = req.json()
-        if "tools" not in body:
-            return completion("NONE")
-        last = body["messages"][-1]
+    @tool_model
+    def model(last):
         if last["role"] == "tool":
             return completion("RESULT " + last["content"])
         if "what is QUASAR77" in (last.get("content") or ""):
