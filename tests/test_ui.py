@@ -563,6 +563,8 @@ def test_a_malformed_address_and_an_empty_search_are_shown_not_thrown(browser, r
     page = ui.open()
     page.click("#new-thread")
     ui.send("Kestrel is the project name")
+    # stored (no longer pending) before the address changes and the search runs
+    expect(page.locator("#transcript .msg:not(.pending)", has_text="Kestrel is the project name")).to_have_count(1)
     page.evaluate("location.hash = '#/chat/%E0%A4%A'")
     expect(page.locator("#chat-title")).to_have_text("Bad address")
     expect(page.locator("#transcript .msg")).to_have_count(0)
