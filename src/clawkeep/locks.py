@@ -55,6 +55,7 @@ class FileSessionLocks:
     def __init__(self, folder: Path, timeout_ms: int) -> None:
         self._threads = SessionLocks()
         self._folder, self._timeout_ms = folder, timeout_ms
+        self._folder_made = False
         self._held = threading.local()  # keys whose file lock this thread holds (holds nest)
 
     @contextmanager
@@ -73,9 +74,15 @@ class FileSessionLocks:
                 os.close(fd)  # closing the descriptor releases its flock
 
     def _acquire(self, session_key: str) -> int:
-        self._folder.mkdir(parents=True, exist_ok=True)
+        if not self._folder_made:  # once per store, not a mkdir on every turn
+            self._folder.mkdir(parents=True, exist_ok=True)
+            self._folder_made = True
         name = hashlib.sha256(session_key.encode()).hexdigest()[:32] + ".lock"
-        fd = os.open(self._folder / name, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self._folder / name, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the folder was removed since: make it again
+            self._folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._folder / name, os.O_RDWR | os.O_CREAT, 0o600)
         deadline, wait = time.monotonic() + self._timeout_ms / 1000, 0.005
         while True:
             try:

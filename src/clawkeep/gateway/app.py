@@ -260,10 +260,10 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         """One inbound message through the whole turn; `?stream=true` answers with server-sent
         events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
         body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
-        if caller is not None:
-            await gw.run_op("session_status", caller, session_key=body.session)  # hidden = missing
         if not stream_reply:
-            return await gw.op("message", caller, args=body)
+            return await gw.op("message", caller, args=body)  # the operation checks the target is visible
+        if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
+            await gw.run_op("session_status", caller, session_key=body.session)
         return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
 
     # --- sessions ---------------------------------------------------------------------
