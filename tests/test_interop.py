@@ -678,7 +678,8 @@ def test_import_jsonl_checks_entry_fields(tmp_path: Path) -> None:
 
         _reseal(source, tmp_path / f"{name}.jsonl", edit)
         lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        number = next(n + 1 for n, line in enumerate(lines) if json.dumps(value, separators=(",", ":")) in line)
+        edited = json.dumps({field_name: value}, separators=(",", ":"))[1:-1]  # '"content":42', not a stray 42
+        number = next(n + 1 for n, line in enumerate(lines) if edited in line)
         _refused(tmp_path, name, f"{name}.jsonl:{number}: entry.{field_name}", allowed)
 
 
