@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench docs venv clean
 # whole-engine scenarios run a second time with only storage.url changed (PostgreSQL, SPEC D1)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
 	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py
@@ -28,11 +28,15 @@ run: $(STAMP)
 test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
+	$(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

@@ -56,7 +56,7 @@ def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
         return None
     if isinstance(value, str):
         text = check.ident(value, name)  # bounded first: int() of thousands of digits raises
-        # epoch ms as text (`--at 1796367482000`), as the README's input limits promise
+        # epoch ms as text (`--at 1796367482000`), as docs/input-limits.md promises
         value = int(text) if text.isascii() and text.isdigit() else parse_iso(text, name)
     return check.time_ms(value, name, rt.now())
 

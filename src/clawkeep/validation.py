@@ -4,7 +4,7 @@ Every public `Engine` method runs its arguments through these before any work, s
 is an `InputError` naming the argument, what is wrong and what is allowed — never a
 UnicodeEncodeError from SQLite, an OverflowError from `datetime` or a ValueError from `open`.
 
-Bounds (also in the README):
+Bounds (also in docs/input-limits.md):
 - text, ids, keys and paths must be valid UTF-8: no lone surrogates (what an undecodable
   byte on the command line becomes);
 - ids and keys (session keys and ids, message ids, memory item ids, labels, agent ids): one

@@ -23,7 +23,7 @@ from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
 class Args(BaseModel):
     """Base of operation arguments: camelCase in JSON, unknown keys refused, and strict types — an
-    integer is a JSON integer (not true, "3" or 1.0), a flag is true or false (README "Input limits");
+    integer is a JSON integer (not true, "3" or 1.0), a flag is true or false (docs/input-limits.md);
     lax coercion let `timeoutSeconds: true` through as a 1 s wait."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)

@@ -109,7 +109,7 @@ def export(
     out_path: Path | None = typer.Option(None, "--out", help="File (one session; default stdout) or dir (--all)."),
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON (needs --out)."),
 ) -> None:
-    """Write transcripts in clawkeep's JSONL format (see the README), re-importable losslessly."""
+    """Write transcripts in clawkeep's JSONL format (docs/import.md), re-importable losslessly."""
     if output_format != "jsonl":
         raise InputError(f"--format {output_format!r} is not supported; allowed: jsonl")
     if all_sessions == (session is not None):

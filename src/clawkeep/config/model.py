@@ -241,7 +241,7 @@ class AgentDefaults(_Model):
     # ro / none: the agent may read but never write memory files (flush skipped, remember refused)
     workspace_access: Literal["rw", "ro", "none"] = Field("rw", alias="workspaceAccess")
     # Each bootstrap file is injected up to this many characters; all of them together within a
-    # share of the model's window (context/budget.py, README "Budgets scale to the window").
+    # share of the model's window (context/budget.py, docs/decisions/014-compaction.md).
     bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000, le=10_000_000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
     model: ModelRefConfig = Field(default_factory=ModelRefConfig)

@@ -40,7 +40,7 @@ Caller = Annotated[str | None, Header(alias="X-Clawkeep-Session", description="T
 
 def _whole_number(value: Any) -> Any:
     """A query integer is written in digits: pydantic's lax parsing also took `1.0` (while `true`
-    was a 422), and the API's integers are real integers (README "Input limits")."""
+    was a 422), and the API's integers are real integers (docs/input-limits.md)."""
     if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+", value):
         raise ValueError(f"must be a whole number written in digits (e.g. 5), got {check.shown(value)}")
     return value
