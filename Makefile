@@ -28,7 +28,7 @@ run: $(STAMP)
 test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
-	$(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from . import api, dreaming, hooks
 from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
-from .errors import CorruptDatabaseError, InputError, StorageError
+from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .runtime import Runtime, default_home
 from .storage import commit_journal
 from .timeutil import parse_iso
@@ -549,8 +549,6 @@ class Engine:
         """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
         `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
         backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
-        from .sessions import service
-
         check.path(path, "OpenClaw home")
         check.ident(agent, "agent id", optional=True)
         check.flag(dry_run, "dry run")
@@ -562,8 +560,6 @@ class Engine:
 
     def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
         """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
-        from .sessions import service
-
         for value in paths:
             check.path(value, "export file")
         check.flag(dry_run, "dry run")
@@ -573,8 +569,6 @@ class Engine:
 
     def export_session(self, session: str, out: Any) -> dict[str, Any]:
         """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
-        from .sessions import service
-
         check.ident(session, "session")
         from .interop import service  # noqa: PLC0415
 
@@ -582,8 +576,6 @@ class Engine:
 
     def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
-        from .sessions import service
-
         check.path(directory, "directory")
         from .interop import service  # noqa: PLC0415
 
