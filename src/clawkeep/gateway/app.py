@@ -30,7 +30,7 @@ from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
-from . import control_ui, errors, metrics, stream
+from . import browser, control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
 
@@ -133,6 +133,7 @@ class Gateway:
                                   '{"error": {"code", "message"}}; X-Clawkeep-Session names the caller.')
         errors.install(app)
         app.add_middleware(errors.BodyLimit, max_bytes=self.settings.max_body_bytes)
+        app.add_middleware(browser.BrowserGuard, settings=self.settings)  # Host, cross-site: before any route
         app.add_middleware(_Observe, gateway=self)
         guarded = [Depends(self._authorised), Depends(_known_query)]
         _routes(app, self, guarded)
