@@ -550,7 +550,7 @@ def test_deleting_an_item_another_writer_removed_says_so_and_reloads(browser, re
     item_id = stale.get_attribute("id").removeprefix("item-")
     stale.locator("button", has_text="Delete").click()
     with record_gateway.client() as http:  # another writer gets there first
-        assert http.delete(f"/v1/memory/items/{item_id}").status_code == 200
+        assert http.delete(f"/v1/memory/items/{item_id}", headers={"Content-Type": "application/json"}).status_code == 200
     stale.locator("button", has_text="Yes, delete").click()
     expect(page.locator("#toast")).to_contain_text("not found")
     expect(page.locator("#memory-items .item")).to_have_count(1)
