@@ -121,6 +121,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
+            self._disarm()  # the connection is no longer ours (the gateway has no WebSocket route)
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
             else:
