@@ -117,9 +117,12 @@ def test_loopback_names_the_bind_address_and_allowed_hosts_are_served(gateway):
             assert answer.status_code == 200 and answer.json()[0]["key"] == SESSION, (host, answer.text[:200])
 
 
-def test_a_request_without_a_host_header_is_refused(gateway):
+def test_a_request_without_a_host_header_or_with_two_is_refused(gateway):
     answer = raw_exchange(gateway, b"GET /v1/sessions HTTP/1.0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 421") and b"no Host header" in answer and SESSION.encode() not in answer
+    twice = raw_exchange(gateway, b"GET /v1/sessions HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n"
+                                  b"Connection: close\r\n\r\n")
+    assert twice.startswith(b"HTTP/1.1 421") and b"2 Host headers" in twice and SESSION.encode() not in twice
 
 
 # --- cross-site and JSON-only state changes -------------------------------------------------------

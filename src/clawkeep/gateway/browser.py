@@ -82,10 +82,12 @@ class HostRule:
             self.known.add(host)
         return ok
 
-    def refusal(self, host: str | None) -> str:
+    def refusal(self, host: str | None, count: int = 1) -> str:
         if host is None:
             return ("the request has no Host header; send the host name you reach the gateway by "
                     "(HTTP/1.1 requires it)")
+        if count > 1:
+            return f"the request has {count} Host headers; send exactly one"
         served = ", ".join(dict.fromkeys(["localhost", "127.0.0.1", "[::1]", self.bind_name]))
         return (f"Host {check.shown(host)} is not a name this gateway serves ({served}); if you reach the "
                 "gateway by this name, add it to gateway.allowedHosts in the config file and restart the gateway")
@@ -121,17 +123,18 @@ class BrowserGuard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         host = origin = fetch_site = content_type = None
+        hosts = 0
         for name, value in scope["headers"]:
             if name == b"host":
-                host = value.decode("latin-1")
+                host, hosts = value.decode("latin-1"), hosts + 1
             elif name == b"origin":
                 origin = value.decode("latin-1")
             elif name == b"sec-fetch-site":
                 fetch_site = value.strip().lower()
             elif name == b"content-type":
                 content_type = value
-        if host is None or not self.hosts.serves(host):
-            response = error_response(421, "misdirected_request", self.hosts.refusal(host))
+        if hosts != 1 or not self.hosts.serves(host):  # type: ignore[arg-type] # one Host: a str
+            response = error_response(421, "misdirected_request", self.hosts.refusal(host, hosts))
             return await response(scope, receive, send)
         method = scope["method"]
         if method in STATE_CHANGING:
