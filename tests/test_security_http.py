@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from gateway_process import GatewayProcess
+from conftest import run_cli
+from gateway_process import GatewayProcess, write_config
 from playwright.sync_api import sync_playwright
 from starlette.routing import Mount
 
@@ -438,3 +439,14 @@ def test_connections_over_the_cap_get_503_with_retry_after(gateway):
             break
         time.sleep(0.1)
     assert httpx.get(gateway.url + "/v1/health", timeout=5).status_code == 200
+
+
+def test_bad_limit_settings_are_input_errors_naming_the_key(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    config = write_config(home, {"gateway": {"allowedHosts": ["https://clawkeep.example.org/"], "maxHeaders": 3}})
+    result = run_cli(home, "gateway", "--port", "0", config=config)
+    assert result.code == 2 and "Traceback" not in result.stderr, result.stderr
+    for words in ("gateway.allowedHosts", "'https://clawkeep.example.org/' is not a host name", "no scheme",
+                  "gateway.maxHeaders", "10"):
+        assert words in " ".join(result.stderr.split()), result.stderr
