@@ -38,16 +38,18 @@ class GatewayConfig(_Model):
     # name, e.g. "clawkeep.example.org" (any port) or "clawkeep.lan:8443"; any other Host gets 421, so a
     # DNS-rebinding page (its own name pointed at 127.0.0.1) cannot reach the API.
     allowed_hosts: list[str] = Field(default_factory=list, alias="allowedHosts", max_length=256)
-    # Read limits, enforced while the request is read, before the app or the token check sees it:
-    # the request line and headers together (431 over it), the number of header lines (431), the time
-    # to send them (the connection is closed; 408 when something was sent), the time to send the body
-    # after the headers, the idle time between requests on a kept-alive connection, and open
-    # connections (503 with Retry-After to the request of a connection over the cap).
+    # Read limits (docs/security.md), enforced while a request is read, before the app or the token check:
+    # the request line and headers together, in bytes (431 over it; at most this plus one read is held).
     max_header_bytes: int = Field(64 * 1024, alias="maxHeaderBytes", ge=1024, le=16 * 1024 * 1024)
+    # Header lines in one request (431 over it).
     max_headers: int = Field(100, alias="maxHeaders", ge=10, le=10_000)
+    # Time to send the headers, from the connection (or the request's first byte when kept alive): 408, closed.
     header_timeout_seconds: float = Field(10.0, alias="headerTimeoutSeconds", ge=0.05, le=3600)
+    # Time to send the whole body after the headers: closed (408 if nothing was answered yet).
     body_timeout_seconds: float = Field(60.0, alias="bodyTimeoutSeconds", ge=0.05, le=3600)
+    # Idle time between requests on a kept-alive connection before it is closed.
     keep_alive_seconds: float = Field(5.0, alias="keepAliveSeconds", ge=0.05, le=3600)
+    # Open connections; a request on a connection beyond them gets 503 with Retry-After, and is closed.
     max_connections: int = Field(512, alias="maxConnections", ge=1, le=100_000)
 
     @field_validator("bind")
