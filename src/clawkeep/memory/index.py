@@ -26,6 +26,7 @@ from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
 from ..text.analyzer import analyze_lines
+from ..validation import control_character
 from . import documents, items
 from .changes import ChangeQueue, open_queue
 from .chunking import chunk_lines, text_hash
@@ -49,6 +50,7 @@ class SyncReport:
     indexed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # path → why
+    repaired: dict[str, str] = field(default_factory=dict)  # path → the bad parts indexed without (`clean_text`)
     rebuilt: bool = False
     embedding_error: str | None = None
     chunks: int = 0
@@ -58,6 +60,7 @@ class SyncReport:
     def to_json(self) -> dict[str, Any]:
         return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
                 "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks,
+                **({"repaired": self.repaired} if self.repaired else {}),
                 **({"superseded": self.superseded} if self.superseded else {}),
                 **({"corrupt": self.corrupt} if self.corrupt else {})}
 
@@ -251,6 +254,7 @@ class MemoryIndex:
         self._vectors_waiting = False
         for gone in sorted(set(known) - set(paths)):
             self.store.remove_file(gone)
+            self._note_repairs(gone, None)
             report.removed.append(gone)
         todo = []
         for rel, (path, stat) in paths.items():
@@ -275,12 +279,15 @@ class MemoryIndex:
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
-            if b"\x00" in raw:
-                raise UnicodeDecodeError("utf-8", raw, 0, 1, "binary file")
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            report.skipped[rel] = f"not UTF-8 text ({type(exc).__name__})"
+        except OSError as exc:
+            report.skipped[rel] = f"unreadable: {exc}"
             return self._forget(rel, previous)
+        # A bad line (a NUL, a stray control character, bytes that are not UTF-8) never drops the
+        # file: the rest is indexed and the bad parts are named (sync report, memory status).
+        text, repairs = clean_text(raw)
+        self._note_repairs(rel, repairs)
+        if repairs:
+            report.repaired[rel] = repairs
         digest = text_hash(text)
         record = FileRecord(rel, "memory", digest, stat.st_mtime, stat.st_size)
         if previous and previous.hash == digest:
@@ -289,8 +296,28 @@ class MemoryIndex:
         self._write_chunks(record, self._file_chunks(rel, text), report)
 
     def _forget(self, rel: str, previous: FileRecord | None) -> None:
+        self._note_repairs(rel, None)
         if previous:
             self.store.remove_file(rel)
+
+    def _note_repairs(self, rel: str, repairs: str | None) -> None:
+        """Keep what was cleaned out of each file (meta `repairedFiles`) for `memory status`."""
+        known = self.repaired_files()
+        if known.get(rel) == repairs or (repairs is None and rel not in known):
+            return
+        if repairs is None:
+            known.pop(rel)
+        else:
+            known[rel] = repairs
+        self.store.set_meta(REPAIRED_META, json.dumps(known, ensure_ascii=False, sort_keys=True))
+
+    def repaired_files(self) -> dict[str, str]:
+        """Memory files indexed without some bad part → what was left out (see `clean_text`)."""
+        try:
+            known = json.loads(self.store.get_meta(REPAIRED_META) or "{}")
+        except ValueError:
+            return {}
+        return known if isinstance(known, dict) else {}
 
     def _file_chunks(self, rel: str, text: str) -> list[ChunkRecord]:
         lines = text.splitlines()
@@ -411,6 +438,37 @@ def line_for_vector(line: str, source: str) -> str:
         return ""
     text = _MARKER.sub("", text).strip()
     return text if len(text) >= MIN_VECTOR_CHARS else ""
+
+
+REPAIRED_META = "repairedFiles"
+# Characters a line keeps out of the index: C0 controls but tab, DEL and C1 controls, except the
+# ones str.splitlines() already breaks lines at (VT, FF, FS-RS, NEL): removing those would shift
+# every later line number away from what `memory get` and the item parser count.
+_IN_LINE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
+
+
+def clean_text(raw: bytes) -> tuple[str, str | None]:
+    """A memory file's bytes as indexed text, and what was cleaned out (None when nothing was):
+    byte sequences that are not UTF-8 become U+FFFD, control characters are dropped; the lines
+    stay where they are, so line numbers keep matching the file."""
+    try:
+        text, invalid = raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, invalid = raw.decode("utf-8", errors="replace"), True
+    if not invalid and _IN_LINE_CONTROL.search(text) is None:
+        return text, None
+    lines = text.splitlines()
+    bad: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if _IN_LINE_CONTROL.search(line) is not None:
+            lines[number - 1] = _IN_LINE_CONTROL.sub("", line)
+            bad.append(f"line {number}: control character {control_character(line)} removed")
+        elif invalid and "\ufffd" in line:
+            bad.append(f"line {number}: bytes that are not UTF-8 replaced by U+FFFD")
+    if not bad:
+        return text, None
+    shown = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more line(s)" if len(bad) > 3 else "")
+    return "\n".join(lines), shown
 
 
 def _redacted_line(line: str) -> str:
