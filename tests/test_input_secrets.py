@@ -9,6 +9,7 @@ server through the official client, the tool loop against a scripted model serve
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import anyio
@@ -73,9 +74,8 @@ def test_http_remember_and_edit_refuse_nul_and_memory_stays_searchable(home):
 
 
 def test_mcp_remember_refuses_nul(home):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "clawkeep", "--home", str(home), "mcp"],
-                                   env={k: v for k, v in __import__("os").environ.items()
-                                        if k not in ("CLAWKEEP_HOME", "CLAWKEEP_DEBUG")})
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_DEBUG")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "clawkeep", "--home", str(home), "mcp"], env=env)
 
     async def main():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -267,8 +267,8 @@ def test_token_near_misses_are_kept(text):
 
 
 @pytest.mark.parametrize("text", [entry[0] for entry in PASSWORD_PHRASINGS] + [
-    "身份证号 110101199003071234", "card 5555.5555.5555.4444", "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-    "slack xoxb-123-abc"])
+    "身份证号 110101199003071234", "card 5555.5555.5555.4444",
+    "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "slack xoxb-123-abc"])
 def test_new_rules_are_idempotent(text):
     once = redact_secrets(text)[0]
     assert redact_secrets(once) == (once, False)
