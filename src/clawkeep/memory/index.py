@@ -285,6 +285,9 @@ class MemoryIndex:
         # A bad line (a NUL, a stray control character, bytes that are not UTF-8) never drops the
         # file: the rest is indexed and the bad parts are named (sync report, memory status).
         text, repairs = clean_text(raw)
+        if text is None:
+            report.skipped[rel] = f"not text: {repairs}"
+            return self._forget(rel, previous)
         self._note_repairs(rel, repairs)
         if repairs:
             report.repaired[rel] = repairs
@@ -447,16 +450,24 @@ REPAIRED_META = "repairedFiles"
 _IN_LINE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
 
 
-def clean_text(raw: bytes) -> tuple[str, str | None]:
+MAX_BAD_SHARE = 0.1  # above this share of bad characters a "memory file" is binary or another encoding: skipped
+
+
+def clean_text(raw: bytes) -> tuple[str | None, str | None]:
     """A memory file's bytes as indexed text, and what was cleaned out (None when nothing was):
     byte sequences that are not UTF-8 become U+FFFD, control characters are dropped; the lines
-    stay where they are, so line numbers keep matching the file."""
+    stay where they are, so line numbers keep matching the file. A file whose characters are
+    more than MAX_BAD_SHARE bad is no text at all: (None, why)."""
     try:
         text, invalid = raw.decode("utf-8"), False
     except UnicodeDecodeError:
         text, invalid = raw.decode("utf-8", errors="replace"), True
     if not invalid and _IN_LINE_CONTROL.search(text) is None:
         return text, None
+    bad_chars = len(_IN_LINE_CONTROL.findall(text)) + (text.count("\ufffd") if invalid else 0)
+    if bad_chars > MAX_BAD_SHARE * len(text):
+        return None, (f"{bad_chars} of its {len(text)} characters are control characters or bytes that are not "
+                      "UTF-8 (a binary file or another encoding)")
     lines = text.splitlines()
     bad: list[str] = []
     for number, line in enumerate(lines, start=1):
