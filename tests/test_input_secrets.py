@@ -316,3 +316,13 @@ def test_history_and_search_hide_the_new_kinds(home):
         assert found["hits"] == [], (term, found)
     snippet = run_cli(home, "sessions", "search", "Passwort", "--json").json()["hits"][0]["snippet"]
     assert snippet == f"mein Passwort ist {REDACTED}"
+
+
+def test_active_memory_reads_a_memory_file_with_a_bad_line(home):
+    (home / "workspace").mkdir()
+    (home / "workspace" / "MEMORY.md").write_bytes(
+        b"# Memory\n\n- \xff\xfe stray bytes from an old editor\n- My dog is called Rex\n- a\x00b\n")
+    with open_engine(home, NO_VECTORS) as eng:
+        thread = eng.sessions_create()
+        result = eng.recall("what did I say my dog is called?", session=thread["key"])
+    assert result["status"] == "ok" and result["lane"] == 1 and "Rex" in result["summary"], result
