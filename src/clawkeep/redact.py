@@ -13,13 +13,16 @@ Design choices:
 - `key: value` (colon, unquoted) is common in prose ("Password: see the vault"), so there
   the value must look machine-made; `key=value` and quoted values are always redacted.
 - Credentials stated in words ("my password is hunter2", "我的密码是 abc12345",
-  "パスワードはabc12345です", "비밀번호는 qwerty123이야", "the verification code is 482913")
-  lose their value. A plain English word after "password is" counts unless it is one of the
-  words prose puts there ("wrong", "stored", "the", …); PINs and codes need digits; keys
-  and tokens must look machine-made.
+  "パスワードはabc12345です", "비밀번호는 qwerty123이야", "the verification code is 482913",
+  "mein Passwort ist …", "le mot de passe : …", "mi contraseña es …") lose their value. A plain
+  word after "password is" counts unless it is one of the words prose puts there ("wrong",
+  "stored", "falsch", "incorrect", …); PINs and codes need digits; keys and tokens must look
+  machine-made. A user name with a password ("login alice / pass hunter2") hides the password;
+  a passphrase of three or more words without a function word is hidden whole.
 - Numbers are redacted only when their own check says they are what they look like:
-  payment cards (a card network's prefix and length, then Luhn), Chinese resident ids
-  (birth date and ISO 7064 check character), Japanese My Numbers (check digit, next to the
+  payment cards (a card network's prefix and length, then Luhn; spaces, dashes or dots between
+  groups), Chinese resident ids (birth date and ISO 7064 check character; named as one
+  ("身份证号 …"), the birth date is enough), Japanese My Numbers (check digit, next to the
   word), IBANs (country length and mod 97); US SSNs and Korean resident registration
   numbers by their dashed shape and valid fields. Other long numbers (orders, ISBNs,
   phones) stay.
