@@ -37,8 +37,10 @@ if TYPE_CHECKING:
     import numpy as np  # loaded with the first embedding: a keyword search never needs it
 
 # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean; 6: the
-# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again)
-INDEX_FORMAT = "6"
+# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again; 7: the secret
+# filter learned new kinds (lines are indexed redacted, so chunks indexed before would still hold them in clear)
+# and bad lines are cleaned instead of dropping the file; unchanged texts keep their cached embeddings)
+INDEX_FORMAT = "7"
 # Above this many lines a file gets chunk vectors only: embedding short lines one by one costs
 # ~1.3-1.6x embedding the same text as chunks, so a 20,000-line file would take minutes.
 MAX_LINE_VECTORS = 5000
