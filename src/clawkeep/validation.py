@@ -69,6 +69,37 @@ def text(value: Any, name: str, *, optional: bool = False) -> Any:
     return value
 
 
+# Characters a line of memory text may not hold: C0 controls but tab (a NUL once made the indexer
+# drop MEMORY.md whole), DEL, C1 controls, and the separators Python's str.splitlines() breaks a line
+# at (VT, FF, FS-RS, NEL, U+2028, U+2029): one of them inside a remembered line would shift every
+# line number after it. Newline and carriage return are refused by the one-line rule of the caller.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB "
+             "ESC FS GS RS US").split()
+
+
+def control_character(value: str) -> str | None:
+    """The first character of `value` that memory text may not hold, described with its 1-based
+    position ("U+0000 (NUL) at position 2"), or None."""
+    found = _CONTROL.search(value)
+    if found is None:
+        return None
+    ch = found.group()
+    code = ord(ch)
+    label = _C0_NAMES[code] if code < 0x20 else {0x7F: "DEL", 0x2028: "LINE SEPARATOR",
+                                                 0x2029: "PARAGRAPH SEPARATOR"}.get(code, "C1 control")
+    return f"U+{code:04X} ({label}) at position {found.start() + 1}"
+
+
+def plain_text(value: str, name: str) -> str:
+    """Text that becomes a line of a memory file: no control character but tab (see `_CONTROL`)."""
+    bad = control_character(value)
+    if bad is not None:
+        raise InputError(f"{name} contains the control character {bad}; memory text may hold tab but no other "
+                         "control character (NUL, ESC, DEL, U+2028 …); remove it and try again")
+    return value
+
+
 def ident(value: Any, name: str, *, optional: bool = False) -> Any:
     """A key, id or label: valid UTF-8, one line without control characters, not blank."""
     if value is None and optional:

@@ -50,7 +50,9 @@ def memory_index(
            "and rebuilt from the Markdown files" if d.get("corrupt") else "")
         + (f"\n[yellow]embedding error:[/yellow] {d['embeddingError']} (keyword search still works)"
            if d["embeddingError"] else "")
-        + "".join(f"\n[dim]skipped {p}: {why}[/dim]" for p, why in d["skipped"].items()), highlight=False))
+        + "".join(f"\n[dim]skipped {p}: {why}[/dim]" for p, why in d["skipped"].items())
+        + "".join(f"\n[yellow]indexed {p} without its bad parts:[/yellow] {what}"
+                  for p, what in (d.get("repaired") or {}).items()), highlight=False))
 
 
 @memory_app.command("search")

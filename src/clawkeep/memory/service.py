@@ -19,7 +19,7 @@ from ..config.active_memory import remember_across_conversations
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from ..validation import MAX_GET_LINES  # re-exported: one bound for the engine and the tool schema
+from ..validation import MAX_GET_LINES, plain_text  # MAX_GET_LINES re-exported for the tool schema
 from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
@@ -457,10 +457,11 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
     the memory tools, Dreaming's Deep phase — goes through this one decision. `active`: the items
     to compare with (default: the workspace's, as `owner` may touch them); `day`: the day the
     fact was stated (its expiry is read relative to it)."""
+    plain_text(text or "", "memory text")
     fact = items.strip_request(text or "")
     if not fact:
         raise InputError("nothing to remember: the text is empty")
-    if "\n" in fact or len(fact) > 2000:
+    if "\n" in fact or "\r" in fact or len(fact) > 2000:
         raise InputError("a memory item is one line of at most 2000 characters")
     settings = rt.config.agents.defaults.memory_search.write_filters
     reason = items.filter_reason(fact, allow_secrets=settings.allow_secrets)
@@ -632,6 +633,7 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
 def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None) -> dict[str, Any]:
     """A human correction (M9): operational or venting wording is the editor's call, but a secret
     never reaches a memory file in clear (M7): refused, or stored redacted when allowed."""
+    plain_text(text, "memory text")
     if rt.config.agents.defaults.memory_search.write_filters.allow_secrets:
         text = redact_secrets(text)[0]
     elif reason := items.filter_reason(text, allow_secrets=False):
@@ -689,7 +691,9 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         return {"path": str(memory_database_path(rt)), "chunks": idx.store.chunk_count(),
                 "indexedFiles": len(idx.store.files()),
                 "lastEmbeddingError": idx.store.get_meta("lastEmbeddingError") or None,
-                "lastCorruptRebuild": last_rebuild(idx.store)}
+                "lastCorruptRebuild": last_rebuild(idx.store),
+                # files indexed without a bad part (a NUL, a control character, bytes that are not UTF-8)
+                **({"repairedFiles": repaired} if (repaired := idx.repaired_files()) else {})}
 
     index_info = with_index(rt, index_state)
     idx = open_index(rt)
