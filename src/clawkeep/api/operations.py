@@ -101,7 +101,7 @@ class SessionsSearchArgs(Args):
 
 
 class SessionStatusArgs(Args):
-    session_key: str | None = Field(None, description="Default: the calling session.")
+    session_key: str | None = Field(None, description="Default: the calling session; \"current\" also names it.")
 
 
 

@@ -22,6 +22,7 @@ from . import lifecycle, maintenance, transcript
 from ..visibility import Caller, Scope
 
 PREVIEW_CHARS = 120
+CURRENT_SESSION_ALIAS = "current"  # OpenClaw's session_status name for the calling session
 MAX_PREDECESSORS = 10_000  # archived transcripts walked back from one key (one per truncating compaction)
 
 
@@ -289,7 +290,14 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
 
 
 def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> dict[str, Any]:
-    """session_status: times, counters, model, next reset; `current` marks the caller's own."""
+    """session_status: times, counters, model, next reset; `current` marks the caller's own.
+
+    `sessionKey: "current"` is OpenClaw's name for the calling session (tool contract, seed 003)."""
+    if ref is not None and ref.strip().lower() == CURRENT_SESSION_ALIAS:
+        if caller.key is None:
+            raise InputError("session key 'current' means the calling session, and there is none: call it from "
+                             "a session (CLI --as KEY, HTTP X-Clawkeep-Session, a model tool) or give a session key")
+        ref = caller.key
     if ref is None:
         if caller.key is None:
             raise InputError("session_status needs a session key or a calling session (--as)")
