@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
-from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
+from ..routing.keys import coding_key, dashboard_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
@@ -214,6 +214,17 @@ def create_dashboard(rt: Runtime, *, incognito: bool = False, label: str | None 
     key = dashboard_key(rt.agent_id, incognito=incognito)
     route = Route(key, rt.agent_id, "dashboard", "direct", "dashboard", None, None, "chat")
     return session_json(create_session(rt, route, at or rt.now(), label=label))
+
+
+def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int | None = None) -> dict[str, Any]:
+    """A coding session `agent:<id>:coding:<name>` (the Control UI's Coding group); one per name."""
+    key = coding_key(rt.agent_id, name)
+    route = Route(key, rt.agent_id, "coding", None, "coding", None, None, "chat", conversation=key)
+    try:
+        return session_json(create_session(rt, route, at or rt.now(), label=label))
+    except ConflictError:
+        raise ConflictError(f"coding session {key!r} exists already; send into it with "
+                            f"`clawkeep message --session {key} TEXT`") from None
 
 
 def session_json(session: SessionRecord) -> dict[str, Any]:
