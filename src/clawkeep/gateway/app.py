@@ -291,7 +291,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
     async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
-        """A new dashboard thread (`incognito`: kept in memory only, never written to disk)."""
+        """A new dashboard thread (`incognito`: kept in memory only, never written to disk), or with
+        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists)."""
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
