@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# the first line printed names the home (CLAWKEEP_HOME, default ~/.clawkeep): where everything is written
 run: $(STAMP)
-	$(BIN)/clawkeep status
-	$(BIN)/clawkeep gateway
+	@$(BIN)/clawkeep status
+	@$(BIN)/clawkeep gateway
 
 # The UI tests drive Debian's Chromium (never a downloaded browser); a CJK font for readable screenshots.
 /usr/bin/chromium:

@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from clawkeep import Engine, api
+from clawkeep.mcp.server import MCP_TOOLS
 
 CONFIG = {"session": {"dmScope": "per-channel-peer"}}
 ALICE = "agent:main:telegram:direct:alice"
@@ -127,7 +128,7 @@ def test_stdio_lists_the_agent_tools_with_the_contract_schemas_and_runs_each(pre
         return listed, results
 
     listed, results = over_stdio(prepared, work)
-    assert [t.name for t in listed] == list(api.AGENT_TOOLS)
+    assert [t.name for t in listed] == list(MCP_TOOLS)
     for tool in listed:
         schema = api.OPERATIONS[tool.name].tool_schema()
         assert tool.input_schema == schema["parameters"] and tool.description == schema["description"]
@@ -263,8 +264,8 @@ def test_http_lists_and_calls_tools_as_the_session(prepared):
 
     with http_server(prepared, "--session", ALICE) as (url, _):
         listed, found, own, other = over_http(url, work)
-    assert [t.name for t in listed] == list(api.AGENT_TOOLS)
-    assert [t.input_schema for t in listed] == [api.OPERATIONS[n].tool_schema()["parameters"] for n in api.AGENT_TOOLS]
+    assert [t.name for t in listed] == list(MCP_TOOLS)
+    assert [t.input_schema for t in listed] == [api.OPERATIONS[n].tool_schema()["parameters"] for n in MCP_TOOLS]
     assert "TypeScript" in payload(found)["results"][0]["snippet"]
     assert [h["sessionKey"] for h in payload(own)["hits"]] == [ALICE]
     assert other.is_error and other.content[0].text == f"session_status failed: session {BOB!r} not found"
@@ -282,5 +283,5 @@ def test_http_with_a_token_refuses_requests_without_it(prepared):
         tools = over_http(url, work, headers={"Authorization": "Bearer s3cret-token-0123456789"})
     assert plain.status_code == 401 and wrong.status_code == 401
     assert plain.json() == {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
-    assert len(tools) == len(api.AGENT_TOOLS)
+    assert len(tools) == len(MCP_TOOLS)
     assert proc.returncode == 0  # SIGTERM: a graceful stop, the engine closed

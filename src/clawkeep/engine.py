@@ -258,11 +258,17 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None,
+                        coding: str | None = None) -> api.SessionInfo:
+        """A new dashboard thread, or with `coding` the coding session agent:<id>:coding:<name>."""
         from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
+        if coding is not None:
+            if incognito:
+                raise InputError("a coding session cannot be incognito; give either coding or incognito")
+            return api.SessionInfo.model_validate(service.create_coding(self.runtime, coding, label=label))
         return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:

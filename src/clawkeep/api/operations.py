@@ -101,7 +101,7 @@ class SessionsSearchArgs(Args):
 
 
 class SessionStatusArgs(Args):
-    session_key: str | None = Field(None, description="Default: the calling session.")
+    session_key: str | None = Field(None, description="Default: the calling session; \"current\" also names it.")
 
 
 
@@ -123,6 +123,8 @@ class SessionRefArgs(Args):
 class SessionsCreateArgs(Args):
     incognito: StrictBool = False  # "yes" or 1 is refused: a typo must not create an unintended thread kind
     label: str | None = None
+    coding: str | None = Field(None, description="Create the coding session agent:<id>:coding:<name> instead "
+                               "(name: letters, digits, '.', '_', '-').")
 
 
 class MemorySearchArgs(Args):
@@ -312,8 +314,9 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
                   shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
-        Operation("sessions_create", "A new dashboard thread (incognito: never stored).", SessionsCreateArgs,
-                  shapes.SessionInfo, lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label),
+        Operation("sessions_create", "A new dashboard thread (incognito: never stored), or a named coding session.",
+                  SessionsCreateArgs, shapes.SessionInfo,
+                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding),
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,

@@ -59,6 +59,12 @@ def message(
         .to_json()
     )
 
+    if result.get("conflict"):  # the id was used for another text: nothing stored, exit 2 (documented)
+        if as_json:
+            out.print_json(data=result)
+        err.print(f"error: {result['note']}", highlight=False)
+        raise typer.Exit(2)
+
     def render(data: dict[str, Any]) -> None:
         what = data.get("command") or ("duplicate, already stored" if data.get("duplicate") else "stored")
         out.print(
@@ -103,7 +109,7 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
     data = engine(ctx).status()
 
     def render(info: dict[str, Any]) -> None:
-        grid = Table(title="clawkeep status", show_header=False)
+        grid = Table(title=f"clawkeep status · home {info['home']}", show_header=False)  # first line: where data is
         for key in (
             "home",
             "agentId",

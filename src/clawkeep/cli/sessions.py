@@ -154,11 +154,13 @@ def sessions_create(
     ctx: typer.Context,
     incognito: bool = typer.Option(False, "--incognito", help="In memory only: never written, gone on exit."),
     label: str | None = typer.Option(None, "--label"),
+    coding: str | None = typer.Option(None, "--coding", metavar="NAME",
+                                      help="A coding session agent:<id>:coding:NAME instead (letters, digits, . _ -)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """A new dashboard thread."""
+    """A new dashboard thread, or (--coding NAME) a coding session."""
     emit(
-        engine(ctx).sessions_create(incognito=incognito, label=label),
+        engine(ctx).sessions_create(incognito=incognito, label=label, coding=coding),
         as_json,
         lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
     )

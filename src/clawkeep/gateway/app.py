@@ -75,6 +75,18 @@ def _respond(result: Any) -> JSONResponse:
     return JSONResponse(_json(result))
 
 
+def _message_response(result: Any) -> JSONResponse:
+    """A message's result; a client message id reused for another text is a 409 conflict in the
+    error shape, the stored text quoted in the message and given as `storedText`."""
+    data = _json(result)
+    if not data.get("conflict"):
+        return JSONResponse(data)
+    body = errors.error_body("conflict", data["note"])
+    body["error"].update(conflict=True, storedText=data["storedText"], messageId=data["messageId"],
+                         sessionKey=data["sessionKey"])
+    return JSONResponse(body, status_code=409)
+
+
 def _doc(shape: type[BaseModel], many: bool = False) -> dict[int | str, dict[str, Any]]:
     """OpenAPI: the result model and the error shape (routes return JSON built by the model)."""
     content = {"application/json": {"schema": {"type": "array", "items": shape.model_json_schema(by_alias=True)}
@@ -261,8 +273,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         """One inbound message through the whole turn; `?stream=true` answers with server-sent
         events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
         body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
-        if not stream_reply:
-            return await gw.op("message", caller, args=body)  # the operation checks the target is visible
+        if not stream_reply:  # the operation checks the target is visible
+            return _message_response(await gw.run_op("message", caller, args=body))
         if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
             await gw.run_op("session_status", caller, session_key=body.session)
         return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
@@ -280,7 +292,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
     async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
-        """A new dashboard thread (`incognito`: kept in memory only, never written to disk)."""
+        """A new dashboard thread (`incognito`: kept in memory only, never written to disk), or with
+        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists)."""
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)

@@ -126,7 +126,10 @@ def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
         logs.log_turns(engine.runtime)
         app = Gateway(engine, settings).app()
         server = _Server(uvicorn_config(app, settings))
-        server.on_ready = on_ready or (lambda url: print(f"clawkeep gateway on {url}", flush=True, file=sys.stdout))
+        # the URL stays the line's last word (scripts and tests read it); the home says where data goes
+        home = engine.runtime.home.absolute()
+        server.on_ready = on_ready or (lambda url: print(f"clawkeep gateway (home {home}) on {url}", flush=True,
+                                                         file=sys.stdout))
         if threading.current_thread() is threading.main_thread():
             # uvicorn stops gracefully on SIGTERM, then re-raises it to the previous handler: a no-op
             # here, so a requested stop exits 0 instead of dying of the signal it already handled

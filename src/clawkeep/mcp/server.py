@@ -31,10 +31,15 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MIN_TOKEN_CHARS, MAX_TOKEN_CHARS = 16, 512  # the gateway's bounds (config.gateway)
 
 
+# The agent tools, plus what an MCP client (a coding agent) needs that the reply model does not:
+# opening its coding session (agent:<id>:coding:<name>) to record into.
+MCP_TOOLS: tuple[str, ...] = (*AGENT_TOOLS, "sessions_create")
+
+
 def tool_list() -> list[types.Tool]:
-    """The agent tools, described by the typed contract (never a hand-written schema)."""
+    """The MCP tools, described by the typed contract (never a hand-written schema)."""
     tools = []
-    for name in AGENT_TOOLS:
+    for name in MCP_TOOLS:
         schema = OPERATIONS[name].tool_schema()
         tools.append(types.Tool(name=name, description=schema["description"], input_schema=schema["parameters"]))
     return tools
@@ -42,8 +47,8 @@ def tool_list() -> list[types.Tool]:
 
 def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str, Any] | None) -> Any:
     """Run one agent tool as `caller` and return its JSON; ClawkeepError for anything refused."""
-    if name not in AGENT_TOOLS:
-        raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(AGENT_TOOLS)}")
+    if name not in MCP_TOOLS:
+        raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(MCP_TOOLS)}")
     operation = OPERATIONS[name]
     return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
 

@@ -16,6 +16,7 @@ from ..events import MemoryRefused, MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
+from ..config.memory_compat import openclaw_memory_keys
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
@@ -70,9 +71,23 @@ def _provider_factory(rt: Runtime):
             return None
         from ..models.embeddings import create_embedding_provider  # noqa: PLC0415 - heavy, load on demand
 
-        return create_embedding_provider(settings.model_dump(by_alias=True, exclude_none=True))
+        wanted = settings.model_dump(by_alias=True, exclude_none=True)
+        try:
+            return create_embedding_provider(wanted)
+        except ClawkeepError as exc:  # OpenClaw's memorySearch.fallback: a second provider, else keyword only
+            if settings.fallback in ("none", settings.provider):
+                raise
+            provider = create_embedding_provider(_fallback_settings(wanted, settings.fallback))
+            provider.selected_by = f"fallback {settings.fallback}: provider {settings.provider!r} failed: {exc}"
+            return provider
 
     return make
+
+
+def _fallback_settings(wanted: dict[str, Any], fallback: str) -> dict[str, Any]:
+    """The primary's settings for the fallback provider, minus what only the primary understands."""
+    dropped = {"model", "remote"} | ({"queryInputType", "documentInputType"} if fallback != "openai" else set())
+    return {**{k: v for k, v in wanted.items() if k not in dropped}, "provider": fallback}
 
 
 # First callers at once (a gateway's warm-up and its first search) would each build an index:
@@ -683,7 +698,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
                 "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
                           "lastEmbeddingError": None},
                 "provider": {"configured": settings.provider, "model": settings.model},
-                "vectorStore": {"backend": settings.vector_store}}
+                "vectorStore": {"backend": settings.vector_store}, **_openclaw_keys(rt)}
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
         if idx.recovered:
@@ -706,6 +721,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store},
+        **_openclaw_keys(rt),
     }
     if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
         out["index"]["path"] = idx.store.path
@@ -723,6 +739,12 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         except ClawkeepError as exc:
             out["vectorStore"].update({"ok": False, "error": str(exc)})
     return out
+
+
+def _openclaw_keys(rt: Runtime) -> dict[str, Any]:
+    """OpenClaw memory-search keys the config sets, each implemented, mapped or ignored with a reason."""
+    rows = openclaw_memory_keys(rt.config)
+    return {"openclawKeys": rows} if rows else {}
 
 
 def _provider_health(idx: MemoryIndex) -> dict[str, Any]:

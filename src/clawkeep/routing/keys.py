@@ -32,6 +32,7 @@ _SEGMENT = re.compile(r"^[^\s:\x00-\x1f\x7f]{1,600}$")
 MAX_SEGMENT_CHARS = 200  # as given; escaping may lengthen it up to 600
 MAX_KEY_CHARS = 2048
 INCOGNITO_MARK = "incognito-"
+CODING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)  # the <name> of agent:<id>:coding:<name>
 
 KINDS = (
     "main",
@@ -159,6 +160,14 @@ def _classify(key: str, parts: list[str]) -> ParsedKey:
 def dashboard_key(agent_id: str, *, incognito: bool = False) -> str:
     token = str(uuid.uuid4())
     return f"agent:{agent_id}:dashboard:{INCOGNITO_MARK + token if incognito else token}"
+
+
+def coding_key(agent_id: str, name: str) -> str:
+    """`agent:<id>:coding:<name>`; the name is refused (not rewritten) unless it fits CODING_NAME."""
+    if not isinstance(name, str) or not CODING_NAME.fullmatch(name):
+        raise InputError(f"coding session name {str(name)[:100]!r} is not allowed; use 1-64 characters: letters, "
+                         "digits, '.', '_' or '-', starting with a letter or digit (e.g. clawkeep or my-app.v2)")
+    return f"agent:{agent_id}:coding:{name}"
 
 
 def subagent_key(agent_id: str) -> str:

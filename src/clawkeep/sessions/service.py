@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
-from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
+from ..routing.keys import coding_key, dashboard_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
@@ -22,6 +22,7 @@ from . import lifecycle, maintenance, transcript
 from ..visibility import Caller, Scope
 
 PREVIEW_CHARS = 120
+CURRENT_SESSION_ALIAS = "current"  # OpenClaw's session_status name for the calling session
 MAX_PREDECESSORS = 10_000  # archived transcripts walked back from one key (one per truncating compaction)
 
 
@@ -215,6 +216,17 @@ def create_dashboard(rt: Runtime, *, incognito: bool = False, label: str | None 
     return session_json(create_session(rt, route, at or rt.now(), label=label))
 
 
+def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int | None = None) -> dict[str, Any]:
+    """A coding session `agent:<id>:coding:<name>` (the Control UI's Coding group); one per name."""
+    key = coding_key(rt.agent_id, name)
+    route = Route(key, rt.agent_id, "coding", None, "coding", None, None, "chat", conversation=key)
+    try:
+        return session_json(create_session(rt, route, at or rt.now(), label=label))
+    except ConflictError:
+        raise ConflictError(f"coding session {key!r} exists already; send into it with "
+                            f"`clawkeep message --session {key} TEXT`") from None
+
+
 def session_json(session: SessionRecord) -> dict[str, Any]:
     return {
         "key": session.key, "sessionId": session.session_id, "agentId": session.agent_id,
@@ -289,7 +301,14 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
 
 
 def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> dict[str, Any]:
-    """session_status: times, counters, model, next reset; `current` marks the caller's own."""
+    """session_status: times, counters, model, next reset; `current` marks the caller's own.
+
+    `sessionKey: "current"` is OpenClaw's name for the calling session (tool contract, seed 003)."""
+    if ref is not None and ref.strip().lower() == CURRENT_SESSION_ALIAS:
+        if caller.key is None:
+            raise InputError("session key 'current' means the calling session, and there is none: call it from "
+                             "a session (CLI --as KEY, HTTP X-Clawkeep-Session, a model tool) or give a session key")
+        ref = caller.key
     if ref is None:
         if caller.key is None:
             raise InputError("session_status needs a session key or a calling session (--as)")

@@ -85,7 +85,7 @@ def turns_held() -> tuple[str, ...]:
 
 def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
                  on_event: EventSink | None, started: float) -> MessageResult:
-    existing = record.already_recorded(rt, routed, request.message_id)
+    existing = record.already_recorded(rt, routed, request.message_id, request.text)
     if existing is not None:
         return existing
     inter_session = request.provenance is not None  # another session's message: answered, but not the user's
@@ -100,7 +100,7 @@ def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
     entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
                                   client_scope=routed.conversation, provenance=request.provenance)
     if entry is None:  # the same message arrived twice at once: the other delivery recorded it
-        return record.already_recorded(rt, routed, request.message_id)  # type: ignore[return-value]
+        return record.already_recorded(rt, routed, request.message_id, request.text)  # type: ignore[return-value]
     result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
                            client_message_id=request.message_id)
     if interactive or inter_session:
