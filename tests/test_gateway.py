@@ -524,7 +524,9 @@ def test_health_is_open_but_tells_nothing_and_docs_need_no_cdn(home):
         with running.client() as http:
             assert http.get("/v1/status").status_code == 401
             health = http.get("/v1/health")
-            assert health.status_code == 200 and health.json() == {"ok": True, "inFlight": 0}
+            # only liveness and a count: the background warm-up may be in flight at this moment
+            assert health.status_code == 200 and sorted(health.json()) == ["inFlight", "ok"]
+            assert health.json()["ok"] is True and isinstance(health.json()["inFlight"], int)
             assert http.get("/openapi.json").json()["info"]["title"] == "clawkeep gateway"
             for page in ("/docs", "/redoc"):
                 answer = http.get(page)
