@@ -551,18 +551,21 @@ class Engine:
     # --- maintenance ----------------------------------------------------------------
     # --- import and export (G4) ----------------------------------------------------------
     def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
-                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+                        config: str = "keep", progress: Any = None, accept_models: bool = False) -> dict[str, Any]:
         """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
         `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
-        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read.
+        `accept_models`: apply the archive's model providers, API-key variables and model choices
+        (by default they are only reported, under "models", with the command that applies them)."""
         check.path(path, "OpenClaw home")
         check.ident(agent, "agent id", optional=True)
         check.flag(dry_run, "dry run")
         check.choice(config, "config", ("keep", "force", "skip"))
+        check.flag(accept_models, "accept models")
         from .interop import service  # noqa: PLC0415 - only for this command
 
         return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
-                                       progress=progress).to_json()
+                                       progress=progress, accept_models=accept_models).to_json()
 
     def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
         """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
