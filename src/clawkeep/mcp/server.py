@@ -25,6 +25,7 @@ from ..api import AGENT_TOOLS, OPERATIONS
 from ..api.operations import result_json
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
+from .stdio import CheckedLines, ClaimedStdin
 
 SERVER_NAME = "clawkeep"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -91,14 +92,18 @@ def _version() -> str:
 
 
 def serve_stdio(engine: Engine, caller: str | None = None) -> None:
-    """Serve over this process's stdin/stdout until the client closes them."""
+    """Serve over this process's stdin/stdout until the client closes them. Every input line is
+    checked first (mcp/stdio.py): a malformed one is answered with a JSON-RPC error, never dropped."""
     server = build_server(engine, caller)
 
-    async def main() -> None:
-        async with stdio_server() as (read, write):
+    async def main(source: Any) -> None:
+        lines = CheckedLines(source)
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type] - iterated only
+            lines.answer_with(write.send)
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    with ClaimedStdin() as source:
+        anyio.run(main, source)
 
 
 def check_http_access(host: str, token: str | None) -> None:
