@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from ..errors import InputError
 from .. import validation as check
+from ..errors import InputError
 from ..validation import shown
 from .app import app, engine, err, out
 from .render import emit, table
