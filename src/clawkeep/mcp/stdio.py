@@ -43,6 +43,9 @@ def problem_of(raw: bytes) -> tuple[Any, int, str] | None:
     if not isinstance(value, dict):
         return None, types.INVALID_REQUEST, "Invalid Request: a message must be a JSON object"
     request_id = _request_id(value)
+    if "id" in value and request_id is None:  # else the SDK takes it for a notification and never answers
+        return None, types.INVALID_REQUEST, ("Invalid Request: id must be a string or an integer, not "
+                                             f"{_json_type(value['id'])}")
     if _has_lone_surrogate(value):
         code = types.INVALID_PARAMS if "method" in value else types.INVALID_REQUEST
         return request_id, code, ("Invalid params: the message holds a lone surrogate escape (such as \\ud800), "
@@ -60,6 +63,12 @@ def _request_id(value: dict[str, Any]) -> Any:
     if isinstance(ident, str) and not _has_lone_surrogate(ident):
         return ident
     return ident if isinstance(ident, int) and not isinstance(ident, bool) else None
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", type(None): "null", float: "a number with a fraction", dict: "an object",
+             list: "an array", str: "a string that is not Unicode text"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _invalid(value: dict[str, Any], exc: Exception) -> tuple[int, str]:
