@@ -292,3 +292,14 @@ def test_links_out_of_the_import_directory_are_refused(tmp_path: Path) -> None:
     with Engine.open(home=home) as engine:
         assert engine.sessions_search("outside-secret-token")["hits"] == []
         assert engine.sessions_search("inside hello")["hits"]
+
+
+def test_an_agents_directory_linked_out_is_refused(tmp_path: Path) -> None:
+    outside = legacy_archive(tmp_path / "elsewhere", {"agent:main:main": (SESSION_ID, "outside-secret-token")})
+    archive = tmp_path / "openclaw"
+    archive.mkdir()
+    (archive / "agents").symlink_to(outside / "agents", target_is_directory=True)
+    done = clawkeep(tmp_path / "home", "import", "openclaw", str(archive))
+    assert done.code == 2 and "Traceback" not in done.stderr
+    assert "agents is a symbolic link" in done.stderr.replace("\n", " ") and "not followed" in done.stderr
+    assert not (tmp_path / "home" / "agents").exists()

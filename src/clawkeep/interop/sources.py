@@ -96,6 +96,9 @@ def check_home(path: Path) -> None:
         raise InputError(f"{path} is not a directory; give an OpenClaw state directory (default ~/.openclaw)")
     if (path / CONFIG_FILE).is_file() or agent_dirs(path) or linked_agent_dirs(path):
         return
+    if (path / "agents").is_symlink() and leads_out(path / "agents", path):
+        raise InputError(f"{path / 'agents'} is a symbolic link to {os.path.realpath(path / 'agents')}, outside the "
+                         "import directory: not followed; import the directory it points to, or copy it in")
     raise InputError(
         f"{path} is not an OpenClaw home: it has none of {CONFIG_FILE}, agents/<id>/{AGENT_DB.as_posix()} or "
         f"agents/<id>/{SESSIONS_DIR}/{STORE_FILE}; give the directory OpenClaw keeps its state in "
