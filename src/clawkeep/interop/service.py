@@ -61,19 +61,19 @@ def import_openclaw(rt: Runtime, path: Path, *, agent: str | None, dry_run: bool
 
     report = _import_openclaw(rt, path, agent=agent, dry_run=dry_run, progress=progress, translate=translate,
                               accept_models=accept_models)
-    _describe_models(rt, report, path, agent=agent, accept_models=accept_models, config=config)
+    _describe_models(rt, report, path, agent=agent, accept_models=accept_models)
     return report
 
 
-def _describe_models(rt: Runtime, report: ImportReport, path: Path, *, agent: str | None, accept_models: bool,
-                     config: str) -> None:
+def _describe_models(rt: Runtime, report: ImportReport, path: Path, *, agent: str | None,
+                     accept_models: bool) -> None:
     """report.models: the model settings found (config and sessions' own choices), whether they
     were applied, and if not the exact command that applies them."""
-    found = report.models or {"providers": [], "keyVariables": [], "choices": []}
     if not (report.models or report.model_overrides):
         return
-    applied = accept_models and not report.dry_run and config != "skip"
-    found = {**found, "sessionOverrides": report.model_overrides, "applied": applied}
+    applied = accept_models and not report.dry_run  # with --skip-config: the sessions' choices only
+    found = {**(report.models or {"providers": [], "keyVariables": [], "choices": []}),
+             "sessionOverrides": report.model_overrides, "applied": applied}
     if not applied:
         found["applyCommand"] = apply_command(rt, path, agent)
     report.models = found
