@@ -303,3 +303,28 @@ def test_an_agents_directory_linked_out_is_refused(tmp_path: Path) -> None:
     assert done.code == 2 and "Traceback" not in done.stderr
     assert "agents is a symbolic link" in done.stderr.replace("\n", " ") and "not followed" in done.stderr
     assert not (tmp_path / "home" / "agents").exists()
+
+
+def test_the_report_never_shows_a_literal_key_and_names_inherited_variables(tmp_path: Path) -> None:
+    config = {"models": {"providers": {"openai": {"baseUrl": "https://proxy.example/v1"},
+                                       "lit": {"baseUrl": "https://lit.example/v1", "api": "openai",
+                                               "apiKey": "sk-literal-1234567890", "headers": {"X-Token": "t0k3n"},
+                                               "models": {"m": {}}}}},
+              "agents": {"defaults": {"model": {"primary": "lit/m"},
+                                      "memorySearch": {"provider": "openai",
+                                                       "remote": {"baseUrl": "https://emb.example/v1",
+                                                                  "apiKey": "sk-remote-0987654321"}}}}}
+    archive = legacy_archive(tmp_path / "openclaw", {"agent:main:main": (SESSION_ID, "hello")}, config=config)
+    done = clawkeep(tmp_path / "home", "import", "openclaw", str(archive), "--json", "--dry-run")
+    assert done.code == 0, done.stderr
+    assert "sk-literal" not in done.stdout and "sk-remote" not in done.stdout and "t0k3n" not in done.stdout
+    models = done.json()["models"]
+    providers = {p["name"]: p for p in models["providers"]}
+    # a provider named like a built-in keeps the built-in's key variable: its value would go to the new URL
+    assert providers["openai"]["apiKeyEnv"] == "OPENAI_API_KEY" and models["keyVariables"] == ["OPENAI_API_KEY"]
+    assert providers["lit"]["apiKey"] == "set in the file (not shown)" and providers["lit"]["headers"] == ["X-Token"]
+    remote = next(c for c in models["choices"] if c["key"] == "agents.defaults.memorySearch.remote")
+    assert remote["value"] == {"baseUrl": "https://emb.example/v1", "apiKey": "set (not shown)"}
+    assert done.json()["config"]["heldBack"] == ["models", "agents.defaults.model",
+                                                 "agents.defaults.memorySearch.provider",
+                                                 "agents.defaults.memorySearch.remote"]

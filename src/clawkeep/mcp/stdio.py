@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, BinaryIO
@@ -22,6 +23,7 @@ import mcp.types as types
 from mcp.shared.message import SessionMessage
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; a tool's arguments are bounded far below this
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # how a lone surrogate gets into valid UTF-8 JSON
 Reply = Callable[[SessionMessage], Awaitable[None]]
 
 
@@ -46,7 +48,7 @@ def problem_of(raw: bytes) -> tuple[Any, int, str] | None:
     if "id" in value and request_id is None:  # else the SDK takes it for a notification and never answers
         return None, types.INVALID_REQUEST, ("Invalid Request: id must be a string or an integer, not "
                                              f"{_json_type(value['id'])}")
-    if _has_lone_surrogate(value):
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
         code = types.INVALID_PARAMS if "method" in value else types.INVALID_REQUEST
         return request_id, code, ("Invalid params: the message holds a lone surrogate escape (such as \\ud800), "
                                   "which is not Unicode text; send valid UTF-8 strings")
