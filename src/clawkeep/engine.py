@@ -258,12 +258,26 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None, key: str | None = None,
+                        caller: str | None = None) -> api.SessionInfo:
+        """A new dashboard thread; with `key`, the session of that key (an OpenClaw key is mapped as
+        import maps it), created if missing — `created` says which. A calling session may open only
+        itself."""
         from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
-        return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        check.ident(key, "key", optional=True)
+        if key is None:
+            return api.SessionInfo.model_validate(
+                service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if incognito:
+            raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
+        opened, created = service.open_by_key(self.runtime, key, label=label)
+        if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
+            raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
+                             "operator or with an agent credential")
+        return api.SessionInfo.model_validate({**opened, "created": created})
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""

@@ -123,6 +123,8 @@ class SessionRefArgs(Args):
 class SessionsCreateArgs(Args):
     incognito: StrictBool = False  # "yes" or 1 is refused: a typo must not create an unintended thread kind
     label: str | None = None
+    key: str | None = Field(None, description="Open the session with this key, creating it if missing (another "
+                            "system's conversation, e.g. an OpenClaw session key, mapped as import maps it).")
 
 
 class MemorySearchArgs(Args):
@@ -143,6 +145,10 @@ class MemoryGetArgs(Args):
 class MemoryRememberArgs(Args):
     text: str = Field(max_length=2000, description="One durable fact in a single line, in the user's language; "
                       "a dated plan expires after its day. Secrets and one-off requests are refused.")
+
+
+class MemoryIndexArgs(Args):
+    force: StrictBool = Field(False, description="Rebuild the whole index instead of catching up.")
 
 
 class MemoryRefusalsArgs(Args):
@@ -313,7 +319,7 @@ def _ops() -> list[Operation]:
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
                   shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
         Operation("sessions_create", "A new dashboard thread (incognito: never stored).", SessionsCreateArgs,
-                  shapes.SessionInfo, lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label),
+                  shapes.SessionInfo, lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, key=a.key, caller=c),
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
@@ -334,6 +340,8 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+        Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
+                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,

@@ -154,13 +154,15 @@ def sessions_create(
     ctx: typer.Context,
     incognito: bool = typer.Option(False, "--incognito", help="In memory only: never written, gone on exit."),
     label: str | None = typer.Option(None, "--label"),
+    key: str | None = typer.Option(None, "--key", help="Open the session with this key (created if missing)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """A new dashboard thread."""
+    """A new dashboard thread; with --key, the session of that key (an OpenClaw key is mapped as import maps it)."""
     emit(
-        engine(ctx).sessions_create(incognito=incognito, label=label),
+        engine(ctx).sessions_create(incognito=incognito, label=label, key=key),
         as_json,
-        lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
+        lambda d: out.print(f"{'opened' if d.get('created') is False else 'created'} {d['key']} "
+                            f"[dim]{d['sessionId']}[/dim]", highlight=False),
     )
 
 
