@@ -129,6 +129,7 @@ class Engine:
         message_id: str | None = None,
         at: str | int | None = None,
         session: str | None = None,
+        record_only: bool = False,
     ) -> MessageRequest:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
@@ -151,7 +152,8 @@ class Engine:
             thread=thread,
             session=session,
         )
-        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at))
+        check.flag(record_only, "record only")
+        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True

@@ -43,6 +43,9 @@ class MessageArgs(Args):
     at: str | StrictInt | None = Field(None, description="Time of the message (import, replay): ISO-8601 text or "
                                        "epoch ms.")
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
+    record_only: StrictBool = Field(False, description="Record the message without answering it (another system "
+                                    "already answered: the OpenClaw plugin's capture); no model is called and "
+                                    "the memory steps run as in record mode.")
 
 
 _ROUTING_FIELDS = ("channel", "account", "sender", "chat_type", "group", "thread")
