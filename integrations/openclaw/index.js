@@ -255,7 +255,6 @@ export default definePluginEntry({
     );
 
     api.on("agent_end", async (event, ctx) => {
-      if (process.env.CK_DEBUG_DUMP) (await import("node:fs")).appendFileSync(process.env.CK_DEBUG_DUMP, JSON.stringify({ event, ctx: { sessionKey: ctx?.sessionKey, agentId: ctx?.agentId, trigger: ctx?.trigger } }) + "\n");
       if (!client.settings.capture || !ctx?.sessionKey) return;
       try {
         await captureTurn(client, ctx.sessionKey, event?.messages);
