@@ -129,6 +129,7 @@ class Engine:
         message_id: str | None = None,
         at: str | int | None = None,
         session: str | None = None,
+        record_only: bool = False,
     ) -> MessageRequest:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
@@ -151,7 +152,8 @@ class Engine:
             thread=thread,
             session=session,
         )
-        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at))
+        check.flag(record_only, "record only")
+        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
@@ -258,18 +260,32 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None,
-                        coding: str | None = None) -> api.SessionInfo:
-        """A new dashboard thread, or with `coding` the coding session agent:<id>:coding:<name>."""
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None, coding: str | None = None,
+                        key: str | None = None, caller: str | None = None) -> api.SessionInfo:
+        """A new dashboard thread; with `coding` the coding session agent:<id>:coding:<name>; with `key`,
+        the session of that key (an OpenClaw key is mapped as import maps it), created if missing —
+        `created` says which. A calling session may open only itself."""
         from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
+        check.ident(key, "key", optional=True)
+        if coding is not None and key is not None:
+            raise InputError("give either coding or key, not both")
         if coding is not None:
             if incognito:
                 raise InputError("a coding session cannot be incognito; give either coding or incognito")
             return api.SessionInfo.model_validate(service.create_coding(self.runtime, coding, label=label))
-        return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if key is None:
+            return api.SessionInfo.model_validate(
+                service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if incognito:
+            raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
+        opened, created = service.open_by_key(self.runtime, key, label=label)
+        if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
+            raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
+                             "operator or with an agent credential")
+        return api.SessionInfo.model_validate({**opened, "created": created})
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""

@@ -43,6 +43,9 @@ class MessageArgs(Args):
     at: str | StrictInt | None = Field(None, description="Time of the message (import, replay): ISO-8601 text or "
                                        "epoch ms.")
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
+    record_only: StrictBool = Field(False, description="Record the message without answering it (another system "
+                                    "already answered: the OpenClaw plugin's capture); no model is called and "
+                                    "the memory steps run as in record mode.")
 
 
 _ROUTING_FIELDS = ("channel", "account", "sender", "chat_type", "group", "thread")
@@ -125,6 +128,8 @@ class SessionsCreateArgs(Args):
     label: str | None = None
     coding: str | None = Field(None, description="Create the coding session agent:<id>:coding:<name> instead "
                                "(name: letters, digits, '.', '_', '-').")
+    key: str | None = Field(None, description="Open the session with this key, creating it if missing (another "
+                            "system's conversation, e.g. an OpenClaw session key, mapped as import maps it).")
 
 
 class MemorySearchArgs(Args):
@@ -145,6 +150,10 @@ class MemoryGetArgs(Args):
 class MemoryRememberArgs(Args):
     text: str = Field(max_length=2000, description="One durable fact in a single line, in the user's language; "
                       "a dated plan expires after its day. Secrets and one-off requests are refused.")
+
+
+class MemoryIndexArgs(Args):
+    force: StrictBool = Field(False, description="Rebuild the whole index instead of catching up.")
 
 
 class MemoryRefusalsArgs(Args):
@@ -314,9 +323,10 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
                   shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
-        Operation("sessions_create", "A new dashboard thread (incognito: never stored), or a named coding session.",
-                  SessionsCreateArgs, shapes.SessionInfo,
-                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding),
+        Operation("sessions_create", "A new dashboard thread (incognito: never stored), a named coding session, or "
+                  "the session of a key (opened, created if missing).", SessionsCreateArgs, shapes.SessionInfo,
+                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding, key=a.key,
+                                                    caller=c),
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
@@ -337,6 +347,8 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+        Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
+                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,

@@ -38,6 +38,7 @@ def message(
     message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
     at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601 or epoch ms."),
     session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
+    record_only: bool = typer.Option(False, "--record-only", help="Store it without answering (no model call)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send one inbound message through the router and the turn pipeline."""
@@ -55,6 +56,7 @@ def message(
             message_id=message_id,
             at=at,
             session=session,
+            record_only=record_only,
         )
         .to_json()
     )

@@ -156,13 +156,15 @@ def sessions_create(
     label: str | None = typer.Option(None, "--label"),
     coding: str | None = typer.Option(None, "--coding", metavar="NAME",
                                       help="A coding session agent:<id>:coding:NAME instead (letters, digits, . _ -)."),
+    key: str | None = typer.Option(None, "--key", help="Open the session with this key (created if missing)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """A new dashboard thread, or (--coding NAME) a coding session."""
+    """A new dashboard thread, (--coding NAME) a coding session, or (--key KEY) the session of that key."""
     emit(
-        engine(ctx).sessions_create(incognito=incognito, label=label, coding=coding),
+        engine(ctx).sessions_create(incognito=incognito, label=label, coding=coding, key=key),
         as_json,
-        lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
+        lambda d: out.print(f"{'opened' if d.get('created') is False else 'created'} {d['key']} "
+                            f"[dim]{d['sessionId']}[/dim]", highlight=False),
     )
 
 

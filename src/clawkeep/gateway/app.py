@@ -292,8 +292,9 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
     async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
-        """A new dashboard thread (`incognito`: kept in memory only, never written to disk), or with
-        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists)."""
+        """A new dashboard thread (`incognito`: kept in memory only, never written to disk); with
+        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists); with `key`, the
+        session of that key, created if missing (`created` says whether this call made it)."""
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
@@ -382,6 +383,12 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def delete_item(item_id: str, caller: Caller = None) -> Any:
         gw.operator_only(caller, "deleting memory")
         return await gw.op("memory_delete", None, item_id=item_id)
+
+    @app.post("/v1/memory/index", dependencies=guarded, tags=["memory"], responses=_doc(api.IndexReport))
+    async def memory_index(body: ops.MemoryIndexArgs | None = None, caller: Caller = None) -> Any:
+        """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
+        gw.operator_only(caller, "indexing memory")
+        return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
     async def memory_status(deep: bool = False) -> Any:

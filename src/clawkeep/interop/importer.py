@@ -24,7 +24,7 @@ from typing import Any
 from .. import validation as check
 from ..errors import InputError
 from ..redact import redact_secrets
-from ..routing.keys import escape_segment, is_session_id, new_session_id, parse_key
+from ..routing.keys import foreign_key, is_session_id, new_session_id, parse_key
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -37,36 +37,6 @@ Progress = Callable[[int], None]  # bytes read since the last call
 _ID_NAMESPACE = uuid.UUID("5b1c1a4e-6f0e-4c53-9f3a-0c1a2f6e8d11")
 MAX_ENTRY_FIELD_CHARS = 2048  # a session-entry field bigger than this (a prompt snapshot) is not kept
 MAX_ID_CHARS = 200
-
-
-# --- keys ---------------------------------------------------------------------------------
-def map_key(key: str, agent_id: str) -> tuple[str, str | None]:
-    """OpenClaw's key as a clawkeep key, and why it changed (None: it did not)."""
-    text = (key or "").strip()
-    parts = text.split(":")
-    if len(parts) >= 3 and parts[0] == "agent":
-        rest = ["thread" if p == "topic" and 0 < i < len(parts[2:]) - 1 else p for i, p in enumerate(parts[2:])]
-        why = "a Telegram topic (`:topic:<id>`) is a clawkeep thread (`:thread:<id>`)" if rest != parts[2:] else None
-        if parts[1].lower() != agent_id:
-            why = "key of another agent id than the agent directory: imported into the directory's agent"
-    elif len(parts) >= 2 and parts[0] in ("cron", "hook"):
-        rest, why = [parts[0], *parts[1:]], "clawkeep keys start with agent:<id>: (cron and hook keys too)"
-    else:
-        rest, why = [text], "clawkeep keys start with agent:<id>:"
-    rest = [p.lower() if _plain(p.lower()) else escape_segment(p.lower()) for p in rest if p] or ["main"]
-    mapped = ":".join(["agent", agent_id, *rest])
-    try:
-        parse_key(mapped)
-    except InputError:
-        mapped = f"agent:{agent_id}:{escape_segment(text.lower()) or 'main'}"
-        why = "key segments escaped to clawkeep's key alphabet"
-    if mapped != text and why is None:
-        why = "key segments escaped to clawkeep's key alphabet"
-    return mapped, why if mapped != text else None
-
-
-def _plain(segment: str) -> bool:
-    return bool(segment) and escape_segment(segment) == segment
 
 
 def _client_id(event: dict[str, Any], ordinal: int) -> str:
@@ -207,7 +177,7 @@ class SessionImport:
 def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: ImportReport, *,
                    dry_run: bool, progress: Progress, accept_models: bool = False) -> None:
     """One OpenClaw key, all or nothing."""
-    key, why = map_key(src.key, store.agent_id)
+    key, why = foreign_key(src.key, store.agent_id)
     if why:
         report.renamed_keys.setdefault(why, Tally()).add(f"{src.key} → {key}", src.transcripts[0].where
                                                              if src.transcripts else None)
