@@ -21,7 +21,7 @@ from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .runtime import Runtime, default_home
-from .storage import commit_journal
+from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
 from .visibility import Caller
 
@@ -94,6 +94,26 @@ class Engine:
 
     def close(self) -> None:
         self.runtime.close()
+
+    def check_storage(self) -> None:
+        """Log in to the storage once (PostgreSQL; nothing is created): an unreachable server is a
+        StorageError, a refused login or a missing database an InputError — before a server says
+        it is up."""
+        check_storage(self.config.storage)
+
+    def subscribe(self, event_type: type[Any], handler: Any) -> None:
+        """Call `handler(event)` for every engine event of `event_type` (clawkeep.events)."""
+        self.runtime.events.subscribe(event_type, handler)
+
+    @staticmethod
+    def check_session_key(key: str, what: str = "session key") -> str:
+        """`key` if it is a valid session key, else an InputError naming `what`."""
+        from .routing.keys import parse_key
+
+        try:
+            return parse_key(check.ident(key, what)).key
+        except InputError as exc:
+            raise InputError(f"{what}: {exc}") from None
 
     def __enter__(self) -> Engine:
         return self

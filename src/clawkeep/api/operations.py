@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
-from ..validation import MAX_GET_LINES, MAX_INT, shown
+from ..validation import MAX_GET_LINES, MAX_INT, MAX_MEMORY_SEARCH, MAX_SESSIONS_SEARCH, shown
 from . import shapes
 from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
@@ -100,7 +100,7 @@ class SessionsTimelineArgs(Args):
 
 class SessionsSearchArgs(Args):
     query: str = Field(max_length=4096)
-    limit: int | None = Field(None, ge=1, le=25)
+    limit: int | None = Field(None, ge=1, le=MAX_SESSIONS_SEARCH)
 
 
 class SessionStatusArgs(Args):
@@ -134,7 +134,7 @@ class SessionsCreateArgs(Args):
 
 class MemorySearchArgs(Args):
     query: str = Field(max_length=4096, description="What to look for, in the user's words or key terms.")
-    max_results: int | None = Field(None, ge=1, le=50)
+    max_results: int | None = Field(None, ge=1, le=MAX_MEMORY_SEARCH)
     min_score: float | None = Field(None, ge=0, le=1, description="Drop hits scoring below this (0-1).")
     corpus: Literal["all", "memory", "sessions"] = Field(
         "all", description="memory: the Markdown memory files; sessions: indexed past conversations.")

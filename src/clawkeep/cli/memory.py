@@ -64,9 +64,8 @@ def memory_search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search over memory files (and indexed transcripts)."""
-    from ..memory.search import MAX_LIMIT  # noqa: PLC0415
 
-    check.integer(limit, "--limit", 1, MAX_LIMIT)  # the CLI names its flags; the Engine its parameters
+    check.integer(limit, "--limit", 1, check.MAX_MEMORY_SEARCH)  # the CLI names its flags; the Engine its parameters
     data = engine(ctx).memory_search(query, limit=limit, mode=mode)
     emit(data, as_json, lambda d: out.print(table(d["results"], ["score", "source", "snippet"])))
 

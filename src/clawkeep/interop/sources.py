@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import json5
 
 from ..errors import InputError
-from ..storage.sqlite.openclaw import OpenClawDatabase
+from ..storage.sqlite.openclaw import DatabaseError, OpenClawDatabase
 from .events import parse_time
 
 AGENT_DB = Path("agent") / "openclaw-agent.sqlite"
@@ -351,7 +350,7 @@ def open_database(path: Path) -> OpenClawDatabase:
         db = OpenClawDatabase(path)
         version, tables = db.user_version(), db.tables()
         meta = db.schema_meta() if "schema_meta" in tables else None
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         raise InputError(f"{path}: not a readable SQLite database ({exc})") from None
     try:
         if meta is None or meta[0] != "agent":
@@ -383,7 +382,7 @@ def sqlite_sessions(agent: SourceAgent, path: Path) -> None:
             windows: dict[str, list[tuple[str, str | None, int]]] = {}
             for sid, key, reason, created in db.windows():
                 windows.setdefault(key, []).append((sid, reason, created))
-        except sqlite3.DatabaseError as exc:
+        except DatabaseError as exc:
             raise InputError(f"{path}: cannot be read ({exc})") from None
     for key, current, entry_json in nodes:
         try:
@@ -415,7 +414,7 @@ def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, 
                     event = parse_line(raw, where)
                     event.setdefault("timestamp", created)
                     yield where, event, len(raw)
-            except sqlite3.DatabaseError as exc:
+            except DatabaseError as exc:
                 raise InputError(f"{path}: cannot be read ({exc})") from None
 
     return read
