@@ -38,7 +38,6 @@ SCHEMA_LIMIT = 63  # PostgreSQL identifiers
 IDLE_CHECK_S = 30.0
 _CONFLICT_MARK = "clawkeep-conflict:"  # update_session's failed compare-and-set, raised by the server
 _idle_since: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-_migrated: set[tuple[str, str, int]] = set()  # (url, schema, version) checked by this process
 
 
 def _returned(conn: Any) -> None:
@@ -156,6 +155,7 @@ class Database:
         self.pool = ConnectionPool(url, min_size=1, max_size=size, open=True, timeout=connect_timeout_ms / 1000,
                                    kwargs={"connect_timeout": timeout, "autocommit": True}, check=_check_if_idle,
                                    reset=_returned, name=f"clawkeep {redact(url)}")
+        self.migrated: set[tuple[str, int]] = set()  # (schema, version) checked while this pool is open
 
     @classmethod
     def acquire(cls, url: str, size: int, connect_timeout_ms: int) -> Database:
@@ -338,15 +338,14 @@ class PgConnection:
         return self.migrations[-1].version if self.migrations else 0
 
     def _migrate(self) -> None:
-        """Once per process and store: one read when the schema is current, else the migrations."""
-        key = (self.url, self.schema, self.schema_version)
-        if key in _migrated:
+        """Once per store while the process keeps its pool open (stores of one server share it):
+        one read when the schema is current, else the migrations."""
+        key = (self.schema, self.schema_version)
+        if key in self.db.migrated:
             return
-        if self._schema_is_current():
-            _migrated.add(key)
-            return
-        self._apply_migrations()
-        _migrated.add(key)
+        if not self._schema_is_current():
+            self._apply_migrations()
+        self.db.migrated.add(key)
 
     def _schema_is_current(self) -> bool:
         try:
