@@ -306,6 +306,11 @@ class AgentStore(abc.ABC):
     def indexed_messages(self) -> int:
         """Exactly how many messages the search index holds (status' `indexedMessages`)."""
 
+    @abc.abstractmethod
+    def server_info(self) -> dict[str, Any]:
+        """What `status` names: `storage` (the backend), `storageVersion` (e.g. "PostgreSQL 16.2",
+        "SQLite 3.45.1") and `pgvector` (its version on the server, or None)."""
+
     # --- counters -------------------------------------------------------------------
     @abc.abstractmethod
     def add_counters(self, deltas: dict[str, int]) -> None:

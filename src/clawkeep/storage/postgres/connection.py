@@ -388,8 +388,9 @@ class PgConnection:
 
     def server_info(self) -> dict[str, Any]:
         """What `status` names: the server's version and whether pgvector is installed there."""
-        version, vector = self._query("SELECT current_setting('server_version'), "
-                                      "(SELECT extversion FROM pg_available_extensions WHERE name = 'vector')")[0]
+        version, vector = self._query("SELECT current_setting('server_version'), (SELECT coalesce(installed_version, "
+                                      "default_version || ' (available, not installed in this database)') "
+                                      "FROM pg_available_extensions WHERE name = 'vector')")[0]
         return {"storage": "postgres", "storageVersion": f"PostgreSQL {str(version).split()[0]}",
                 "pgvector": vector}
 
