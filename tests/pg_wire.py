@@ -4,8 +4,8 @@ A round trip is each time the client hands the server a complete request and wai
 answer: a simple Query ('Q'), an extended-protocol Sync ('S'), or a Flush ('H', which psycopg's
 pipeline mode sends to read a result before the Sync; an 'H' right behind an 'S' rides with it
 and is not counted). The proxy parses the frontend message stream (startup packet first, then
-typed messages `type:1 length:4 body`) and counts those; with `delay_ms` it also holds each one back that long, as a server on another host
-would (bench/postgres_bench.py's 1 ms row).
+typed messages `type:1 length:4 body`) and counts those; with `delay_ms` it also holds each
+one back that long, as a server on another host would (bench/postgres_bench.py's 1 ms row).
 
 The upstream may be a TCP host:port or a Unix socket (the pgserver bundle's `?host=/dir` URL).
 """
@@ -168,7 +168,7 @@ class WireCounter:
             at += 1 + length
             if self.log is not None and kind in ("Q", "P", "S", "H"):
                 body = buffer[at - length + 4:at]
-                text = body.split(b"\0")[1 if kind == "P" else 0].decode(errors="replace") if kind not in ("S", "H") else ""
+                text = "" if kind in ("S", "H") else body.split(b"\0")[1 if kind == "P" else 0].decode(errors="replace")
                 self.log.append(f"{kind} {text[:110]}")
             if kind in ("Q", "S") or kind == "H" and last[0] != "S":
                 trips += 1
