@@ -4,8 +4,8 @@ request the client waits on (Query, Sync, a Flush not riding on a Sync). The cou
 deterministic, so each operation has a budget and this test fails over it.
 
 Budgets are issue 30's where they are met; where they are not yet (search), the budget is
-today's count (memory_search: its highest seen, 13-14 / 8-10, as the memory layer's checks for
-edited files are timed), so a regression still fails; ISSUE_TARGET names where it should get to.
+today's count (memory_search: 13 / 8-9 seen, plus one, as the memory layer's checks for edited
+files are timed), so a regression still fails; ISSUE_TARGET names where it should get to.
 memory_search is counted once the index is current (the first search after a remember also
 indexes the new text: 27 round trips today).
 """
@@ -25,13 +25,13 @@ BUDGET = {
     "user turn": 6,
     "assistant append": 4,
     "turn with a message id": 7,
-    "sessions_search": 5,
-    "hybrid memory_search": 16,
-    "keyword memory_search": 12,
+    "sessions_search": 3,
+    "hybrid memory_search": 14,
+    "keyword memory_search": 10,
     "remember": 8,
     "first call after reopening": 8,
 }
-ISSUE_TARGET = {"sessions_search": 3, "hybrid memory_search": 6, "keyword memory_search": 4}
+ISSUE_TARGET = {"hybrid memory_search": 6, "keyword memory_search": 4}
 
 
 @pytest.fixture
@@ -76,6 +76,7 @@ def test_each_operation_stays_within_its_round_trip_budget(proxied):
         assert found.hits and "deploy" in found.hits[0].snippet.lower()
     with Engine.open(home=home, config=config) as eng:  # a new pool: the schema is checked again
         counts["first call after reopening"] = _count(proxy, lambda: eng.message("after reopening", **GROUP))
+    print(counts)  # shown with -s, and in the report of a failure
     over = {op: (n, BUDGET[op]) for op, n in counts.items() if n > BUDGET[op]}
     assert not over, f"round trips over budget (count, budget): {over}; all counts: {counts}"
     assert counts["user turn"] >= 2  # the proxy saw the traffic: a lock and a write at the least

@@ -45,7 +45,8 @@ def _returned(conn: Any) -> None:
 
 
 def _check_if_idle(conn: Any) -> None:
-    if time.monotonic() - _idle_since.get(conn, 0.0) > IDLE_CHECK_S:
+    returned = _idle_since.get(conn)  # None: a new connection, never used
+    if returned is not None and time.monotonic() - returned > IDLE_CHECK_S:
         ConnectionPool.check_connection(conn)
 
 
@@ -404,13 +405,12 @@ def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8, conne
     require_driver()
     db = Database.acquire(url, pool_size, connect_timeout_ms)
     try:
-        with db.pool.connection() as conn:
-            exists = conn.execute("SELECT to_regclass(%s)", (f"{quote(prefix)}.stores",)).fetchone()[0]
-            if exists is None:
-                return []
+        with db.pool.connection() as conn:  # no catalog yet: no stores (one round trip either way)
             rows = conn.execute(f"SELECT name FROM {quote(prefix)}.stores WHERE kind = %s ORDER BY name",
                                 (kind,)).fetchall()
             return [r[0] for r in rows]
+    except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName):
+        return []
     except psycopg.Error as exc:
         raise translate(url, exc) from None
     finally:

@@ -106,6 +106,7 @@ _BLANKS = "".join(chr(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 1
                                    8232, 8233, 8239, 8287, 12288))
 _NUL_ESCAPE = "\\u0000"  # JSON text PostgreSQL's jsonb refuses
 LOCK_POLL_S = (0.002, 0.05)  # first and longest wait between tries of a busy session lock
+INDEXED_TTL_S = 10.0  # how long indexed_documents() trusts what this process knows
 PIN_WAIT_S = 0.2  # a turn waits this long for a pooled connection of its own, then locks on the shared one
 
 
@@ -122,6 +123,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         self._lock_conn: Any = None
         self._lock_conn_guard = threading.Lock()
         self.lock_timeout_ms = lock_timeout_ms
+        self._indexed: tuple[float, int] | None = None  # (when, estimate) for indexed_documents()
         PgConnection.__init__(self, url, prefix=prefix, name=agent_id, pool_size=pool_size,
                               connect_timeout_ms=connect_timeout_ms)
 
@@ -460,6 +462,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
                 raise DuplicateError(f"{what} already exists")
             entry.seq = rows[0][0]
+            if index_text and index_text.strip():
+                self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
             self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
 
@@ -564,7 +568,14 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return dict(zip(unique, (int(c) for c in counts), strict=True))
 
     def indexed_documents(self) -> int:
-        return int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0])
+        # an estimate that scales idf: this process's newest seq, or the table's max(id) read
+        # again once it is INDEXED_TTL_S old (other instances' messages)
+        now = time.monotonic()
+        known = self._indexed
+        if known is None or now - known[0] > INDEXED_TTL_S:
+            known = (now, int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0]))
+            self._indexed = known
+        return known[1]
 
     def indexed_messages(self) -> int:
         # no row-count record as FTS5 keeps: a count, on demand (status), over the index's own rows
