@@ -351,7 +351,10 @@ class PgConnection:
     def _schema_is_current(self) -> bool:
         try:
             with self.db.pool.connection() as conn:
-                newest = conn.execute(f"SELECT max(version) FROM {self.s}.schema_migrations").fetchone()[0]
+                # behind the migration lock (a migrator's transaction is waited for), one round trip
+                newest = conn.execute(f"SELECT (SELECT max(version) FROM {self.s}.schema_migrations) "
+                                      "FROM (SELECT pg_advisory_xact_lock(%s)) AS migrating",
+                                      (lock_id("migrate", self.schema),)).fetchone()[0]
         except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName):
             return False
         except psycopg.Error as exc:
