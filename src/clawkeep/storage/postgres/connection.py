@@ -157,6 +157,30 @@ class Database:
                                    kwargs={"connect_timeout": timeout, "autocommit": True}, check=_check_if_idle,
                                    reset=_returned, name=f"clawkeep {redact(url)}")
         self.migrated: set[tuple[str, int]] = set()  # (schema, version) checked while this pool is open
+        # Turns holding a session lock keep a connection each (`PgAgentStore._pin`); at most half
+        # the pool, so the reads they make through other stores (memory) always find one free.
+        self.pin_limit = size // 2
+        self.pins = 0
+        self.pin_guard = threading.Lock()
+
+    def try_pin(self, wait_s: float) -> Any | None:
+        """A pooled connection for one turn to keep, or None when the pins' share is taken or
+        no connection frees up within `wait_s`."""
+        with self.pin_guard:
+            if self.pins >= self.pin_limit:
+                return None
+            self.pins += 1
+        try:
+            return self.pool.getconn(timeout=wait_s)
+        except Exception:  # noqa: BLE001 - PoolTimeout, a closed pool: the caller locks another way
+            self.unpin(None)
+            return None
+
+    def unpin(self, conn: Any | None) -> None:
+        with self.pin_guard:
+            self.pins -= 1
+        if conn is not None:
+            self.pool.putconn(conn)
 
     @classmethod
     def acquire(cls, url: str, size: int, connect_timeout_ms: int) -> Database:
@@ -305,11 +329,24 @@ class PgConnection:
             return conn.execute(sql, params).fetchall()
         # the locks and the read in one simple query (parameters bound here): one round trip
         prefix = self._lock_sql(pending)
+        try:
+            return self._locking_read(conn, prefix + sql, params, prefix.count(";"), pending)
+        except psycopg.OperationalError:
+            if not conn.broken or self._local.sent:
+                raise
+            # the turn's first statement met a connection the server dropped: no lock was
+            # taken on it, so once more on a new one
+            fresh = self.db.pool.getconn()
+            self.db.pool.putconn(conn)
+            self._local.pinned = fresh
+            return self._locking_read(fresh, prefix + sql, params, prefix.count(";"), pending)
+
+    def _locking_read(self, conn: Any, sql: str, params: Any, skip: int, pending: list[int]) -> list[Any]:
         with psycopg.ClientCursor(conn) as cur:
-            cur.execute(prefix + sql, params)
+            cur.execute(sql, params)
             self._local.sent.extend(pending)
             self._local.pending.clear()
-            for _ in range(prefix.count(";")):
+            for _ in range(skip):
                 cur.nextset()
             return cur.fetchall()
 

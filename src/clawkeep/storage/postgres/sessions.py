@@ -162,13 +162,12 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 with self._separate_lock(ident, key):
                     yield
                 return
-            try:
-                local.pinned = self.db.pool.getconn(timeout=PIN_WAIT_S)
-            except Exception:  # noqa: BLE001 - every pooled connection is busy: the lock connection
+            pinned = self.db.try_pin(PIN_WAIT_S)
+            if pinned is None:  # the pool is busy: the shared lock connection, as before
                 with self._separate_lock(ident, key):
                     yield
                 return
-            local.pending, local.sent, local.pins = [], [], 0
+            local.pinned, local.pending, local.sent, local.pins = pinned, [], [], 0
         local.pins += 1
         local.pending.append(ident)
         try:
@@ -190,7 +189,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 pass
         if local.pins == 0:
             local.pinned = None
-            self.db.pool.putconn(conn)
+            self.db.unpin(conn)
 
     def _busy_error(self) -> Exception:
         return StorageError(f"a session is busy in another instance for more than {self.lock_timeout_ms} ms "
