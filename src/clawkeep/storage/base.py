@@ -174,7 +174,9 @@ class AgentStore(abc.ABC):
     def session_lock(self, key: str) -> AbstractContextManager[None]:
         """Hold while a turn of session `key` runs: turns of one session never interleave, other
         sessions run in parallel. Re-entrant within a thread. (SQLite: in-process; a shared
-        database needs a lock all writers see, e.g. a PostgreSQL advisory lock.)"""
+        database needs a lock all writers see, e.g. a PostgreSQL advisory lock, which may travel
+        with the turn's first statement on this store: all the turn reads and writes through the
+        store happens while another instance's turn of that session waits.)"""
 
     @abc.abstractmethod
     def applied_migrations(self) -> list[AppliedMigration]:
