@@ -101,8 +101,26 @@ def test_status_names_the_backend_and_the_server_version(proxied, pgvector_url):
     with Engine.open(home=home, config=config) as eng:
         eng.message("hello", **GROUP)
         status = eng.status().model_dump(by_alias=True)
+        eng.memory_remember("The build server is called hopper.")
+        memory = eng.memory_status().model_dump(by_alias=True)
     with psycopg.connect(pgvector_url) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
         vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
     assert (status["storage"], status["storageVersion"], status["pgvector"]) == \
         ("postgres", f"PostgreSQL {version}", vector)
+    assert (memory["storage"], memory["storageVersion"]) == ("postgres", f"PostgreSQL {version}")
+
+
+def test_status_on_the_embedded_backend_names_sqlite_and_its_version(tmp_path):
+    import sqlite3
+
+    with Engine.open(home=tmp_path / "home") as eng:
+        eng.message("hello")
+        eng.memory_remember("The build server is called hopper.")
+        status, memory = eng.status(), eng.memory_status()
+        if eng.config.storage.url is None:  # not under --engine-backend postgres
+            expected = ("sqlite", f"SQLite {sqlite3.sqlite_version}")
+            assert (status.storage, status.storage_version, status.pgvector) == (*expected, None)
+            assert (memory.storage, memory.storage_version) == expected
+        else:
+            assert status.storage == memory.storage == "postgres"
