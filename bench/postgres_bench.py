@@ -24,6 +24,8 @@ synchronous_commit on: every acknowledged append is on disk), as the tests use i
   the query vector precomputed (the model's embedding time left out on both sides), p50.
 - multi-instance: 1, 2, 3 processes × 10 concurrent clients on one PostgreSQL database
   (tests/multi_instance_worker.py: record-mode turns into 10 shared group chats), turns/s.
+- a server 1 ms away: record-mode turns through tests/pg_wire.py's loopback proxy, which holds
+  each round trip back 1 ms, p50 (`--delayed-turns N` runs only this row).
 """
 
 from __future__ import annotations
@@ -402,6 +404,7 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
         search = bench_sessions_search(server, sizes["search"], sizes["sessions"], progress)
         memory = bench_memory_search(server, sizes["chunks"], progress)
         instances = bench_instances(server, sizes["mi_per"])
+        delayed = bench_delayed_turns(server, sizes["turns"])
     finally:
         server.close()
     rows = [
@@ -410,6 +413,8 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
          f"{append['postgresql'] / append['sqlite NORMAL']:.2f}× / {append['postgresql'] / append['sqlite FULL']:.2f}×"],
         ["record-mode turn, `Engine.message` (turns/s)", f"{append['turn postgresql']:,.0f}",
          f"{append['turn sqlite']:,.0f}", f"{append['turn postgresql'] / append['turn sqlite']:.2f}×"],
+        [f"record-mode turn p50 (ms), 1 ms injected per round trip ({delayed['round_trips']} round trips; "
+         "target ≤ 12 ms)", fmt_ms(delayed["p50_s"]), "–", "–"],
     ]
     for cls in ("English keyword", "CJK keyword", "identifier", "natural-language question"):
         s, p = search[cls]["sqlite"], search[cls]["postgresql"]
@@ -434,14 +439,52 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
              "unit vectors, HNSW's worst case: this says how far HNSW strays on unstructured data, not its recall on "
              "real embeddings).")
     return Section("postgres", "PostgreSQL beside SQLite", [table, mi, notes],
-                   {"append": append, "search": search, "memory": memory, "instances": instances})
+                   {"append": append, "search": search, "memory": memory, "instances": instances,
+                    "delayed_turns": delayed})
+
+
+def bench_delayed_turns(server: Server, turns: int, delay_ms: float = 1.0) -> dict[str, Any]:
+    """Record-mode turns with the server `delay_ms` away: a loopback proxy (tests/pg_wire.py)
+    holds each round trip back that long, as a server on another host would. Turn p50 in ms,
+    and the round trips of one turn (issue 30: ≤ 12 ms at 1 ms, ≤ 6 round trips)."""
+    from pg_wire import WireCounter
+
+    home = scratch_dir("pg-delay-")
+    with WireCounter(server.url, delay_ms=delay_ms) as proxy:
+        config = {"storage": {"url": proxy.url, "schema": server.scratch_prefix("delay")},
+                  "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+        with Engine.open(home=home, config=config) as eng:
+            group = {"sender": "bench", "channel": "bench", "chat_type": "group", "group": "g1"}
+            eng.message("warm up", **group)
+            times = []
+            for i in range(turns):
+                proxy.reset()
+                t0 = time.perf_counter()
+                eng.message(f"turn {i}: the deploy broke again", **group)
+                times.append(time.perf_counter() - t0)
+            trips = proxy.trips
+    shutil.rmtree(home, ignore_errors=True)
+    return {"delay_ms": delay_ms, "turns": turns, "p50_s": percentile(times, 50), "p95_s": percentile(times, 95),
+            "round_trips": trips}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.postgres_bench")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--search-size", type=int, default=0)
+    p.add_argument("--delayed-turns", type=int, default=0,
+                   help="only the row of N record-mode turns with 1 ms injected per round trip")
     args = p.parse_args(argv)
+    if args.delayed_turns:
+        server = Server()
+        try:
+            row = bench_delayed_turns(server, args.delayed_turns)
+        finally:
+            server.close()
+        print(md_table(["turns", "injected per round trip", "round trips / turn", "turn p50 (ms)", "turn p95 (ms)"],
+                       [[str(row["turns"]), f"{row['delay_ms']:g} ms", str(row["round_trips"]), fmt_ms(row["p50_s"]),
+                         fmt_ms(row["p95_s"])]]))
+        return 0
     with make_progress() as progress:
         section = run_bench(progress, quick=args.quick, search_size=args.search_size or None)
     print(section.markdown())

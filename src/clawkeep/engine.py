@@ -474,9 +474,11 @@ class Engine:
         rt = self.runtime
         store = rt.read_store()  # status of an agent without a database must not create one
         sessions = store.list_sessions()
+        server = store.server_info()
         return api.EngineStatus(
             home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
-            database=getattr(store, "path", None) if rt.has_database() else None, storage="sqlite",
+            database=getattr(store, "path", None) if rt.has_database() else None, storage=server["storage"],
+            storage_version=server["storageVersion"], pgvector=server["pgvector"],
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,

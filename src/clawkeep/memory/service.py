@@ -723,6 +723,8 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "vectorStore": {"backend": settings.vector_store},
         **_openclaw_keys(rt),
     }
+    server = rt.read_store().server_info()  # which backend, which server version
+    out["storage"], out["storageVersion"] = server["storage"], server["storageVersion"]
     if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
         out["index"]["path"] = idx.store.path
         out["vectorStore"] = {"backend": "pgvector"}

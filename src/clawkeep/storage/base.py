@@ -174,7 +174,9 @@ class AgentStore(abc.ABC):
     def session_lock(self, key: str) -> AbstractContextManager[None]:
         """Hold while a turn of session `key` runs: turns of one session never interleave, other
         sessions run in parallel. Re-entrant within a thread. (SQLite: in-process; a shared
-        database needs a lock all writers see, e.g. a PostgreSQL advisory lock.)"""
+        database needs a lock all writers see, e.g. a PostgreSQL advisory lock, which may travel
+        with the turn's first statement on this store: all the turn reads and writes through the
+        store happens while another instance's turn of that session waits.)"""
 
     @abc.abstractmethod
     def applied_migrations(self) -> list[AppliedMigration]:
@@ -305,6 +307,11 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def indexed_messages(self) -> int:
         """Exactly how many messages the search index holds (status' `indexedMessages`)."""
+
+    @abc.abstractmethod
+    def server_info(self) -> dict[str, Any]:
+        """What `status` names: `storage` (the backend), `storageVersion` (e.g. "PostgreSQL 16.2",
+        "SQLite 3.45.1") and `pgvector` (its version on the server, or None)."""
 
     # --- counters -------------------------------------------------------------------
     @abc.abstractmethod

@@ -72,6 +72,8 @@ class MemoryStatus(Shape):
     index: dict[str, Any]
     provider: dict[str, Any]
     vector_store: dict[str, Any]
+    storage: str | None = None  # the backend: "sqlite" or "postgres" (None: no memory yet)
+    storage_version: str | None = None  # "SQLite 3.45.1", "PostgreSQL 16.2"
 
 
 class BootstrapFile(Shape):

@@ -595,6 +595,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         return self._committed_read(
             "indexed", lambda: self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0])
 
+    def server_info(self) -> dict[str, Any]:
+        return {"storage": "sqlite", "storageVersion": f"SQLite {sqlite3.sqlite_version}", "pgvector": None}
+
     def indexed_messages(self) -> int:
         # FTS5's averages record (row 1 of %_data) starts with the table's row count: exact, and
         # one row read where count(*) would walk the whole index.
