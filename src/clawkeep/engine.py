@@ -296,9 +296,8 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller)["results"]
-        kept = [hit for hit in found if (corpus == "all" or hit.get("origin") == corpus)
-                and (min_score is None or hit["score"] >= min_score)]
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
+        kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]
         return api.MemorySearchResult.model_validate({"results": kept})
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,

@@ -28,7 +28,7 @@ from ..errors import ConflictError, InputError, NotFoundError
 from ..patterns import lazy
 from .documents import for_workspace, memory_files, read_lines, write_lines  # noqa: F401 - re-exported
 from .owners import UNKNOWN_OWNER, visible_to
-from .workspace import MEMORY_FILE, NOTES_DIR
+from .workspace import NOTES_DIR
 
 # The write filters (filters.py) and the plan reader (timeparse.py) compile a few hundred
 # patterns: they load with the first write, not with every search that reads item states.
@@ -203,8 +203,9 @@ def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
 
 # --- supersession (M8): see facts.py ----------------------------------------------------------
 _REMEMBER_PREFIX = lazy(
-    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+"
-    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*"
+    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)"
+    r"(\s+that|\s+(?:this|these|the\s+following)\s*(?=[:：]))?[:：,]?\s+"
+    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*(?:(?:这个|这些|以下|下面的?)[:：]\s*)?"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)(?:ください|下さい|ね|ほしい)?[、，,:：\s]+"
     r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)?|잊지\s?마(?:세요)?)[,，:\s]+",
     re.IGNORECASE,

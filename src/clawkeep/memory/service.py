@@ -92,7 +92,8 @@ def open_index(rt: Runtime) -> MemoryIndex:
 def _new_index(rt: Runtime) -> MemoryIndex:
     settings = rt.config.agents.defaults.memory_search
     # A copy with an update, not an assignment: that would build the section's validator.
-    sources = settings.sources if sessions_enabled(rt) else [s for s in settings.sources if s != "sessions"] or ["memory"]
+    sources = (settings.sources if sessions_enabled(rt)
+               else [s for s in settings.sources if s != "sessions"] or ["memory"])
     settings = settings.model_copy(update={"sources": list(sources)})
     store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
@@ -170,8 +171,11 @@ def answering(message_id: str | None) -> Iterator[None]:
 
 
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
-           sync: bool = True, caller: str | None = None, without_session: str | None = None) -> dict[str, Any]:
+           sync: bool = True, caller: str | None = None, without_session: str | None = None,
+           corpus: str = "all") -> dict[str, Any]:
     """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store.
+    `corpus` ("memory", "sessions" or "all") picks the sources before the limit is applied: a limit
+    of 1 over memory files is the best memory-file hit, whatever the transcripts hold.
     Transcript lines of the message being answered (`answering`) are never offered.
     `without_session`: a session id whose indexed transcript is left out entirely (recall never
     covers the current session, A5), dropped before windows so it takes no result's place."""
@@ -193,6 +197,10 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
     pool_for = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
 
     def run(index: MemoryIndex) -> list[Any]:
+        sources = list(index.settings.sources) if corpus == "all" else [s for s in index.settings.sources
+                                                                         if s == corpus]
+        if not sources:  # e.g. "sessions" where transcripts are not indexed: nothing to find
+            return []
         checked = _TURN_CHECKED.get()
         if index.recovered:
             index.sync()
@@ -200,7 +208,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
             index.refresh(vectors=mode != "keyword")  # cheap staleness check (one queue read while nothing changed)
             if checked is not None:
                 checked.append(True)
-        return memory_search(index, query, limit=wanted, mode=mode, today=today(rt),
+        return memory_search(index, query, limit=wanted, mode=mode, sources=sources, today=today(rt),
                              citations=rt.config.memory.citations, visible=visible, pool_for=pool_for,
                              hidden_messages=_ANSWERING.get())
 
@@ -473,13 +481,16 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
     from . import facts  # noqa: PLC0415 - writes only
 
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
-        (i for i in active if facts.same_fact(fact, i.text)), None)
+        (i for i in active if facts.same_fact(fact, i.text)), None) or next(
+        (i for i in active if facts.refines(i.text, fact)), None)  # a line already saying more
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
         return WritePlan(fact, "duplicate", same=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
     if owner is not None:
         attrs["session"] = owner
     conflicts = _conflicts(fact, active, _similarity(rt))
+    # a near-duplicate the new line adds a detail to is superseded by it (kept, linked), not kept twice
+    conflicts += [i for i in active if i not in conflicts and facts.refines(fact, i.text)]
     if conflicts:
         attrs["supersedes"] = ",".join(i.id for i in conflicts)
     event = items.is_time_bound(fact, day)
