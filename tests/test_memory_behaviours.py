@@ -5,6 +5,7 @@ subprocess, the real HTTP gateway, the official MCP client and a scripted model 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,127 @@ def test_corpus_memory_with_limit_one_finds_the_memory_file_hit_beside_transcrip
     assert [h["origin"] for h in sessions] == ["sessions"]
     bad = run_cli(home, "memory", "search", "x", "--corpus", "notes", config=config)
     assert bad.code == 2 and "corpus" in bad.stderr and "allowed values: all, memory, sessions" in bad.stderr
+
+
+# --- item 10: the model corrects memory (tool loop, HTTP, MCP) -----------------------------------
+PEERS = {"session": {"dmScope": "per-channel-peer"}, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+ALICE = "agent:main:telegram:direct:alice"
+BOB = "agent:main:telegram:direct:bob"
+
+
+def _statuses(eng) -> dict[str, str]:
+    return {i["text"]: i["status"] for i in (item.to_json() for item in eng.memory_items())}
+
+
+def test_the_model_edits_and_forgets_its_own_lines_through_the_tool_loop(home):
+    from scripted_server import ScriptedServer
+    from test_tool_loop import completion, config_for, last_message
+
+    with ScriptedServer() as server:
+        config = config_for(server)
+        config["session"] = {"dmScope": "per-channel-peer"}
+        replies = {}
+
+        def answer(request):
+            replies.setdefault("results", []).append(json.loads(last_message(request)["content"]))
+            return completion("Done.")
+
+        server.add(completion("", [("memory_edit", {"oldText": "I live in Beijing", "text": "I live in Hangzhou"})]),
+                   answer,
+                   completion("", [("memory_forget", {"oldText": "I live in Hangzhou"})]), answer,
+                   completion("", [("memory_edit", {"oldText": "I drink coffee", "text": "my password is hunter2X!"})]),
+                   answer)
+        with open_engine(home, config) as eng:
+            eng.message("hello", channel="telegram", sender="alice", role="assistant")
+            eng.memory_remember("I live in Beijing", caller=ALICE)
+            eng.memory_remember("I drink coffee", caller=ALICE)
+            eng.message("I moved to Hangzhou, please fix that", channel="telegram", sender="alice")
+            offered = {t["function"]["name"] for t in server.requests[0].json()["tools"]}
+            assert {"memory_edit", "memory_forget", "memory_undo"} <= offered
+            edited = replies["results"][0]
+            assert edited["status"] == "edited" and edited["item"]["text"] == "I live in Hangzhou"
+            assert edited["previous"]["status"] == "superseded"  # the trail
+            assert _statuses(eng) == {"I live in Beijing": "superseded", "I live in Hangzhou": "active",
+                                      "I drink coffee": "active"}
+            eng.message("forget where I live", channel="telegram", sender="alice")
+            assert replies["results"][1]["status"] == "forgotten"
+            assert _statuses(eng)["I live in Hangzhou"] == "forgotten"
+            hits = eng.memory_search("where do I live Hangzhou", caller=ALICE).to_json()["results"]
+            assert not any("Hangzhou" in h["snippet"] for h in hits)  # a forgotten line is not recalled
+            eng.message("change the coffee note", channel="telegram", sender="alice")
+            refused = replies["results"][2]
+            assert refused["status"] == "refused" and "secret" in refused["reason"]  # the same write filters
+            assert "hunter2" not in (home / "workspace" / "MEMORY.md").read_text()
+            assert eng.memory_refusals()[0].to_json()["source"] == "tool"
+
+
+def test_corrections_over_http_keep_the_owner_boundary_and_undo(home):
+    from gateway_process import GatewayThread
+
+    running = GatewayThread(home, PEERS)
+    try:
+        eng = running.engine
+        eng.message("hi", channel="telegram", sender="alice")
+        eng.message("hi", channel="telegram", sender="bob")
+        alice_line = eng.memory_remember("My favourite colour is blue", caller=ALICE).to_json()["item"]
+        as_alice, as_bob = {"X-Clawkeep-Session": ALICE}, {"X-Clawkeep-Session": BOB}
+        with running.client() as http:
+            hidden = http.post("/v1/memory/edit", headers=as_bob,
+                               json={"itemId": alice_line["id"], "text": "My favourite colour is red"})
+            absent = http.post("/v1/memory/forget", json={"itemId": "m-00000000"}, headers=as_bob)
+            assert hidden.status_code == absent.status_code == 404  # another peer's line is missing, not forbidden
+            assert hidden.json()["error"]["message"].replace(alice_line["id"], "X") == \
+                absent.json()["error"]["message"].replace("m-00000000", "X")
+            edited = http.post("/v1/memory/edit", headers=as_alice,
+                               json={"itemId": alice_line["id"], "text": "My favourite colour is green"})
+            assert edited.status_code == 200, edited.text
+            change = edited.json()
+            assert change["status"] == "edited" and change["previous"]["supersededBy"] == change["item"]["id"]
+            both = http.post("/v1/memory/edit", json={"itemId": "x", "oldText": "blue", "text": "y"}, headers=as_alice)
+            assert both.status_code == 400 and "exactly one of itemId" in both.json()["error"]["message"]
+            undone = http.post("/v1/memory/undo", json={"itemId": change["undo"]}, headers=as_alice).json()
+            assert undone["status"] == "undone" and undone["item"]["text"] == "My favourite colour is blue"
+            assert undone["item"]["status"] == "active" and undone["previous"]["status"] == "superseded"
+            # the operator's edit and delete stay as they were: in place, no trail, a session refused
+            forbidden = http.put(f"/v1/memory/items/{alice_line['id']}", json={"text": "x"}, headers=as_alice)
+            assert forbidden.status_code == 403
+            in_place = http.put(f"/v1/memory/items/{alice_line['id']}", json={"text": "My favourite colour is teal"})
+            assert in_place.status_code == 200 and in_place.json()["id"] == alice_line["id"]
+    finally:
+        running.stop()
+
+
+def test_mcp_offers_the_corrections_and_read_only_workspaces_refuse_them(home):
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from test_mcp import _env, payload, server_args
+
+    (home / "clawkeep.json5").write_text(json.dumps(PEERS))
+    with open_engine(home) as eng:
+        eng.message("hi", channel="telegram", sender="alice")
+        line = eng.memory_remember("I drink green tea every morning", caller=ALICE).to_json()["item"]
+
+    async def work(session):
+        names = [t.name for t in (await session.list_tools()).tools]
+        forgot = payload(await session.call_tool("memory_forget", {"oldText": "green tea"}))
+        back = payload(await session.call_tool("memory_undo", {"itemId": forgot["undo"]}))
+        return names, forgot, back
+
+    params = StdioServerParameters(command=sys.executable, args=server_args(home, "--session", ALICE), env=_env())
+
+    async def main():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+    names, forgot, back = anyio.run(main)
+    assert {"memory_edit", "memory_forget", "memory_undo"} <= set(names)
+    assert forgot["status"] == "forgotten" and forgot["previous"]["id"] == line["id"]
+    assert back["status"] == "undone" and back["item"]["status"] == "active"
+    read_only = {**PEERS, "agents": {"defaults": {**PEERS["agents"]["defaults"], "workspaceAccess": "ro"}}}
+    (home / "clawkeep.json5").write_text(json.dumps(read_only))
+    refused = run_cli(home, "memory", "items", "--json")
+    assert refused.code == 0
+    with open_engine(home) as eng, pytest.raises(Exception, match="read-only"):
+        eng.memory_forget(line["id"], caller=ALICE)

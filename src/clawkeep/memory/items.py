@@ -62,6 +62,8 @@ class Item:
         return self.attrs.get("expires")
 
     def status(self, today: date) -> str:
+        if self.attrs.get("forgotten"):  # forgotten by a correction (memory_forget): retired, kept as a trail
+            return "forgotten"
         if self.superseded_by:
             return "superseded"
         if self.expires and self.expires < today.isoformat():
@@ -301,6 +303,20 @@ def set_attr(workspace: Path, item: Item, **updates: str) -> None:
         if n < 0:
             return None  # gone meanwhile: nothing to mark
         lines[n] = line_with_attrs(lines[n], item.id, **updates)
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
+
+
+def clear_attrs(workspace: Path, item: Item, *names: str) -> None:
+    """Remove the marker attributes `names` from `item`'s line (an undone correction)."""
+    def change(lines: list[str]) -> list[str] | None:
+        n = _locate(lines, item)
+        if n < 0:
+            return None
+        content, attrs = parse_marker(lines[n])
+        kept = {k: v for k, v in attrs.items() if k not in names}
+        lines[n] = content.rstrip() + render_marker({"id": item.id, **kept})
         return lines
 
     for_workspace(workspace).update(item.path, change)

@@ -536,8 +536,8 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
 
 
-def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date
-           ) -> tuple[WritePlan, items.Item | None]:
+def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date,
+           extra: dict[str, str] | None = None, leave_out: str | None = None) -> tuple[WritePlan, items.Item | None]:
     """Append `plan`'s fact to its file, deciding again — duplicate, merge, which items it
     supersedes — against that file's text as it is written: another writer (a thread, another
     instance) may have added a contradicting fact since `plan` was made, and the write's retry on
@@ -548,17 +548,19 @@ def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, ow
         rel, heading = daily_note(ws, day.isoformat()).relative_to(ws).as_posix(), f"# {day.isoformat()}"
     else:
         rel, heading = MEMORY_FILE, MEMORY_HEADING
-    elsewhere = [i for i in writable_items(rt, owner, day) if i.path != rel]
+    elsewhere = [i for i in writable_items(rt, owner, day) if i.path != rel and i.id != leave_out]
     applied = {"plan": plan}
 
     def change(lines: list[str]) -> list[str] | None:
         here = [] if items.is_session_excerpt(lines) else items.parse_items(rel, "\n".join(lines))
+        here = [i for i in here if i.id != leave_out]  # an edited line is retired by its editor, not merged into
         now = plan_remember(rt, text, force=force, owner=owner, day=day,
                             active=writable_items(rt, owner, day, found=elsewhere + here))
         applied["plan"] = now
         if now.status != "store":
             return None
         assert now.attrs is not None and now.conflicts is not None
+        now.attrs.update(extra or {})
         for old in now.conflicts:
             if old.path == rel:  # parsed from these very lines: its line number is current
                 lines[old.line - 1] = items.line_with_attrs(lines[old.line - 1], old.id, supersededBy=now.attrs["id"])
