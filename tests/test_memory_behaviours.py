@@ -229,3 +229,36 @@ def test_mcp_offers_the_corrections_and_read_only_workspaces_refuse_them(home):
     assert refused.code == 0
     with open_engine(home) as eng, pytest.raises(Exception, match="read-only"):
         eng.memory_forget(line["id"], caller=ALICE)
+
+
+# --- item 11: a fact recalled on one day by enough distinct queries is promoted -------------------
+def test_a_fact_recalled_ten_times_by_five_queries_on_one_day_passes_deep(home):
+    from datetime import UTC, datetime
+
+    day = datetime.now(UTC).date().isoformat()
+    notes = home / "workspace" / "memory"
+    notes.mkdir(parents=True)
+    (notes / f"{day}.md").write_text(f"# {day}\n\n- The team standup moved to 9:30 on Tuesdays\n"
+                                     "- The printer on floor 3 is out of toner\n")
+    config = home / "clawkeep.json5"
+    dreaming = {"memory-core": {"config": {"dreaming": {"enabled": True}}}}
+    config.write_text(json.dumps({"session": {"reset": {"timezone": "UTC"}}, "plugins": {"entries": dreaming},
+                                  "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}))
+    queries = ["The team standup moved to 9:30 on Tuesdays", "team standup time", "when is the standup",
+               "standup Tuesdays", "standup moved to 9:30"]
+    for query in queries * 2:
+        searched = run_cli(home, "memory", "search", query, "--json", config=config)
+        assert searched.code == 0 and "standup" in searched.json()["results"][0]["snippet"], searched.stderr
+    run_cli(home, "memory", "search", "printer toner", config=config)  # recalled once: stays short-term
+    explained = run_cli(home, "memory", "promote-explain", "standup", "--json", config=config)
+    assert explained.code == 0, explained.stderr
+    [fact] = [c for c in explained.json()["candidates"] if "standup" in c["text"]]
+    assert fact["recallCount"] == 10 and fact["uniqueQueries"] == 5 and fact["recallDays"] == [day]
+    # keyword-only recalls are read on OpenClaw's lexical scale: the exact words count as relevant
+    assert fact["components"]["relevance"] >= 0.8, fact
+    assert fact["passed"] and fact["score"] >= explained.json()["gates"]["minScore"] == 0.8, fact
+    printer = run_cli(home, "memory", "promote-explain", "printer", "--json", config=config).json()["candidates"]
+    assert printer and not printer[0]["passed"] and "minRecallCount" in printer[0]["rejected"]
+    promoted = run_cli(home, "memory", "promote", "--apply", "--json", config=config)
+    assert promoted.code == 0, promoted.stderr
+    assert "The team standup moved to 9:30 on Tuesdays" in (home / "workspace" / "MEMORY.md").read_text()

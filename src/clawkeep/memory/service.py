@@ -195,6 +195,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         skipped, seen = f"{TRANSCRIPT_PREFIX}{without_session}", visible
         visible = lambda chunk: chunk.path != skipped and (seen is None or seen(chunk))  # noqa: E731
     pool_for = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
+    lexical = [mode == "keyword"]  # or no embedding provider: Dreaming reads such scores on another scale
 
     def run(index: MemoryIndex) -> list[Any]:
         sources = list(index.settings.sources) if corpus == "all" else [s for s in index.settings.sources
@@ -202,6 +203,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         if not sources:  # e.g. "sessions" where transcripts are not indexed: nothing to find
             return []
         checked = _TURN_CHECKED.get()
+        lexical[0] = lexical[0] or index.provider is None
         if index.recovered:
             index.sync()
         elif sync and not checked:
@@ -214,7 +216,8 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
 
     results = [hit.to_json() for hit in with_index(rt, run)]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
-        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller))
+        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller,
+        lexical=lexical[0]))
     return {"results": results}
 
 
