@@ -150,6 +150,8 @@ def test_the_model_edits_and_forgets_its_own_lines_through_the_tool_loop(home):
             eng.message("forget where I live", channel="telegram", sender="alice")
             assert replies["results"][1]["status"] == "forgotten"
             assert _statuses(eng)["I live in Hangzhou"] == "forgotten"
+            listed = run_cli(home, "memory", "items", "--status", "forgotten", "--json").json()
+            assert [(i["text"], i["forgottenBy"]) for i in listed] == [("I live in Hangzhou", ALICE)]
             hits = eng.memory_search("where do I live Hangzhou", caller=ALICE).to_json()["results"]
             assert not any("Hangzhou" in h["snippet"] for h in hits)  # a forgotten line is not recalled
             eng.message("change the coffee note", channel="telegram", sender="alice")

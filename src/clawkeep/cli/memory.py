@@ -116,7 +116,7 @@ def memory_remember(
 @memory_app.command("items")
 def memory_items(
     ctx: typer.Context,
-    status: str | None = typer.Option(None, "--status", help="active | superseded | expired"),
+    status: str | None = typer.Option(None, "--status", help="active | superseded | expired | forgotten"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Everything remembered, one bullet line each, with ids for edit and delete."""

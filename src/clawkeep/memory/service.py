@@ -635,8 +635,8 @@ def _similarity(rt: Runtime) -> facts.Similar | None:
 
 
 def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]]:
-    if status not in (None, "active", "superseded", "expired"):
-        raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired")
+    if status not in (None, "active", "superseded", "expired", "forgotten"):
+        raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired, forgotten")
     day = today(rt)
     skipped: dict[str, str] = {}
     found = items.all_items(workspace(rt, reading=True), skipped)
