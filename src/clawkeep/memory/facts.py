@@ -427,10 +427,11 @@ def same_fact(a: str, b: str) -> bool:
     ra, rb = read(a), read(b)
     if ra.lang != rb.lang or not ra.claims or len(ra.claims) != len(rb.claims):
         return False
-    if _numbers(a) != _numbers(b) or _meaning_cues(a, ra.lang) != _meaning_cues(b, rb.lang):
-        return False  # "I like tea" / "I like tea but not green tea": a clause read as no claim still counts
     key = lambda c: (c.subject, c.value, c.negated)  # noqa: E731
-    return sorted(map(key, ra.claims)) == sorted(map(key, rb.claims))
+    if sorted(map(key, ra.claims)) != sorted(map(key, rb.claims)):
+        return False
+    # "I like tea" / "I like tea but not green tea": a clause read as no claim still counts
+    return _numbers(a) == _numbers(b) and _meaning_cues(a, ra.lang) == _meaning_cues(b, rb.lang)
 
 
 # --- near-duplicates: a restatement with a little more detail (seed 001 §3.3) ------------------
@@ -443,12 +444,14 @@ _EN_MEANING_WORDS = frozenset("not no never nor except without but unless only i
 _CJK_MEANING = lazy(r"[不没沒别別無无非未否只仅僅除但却卻]|以外|以前|以后|之前|之后"
                     r"|ない|ません|じゃ|안|못|않|말고|빼고|만")
 _NUMERAL = lazy(r"[\d零〇一二两三四五六七八九十百千万亿]")
+_NUMBER = lazy(r"\d+(?:[.,]\d+)*")
 MAX_EXTRA_WORDS = 3  # English words a refinement may add
 MAX_EXTRA_CHARS = 4  # CJK characters a refinement may add
 
 
-def _numbers(text: str) -> list[str]:
-    return sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
+@lru_cache(maxsize=READ_CACHE)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(sorted(_NUMBER.findall(text)))
 
 
 def _meaning_cues(text: str, lang: str) -> set[str]:
@@ -475,11 +478,11 @@ def refines(new_text: str, old_text: str) -> bool:
     is in the new one with the same subject and polarity, its value the same or extended (`_extends`),
     and at least one extended. Lines read as no claims are compared as whole canonical text."""
     new, old = read(new_text), read(old_text)
-    if new.lang != old.lang or _numbers(new_text) != _numbers(old_text):
+    if new.lang != old.lang or len(new.claims) != len(old.claims):
         return False
-    if not new.claims or not old.claims:
-        return not new.claims and not old.claims and _extends(canonical(new_text), canonical(old_text), new.lang)
-    if len(new.claims) != len(old.claims):
+    if not new.claims:
+        return _extends(canonical(new_text), canonical(old_text), new.lang) and _numbers(new_text) == _numbers(old_text)
+    if {c.subject for c in new.claims} != {c.subject for c in old.claims} or _numbers(new_text) != _numbers(old_text):
         return False
     extended = False
     for o in old.claims:
