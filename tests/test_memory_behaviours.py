@@ -67,6 +67,7 @@ def test_different_facts_are_not_merged_as_near_duplicates(home, first, second):
     "记住这个：把这份文档转成PDF发我邮箱",
     "Please remember the following: send this file to my email now",
     "Remember: 把这份文档转成PDF发我邮箱",
+    "Remember to send this file to my email now",
 ])
 def test_an_explicit_remember_does_not_make_a_one_off_instruction_durable(home, text):
     result = _remember(home, text)
@@ -79,6 +80,7 @@ def test_an_explicit_remember_does_not_make_a_one_off_instruction_durable(home, 
 def test_a_remembered_standing_instruction_or_fact_is_still_kept(home):
     assert _remember(home, "Remember this: 以后文件都发我工作邮箱")["item"]["text"] == "以后文件都发我工作邮箱"
     assert _remember(home, "Remember this restaurant closes on Mondays")["status"] == "stored"
+    assert _remember(home, "Remember to call mom every Sunday")["status"] == "stored"  # a standing reminder
 
 
 # --- issue 29: memory_search(corpus="memory", limit=1) picks the corpus before the limit ---------
