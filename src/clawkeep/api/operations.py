@@ -160,15 +160,15 @@ class MemoryItemArgs(Args):
     item_id: str
 
 
-_ITEM_ID = "The line's id (memory_remember answered with it)."
-_OLD_TEXT = "Or the line's current text, as memory_search or memory_get showed it (give one of the two)."
+_ITEM_ID = "The line's id (from memory_remember)."
+_OLD_TEXT = "Or the line's current text, as memory_search showed it."
 
 
 class MemoryCorrectArgs(Args):
     item_id: str | None = Field(None, description=_ITEM_ID)
     old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
-    text: str = Field(max_length=2000, description="The corrected fact, one line in the user's language; the old "
-                      "line is kept as superseded. Secrets and one-off requests are refused.")
+    text: str = Field(max_length=2000, description="The corrected fact, one line. Secrets and one-off requests "
+                      "are refused.")
 
 
 class MemoryForgetArgs(Args):
@@ -177,7 +177,7 @@ class MemoryForgetArgs(Args):
 
 
 class MemoryUndoArgs(Args):
-    item_id: str = Field(description="The `undo` id a memory_edit or memory_forget answered with.")
+    item_id: str = Field(description="The `undo` id memory_edit or memory_forget answered with.")
 
 
 class RecallArgs(Args):
@@ -350,13 +350,13 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_items()),
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
-        Operation("memory_edit", "Correct a remembered line that is wrong or out of date: the new text is "
-                  "stored and the old line kept as superseded (undo with memory_undo). Only your own lines.",
+        Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
+                  "superseded (memory_undo reverts). Your own lines only.",
                   MemoryCorrectArgs, shapes.MemoryChange,
                   lambda e, a, c: e.memory_correct(a.item_id, a.text, old_text=a.old_text, caller=c),
                   tool=True, writes=True),
-        Operation("memory_forget", "Forget a remembered line the user wants gone or that is no longer true: it "
-                  "stops being recalled (kept as forgotten; undo with memory_undo). Only your own lines.",
+        Operation("memory_forget", "Forget a remembered line that is no longer true or that the user wants gone "
+                  "(memory_undo reverts). Your own lines only.",
                   MemoryForgetArgs, shapes.MemoryChange,
                   lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True),
         Operation("memory_undo", "Undo a memory_edit or memory_forget by the `undo` id it answered with.",
