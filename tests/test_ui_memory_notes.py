@@ -27,6 +27,13 @@ def test_a_record_mode_remember_shows_what_was_remembered(browser, record_gatewa
     page.locator(".turn-note.remembered a", has_text="see Memory").last.click()
     expect(page.locator("#memory-items .item.status-active .item-text")).to_contain_text("favourite colour is green")
     ui.shot("chat-remembered")
+    with record_gateway.client() as http:  # the model's memory_forget, here as the operator over HTTP
+        forgot = http.post("/v1/memory/forget", json={"oldText": "favourite colour is green"})
+        assert forgot.status_code == 200 and forgot.json()["status"] == "forgotten", forgot.text
+    page.select_option("#items-filter", "forgotten")
+    gone = page.locator("#memory-items .item.status-forgotten")
+    expect(gone.locator(".badge")).to_have_text("forgotten")
+    expect(gone).to_contain_text("forgotten 20")
     ui.close()
 
 
