@@ -363,8 +363,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("memory_undo", caller, args=body)
 
     @app.get("/v1/memory/items", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem, many=True))
-    async def memory_items(caller: Caller = None,
-                           status: Annotated[str | None, Query(pattern="^(active|superseded|expired|forgotten)$")] = None) -> Any:
+    async def memory_items(caller: Caller = None, status: Annotated[
+            str | None, Query(pattern="^(active|superseded|expired|forgotten)$")] = None) -> Any:
         gw.operator_only(caller, "listing every memory item")
         return await gw.call(lambda: gw.engine.memory_items(status=status))
 
