@@ -234,6 +234,13 @@ API: dict[str, Any] = {
     "memory_edit": lambda d, w: w.engine.memory_edit(d.draw(id_strategy(w.item_ids)), d.draw(TEXT),
                                                      base_text=d.draw(maybe(TEXT))),
     "memory_delete": lambda d, w: w.engine.memory_delete(d.draw(id_strategy(w.item_ids))),
+    "memory_correct": lambda d, w: w.engine.memory_correct(
+        d.draw(maybe(id_strategy(w.item_ids))), d.draw(TEXT), old_text=d.draw(maybe(TEXT)),
+        caller=d.draw(maybe(key_strategy(w)))),
+    "memory_forget": lambda d, w: w.engine.memory_forget(
+        d.draw(maybe(id_strategy(w.item_ids))), old_text=d.draw(maybe(TEXT)), caller=d.draw(maybe(key_strategy(w)))),
+    "memory_undo": lambda d, w: w.engine.memory_undo(d.draw(id_strategy(w.item_ids)),
+                                                     caller=d.draw(maybe(key_strategy(w)))),
     "memory_sweep": lambda d, w: w.engine.memory_sweep(),
     "memory_refusals": lambda d, w: w.engine.memory_refusals(days=d.draw(NUMBERS)),
     "memory_index": lambda d, w: w.engine.memory_index(force=d.draw(maybe(st.booleans()))),

@@ -171,6 +171,26 @@ class MemoryItemArgs(Args):
     item_id: str
 
 
+_ITEM_ID = "The line's id (from memory_remember)."
+_OLD_TEXT = "Or the line's current text, as memory_search showed it."
+
+
+class MemoryCorrectArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+    text: str = Field(max_length=2000, description="The corrected fact, one line. Secrets and one-off requests "
+                      "are refused.")
+
+
+class MemoryForgetArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+
+
+class MemoryUndoArgs(Args):
+    item_id: str = Field(description="The `undo` id memory_edit or memory_forget answered with.")
+
+
 class RecallArgs(Args):
     text: str
     session: str
@@ -343,7 +363,20 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_items()),
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
-        Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
+        Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
+                  "superseded (memory_undo reverts). Your own lines only.",
+                  MemoryCorrectArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_correct(a.item_id, a.text, old_text=a.old_text, caller=c),
+                  tool=True, writes=True),
+        Operation("memory_forget", "Forget a remembered line that is no longer true or that the user wants gone "
+                  "(memory_undo reverts). Your own lines only.",
+                  MemoryForgetArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True),
+        Operation("memory_undo", "Undo a memory_edit or memory_forget by the `undo` id it answered with.",
+                  MemoryUndoArgs, shapes.MemoryChange, lambda e, a, c: e.memory_undo(a.item_id, caller=c),
+                  tool=True, writes=True),
+        Operation("memory_item_edit", "Replace a remembered item's text in place (the operator's edit).",
+                  MemoryEditArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),

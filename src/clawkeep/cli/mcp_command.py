@@ -21,7 +21,8 @@ def mcp_command(
                                      help="Bearer token HTTP clients must send (required off loopback)."),
 ) -> None:
     """MCP server: sessions_list, sessions_history, sessions_search, session_status, memory_search,
-    memory_get, memory_remember and sessions_send, as the --session caller."""
+    memory_get, memory_remember, memory_edit, memory_forget, memory_undo and sessions_send, as the
+    --session caller."""
     from ..mcp import serve_http, serve_stdio  # noqa: PLC0415 - the SDK loads only for this command
     from ..mcp.server import check_http_access  # noqa: PLC0415
 

@@ -362,9 +362,24 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def remember(body: ops.MemoryRememberArgs, caller: Caller = None) -> Any:
         return await gw.op("memory_remember", caller, args=body)
 
+    @app.post("/v1/memory/edit", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def correct(body: ops.MemoryCorrectArgs, caller: Caller = None) -> Any:
+        """memory_edit: correct a line (the old one kept as superseded); a session only its own lines."""
+        return await gw.op("memory_edit", caller, args=body)
+
+    @app.post("/v1/memory/forget", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def forget(body: ops.MemoryForgetArgs, caller: Caller = None) -> Any:
+        """memory_forget: retire a line (kept, marked forgotten); a session only its own lines."""
+        return await gw.op("memory_forget", caller, args=body)
+
+    @app.post("/v1/memory/undo", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def undo_correction(body: ops.MemoryUndoArgs, caller: Caller = None) -> Any:
+        """memory_undo: undo a memory_edit or memory_forget by the `undo` id it answered with."""
+        return await gw.op("memory_undo", caller, args=body)
+
     @app.get("/v1/memory/items", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem, many=True))
-    async def memory_items(caller: Caller = None,
-                           status: Annotated[str | None, Query(pattern="^(active|superseded|expired)$")] = None) -> Any:
+    async def memory_items(caller: Caller = None, status: Annotated[
+            str | None, Query(pattern="^(active|superseded|expired|forgotten)$")] = None) -> Any:
         gw.operator_only(caller, "listing every memory item")
         return await gw.call(lambda: gw.engine.memory_items(status=status))
 
@@ -377,7 +392,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
     async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:
         gw.operator_only(caller, "editing memory")
-        return await gw.op("memory_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
+        return await gw.op("memory_item_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
 
     @app.delete("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.DeleteResult))
     async def delete_item(item_id: str, caller: Caller = None) -> Any:
