@@ -1,5 +1,6 @@
 """PostgreSQL memory index (schema `<prefix>_memory_<id>`): files, chunks with a tsvector of the
-same analysed tokens as SQLite, vectors in pgvector.
+same analysed tokens as SQLite, vectors in pgvector (on a server without it: a plain column with
+an exact top-k in this process, see vectors.py; the schema's creation chose which).
 
 Vectors of every embedding configuration share one `vector` column (no fixed width); each
 (vector_key, dims) gets its own partial HNSW index over `vec::vector(dims)` (cosine), made the
@@ -234,11 +235,11 @@ class PgMemoryStore(PgConnection, MemoryStore):
         return int(rows[0][0]) if rows else None
 
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+        if self.vector_index != PGVECTOR:  # the query's own width: no round trip for the stored one
+            return exact_search(self, query_vec, k, flt.vector_key, flt.sources, int(np.size(query_vec)))
         dims = self._dims(flt)
         if dims is None or k <= 0:
             return []
-        if self.vector_index != PGVECTOR:
-            return exact_search(self, query_vec, k, flt.vector_key, flt.sources, dims)
         vec = _vector_text(query_vec)
         total = self.vector_count(flt)
         if total > EXACT_LIMIT and k <= MAX_EF_SEARCH:

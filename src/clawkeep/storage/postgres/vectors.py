@@ -104,7 +104,8 @@ def migrations_for(mode: str, migrations: Sequence[Migration]) -> tuple[Migratio
             swapped = True
         statements.append(statement)
     assert swapped, "migration 1 no longer creates the vectors column this module expects"
-    statements += ["CREATE TABLE {s}.vector_changes (n BIGINT NOT NULL)",
+    statements += ["CREATE INDEX vectors_listing ON {s}.vectors(vector_key, dims, source, chunk_id)",  # index-only
+                   "CREATE TABLE {s}.vector_changes (n BIGINT NOT NULL)",
                    "INSERT INTO {s}.vector_changes (n) VALUES (0)"]
     name = first.name.replace("pgvector vectors", "float32 vectors (no pgvector)")
     return (Migration(first.version, name, tuple(statements)), *rest)
@@ -147,10 +148,12 @@ _CACHE_LOCK = threading.Lock()
 def exact_search(store: Any, query_vec: np.ndarray, k: int, vector_key: str, sources: Sequence[str],
                  dims: int) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the k nearest stored vectors, ties by chunk id."""
+    if k <= 0 or not dims:
+        return []
     matrix = _current_matrix(store, vector_key, dims)
     allowed = set(sources)
     wanted = [i for i, name in enumerate(matrix.source_names) if name in allowed]
-    if k <= 0 or not len(matrix.ids) or not wanted:
+    if not len(matrix.ids) or not wanted:
         return []
     query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(query))
@@ -187,45 +190,83 @@ def _current_matrix(store: Any, vector_key: str, dims: int) -> _Matrix:
     return fresh
 
 
+FETCH_BATCH = 20_000  # vectors per round trip of a full load (one bytea of ~30 MB at 384 dims)
+
+
 def _refresh(store: Any, vector_key: str, dims: int, counter: tuple[int, int], held: _Matrix | None) -> _Matrix:
+    """The matrix as the rows now are. Ids and vectors travel as a few big bytea values (int8send
+    and the float32 bytes, concatenated server-side): decoding 100k rows one by one in Python
+    costs more than the product itself."""
     with store._conn() as conn, conn.cursor(binary=True) as cur:
-        cur.execute(f"SELECT chunk_id, source FROM {store.s}.vectors WHERE vector_key = %s AND dims = %s "
-                    "ORDER BY chunk_id", (vector_key, dims))
-        listed = cur.fetchall()
-        ids = np.fromiter((r[0] for r in listed), dtype=np.int64, count=len(listed))
-        names = sorted({r[1] for r in listed})
-        codes = {name: i for i, name in enumerate(names)}
-        sources = np.fromiter((codes[r[1]] for r in listed), dtype=np.int16, count=len(listed))
+        cur.execute("SELECT source, string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id) "
+                    f"FROM {store.s}.vectors WHERE vector_key = %s AND dims = %s GROUP BY source ORDER BY source",
+                    (vector_key, dims))
+        listed = [(name, _ids(blob)) for name, blob in cur.fetchall()]
+        names = [name for name, _ in listed]
+        ids = np.concatenate([found for _, found in listed]) if listed else np.zeros(0, dtype=np.int64)
+        sources = np.concatenate([np.full(len(found), code, dtype=np.int16) for code, (_, found) in enumerate(listed)]
+                                 ) if listed else np.zeros(0, dtype=np.int16)
+        order = np.argsort(ids, kind="stable")
+        ids, sources = ids[order], sources[order]
         held_rows = _rows_held(held, ids)
         missing = ids[held_rows < 0]
-        fetched: dict[int, bytes] = {}
-        if len(missing):
-            if len(missing) > len(ids) // 2:  # most are new: one scan beats a long id list
-                cur.execute(f"SELECT chunk_id, vec FROM {store.s}.vectors WHERE vector_key = %s AND dims = %s",
-                            (vector_key, dims))
-            else:
-                cur.execute(f"SELECT chunk_id, vec FROM {store.s}.vectors WHERE chunk_id = ANY(%s)",
-                            (missing.tolist(),))
-            fetched = {int(cid): bytes(blob) for cid, blob in cur.fetchall()}
+        fetched_ids, fetched = _fetch(cur, store.s, vector_key, dims, missing, everything=len(missing) > len(ids) // 2)
     unit = np.zeros((len(ids), dims), dtype=np.float32)
     have = held_rows >= 0
     if held is not None and have.any():
         unit[have] = held.unit[held_rows[have]]
     new_rows = np.flatnonzero(~have)
+    pos = np.searchsorted(fetched_ids, ids[new_rows]).clip(0, max(len(fetched_ids) - 1, 0))
+    found = (fetched_ids[pos] == ids[new_rows]) if len(fetched_ids) else np.zeros(len(new_rows), dtype=bool)
+    block = fetched[pos[found]] if len(fetched_ids) else np.zeros((0, dims), dtype=np.float32)
+    norms = np.linalg.norm(block, axis=1, keepdims=True)
+    unit[new_rows[found]] = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
     keep = np.ones(len(ids), dtype=bool)
-    for row in new_rows:
-        blob = fetched.get(int(ids[row]))
-        if blob is None or len(blob) != 4 * dims:  # deleted since the listing: the counter moved, next call refreshes
-            keep[row] = False
-            continue
-        unit[row] = np.frombuffer(blob, dtype=np.float32)
-    if len(new_rows):
-        block = unit[new_rows]
-        norms = np.linalg.norm(block, axis=1, keepdims=True)
-        unit[new_rows] = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
+    keep[new_rows[~found]] = False  # deleted since the listing: the counter moved, the next search refreshes
     if not keep.all():
         ids, sources, unit = ids[keep], sources[keep], unit[keep]
     return _Matrix(counter, ids, sources, names, unit)
+
+
+def _ids(blob: bytes) -> np.ndarray:
+    return np.frombuffer(bytes(blob), dtype=">i8").astype(np.int64)
+
+
+def _fetch(cur: Any, schema: str, vector_key: str, dims: int, wanted: np.ndarray,
+           everything: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(ascending chunk ids, their float32 rows): every vector of the key in batches of
+    FETCH_BATCH, or only `wanted` (a few new ones after a change)."""
+    select = ("SELECT string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id), "
+              "string_agg(vec, ''::bytea ORDER BY chunk_id) FROM ")
+    parts_ids, parts_vecs = [], []
+    if not len(wanted):
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=np.float32)
+    if not everything:
+        for start in range(0, len(wanted), FETCH_BATCH):
+            cur.execute(select + f"{schema}.vectors WHERE chunk_id = ANY(%s)",
+                        (wanted[start:start + FETCH_BATCH].tolist(),))
+            parts_ids, parts_vecs = _append(cur.fetchone(), parts_ids, parts_vecs)
+    else:
+        after = -(2 ** 63)
+        while True:
+            cur.execute(select + f"(SELECT chunk_id, vec FROM {schema}.vectors WHERE vector_key = %s AND dims = %s "
+                        "AND chunk_id > %s ORDER BY chunk_id LIMIT %s) batch", (vector_key, dims, after, FETCH_BATCH))
+            parts_ids, parts_vecs = _append(cur.fetchone(), parts_ids, parts_vecs)
+            if not parts_ids or len(parts_ids[-1]) < FETCH_BATCH or parts_ids[-1][-1] == after:
+                break
+            after = int(parts_ids[-1][-1])
+    if not parts_ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=np.float32)
+    found = np.concatenate(parts_ids)
+    matrix = np.frombuffer(b"".join(parts_vecs), dtype=np.float32).reshape(len(found), dims)
+    order = np.argsort(found, kind="stable")
+    return found[order], matrix[order]
+
+
+def _append(row: Any, parts_ids: list, parts_vecs: list) -> tuple[list, list]:
+    if row is None or row[0] is None:
+        return parts_ids, parts_vecs
+    return [*parts_ids, _ids(row[0])], [*parts_vecs, bytes(row[1])]
 
 
 def _rows_held(held: _Matrix | None, ids: np.ndarray) -> np.ndarray:
