@@ -455,6 +455,8 @@ def _seed_exact_index(store: Any, url: str, n: int, dims: int) -> np.ndarray:
               ((i + 1, "bench", "memory", dims, matrix[i].tobytes()) for i in range(n)))
         conn.execute(f"UPDATE {store.s}.vector_changes SET n = n + 1")
         conn.execute(f"SELECT setval('{store.s}.chunks_id_seq', %s)", (n,))
+    with psycopg.connect(url, autocommit=True) as conn:  # what autovacuum does soon after a bulk load
+        conn.execute(f"VACUUM ANALYZE {store.s}.vectors")
     return matrix
 
 

@@ -138,3 +138,38 @@ def test_a_role_that_may_not_create_pgvector_gets_exact_vectors_and_the_schema_k
         with psycopg.connect(pgvector_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {tag} WITH (FORCE)")
             admin.execute(f"DROP ROLE IF EXISTS {tag}")
+
+
+def test_a_cached_exact_search_stays_exact_through_many_changes(pg_url, prefix, tmp_path):
+    """Files replaced (rows die, new ones are appended to the held matrix), removed, and once
+    more rows than the held matrix has room for (a full reload): after every change the top-k
+    is numpy's over what the index now holds."""
+    reader, writer = open_index(pg_url, prefix, tmp_path), open_index(pg_url, prefix, tmp_path)
+    rng = np.random.default_rng(8)
+    current: dict[str, tuple[list[int], np.ndarray]] = {}
+    flt = VectorFilter("model-a", ("memory",))
+    try:
+        for step in range(24):
+            path = f"f{rng.integers(0, 6)}.md"
+            if step == 12:
+                path, size = "big.md", 150  # past the spare rows of the held matrix
+            else:
+                size = int(rng.integers(0, 12))
+            if size == 0 and path in current:
+                writer.remove_file(path)
+                del current[path]
+            elif size:
+                matrix = unit(rng.normal(size=(size, 8)))
+                current[path] = (fill(writer, path, matrix), matrix)
+            if not current:
+                assert reader.vector_search(unit(rng.normal(size=(1, 8)))[0], 5, flt) == []
+                continue
+            ids = [i for found, _ in current.values() for i in found]
+            matrix = np.vstack([m for _, m in current.values()])
+            query = unit(rng.normal(size=(1, 8)))[0]
+            want = [ids[i] for i in np.argsort(-(matrix @ query), kind="stable")[:5]]
+            assert [c for c, _ in reader.vector_search(query, 5, flt)] == want, f"step {step}"
+            assert reader.describe_vectors(flt)["cachedInProcess"] == len(ids)
+    finally:
+        reader.close()
+        writer.close()

@@ -10,7 +10,8 @@ Exact mode: each process holds the vectors of a (schema, vector_key, dims) as on
 matrix and answers a top-k with one matrix-vector product. A transactional change counter (a
 one-row table bumped in the same statement as the index generation) tells whether another
 writer changed the vectors; the counter is read before the rows, so a cached matrix is never
-older than the counter it is filed under. A refresh fetches only the vectors not held yet.
+older than the counter it is filed under. A refresh fetches only the vectors not held yet and
+appends them (see _Matrix).
 """
 
 from __future__ import annotations
@@ -134,15 +135,38 @@ def encode(mode: str, vec: np.ndarray) -> str | bytes:
 # --- exact top-k ----------------------------------------------------------------------------
 @dataclass
 class _Matrix:
+    """One (schema, vector_key, dims) as this process holds it. Rows are in arrival order and
+    never move while a search may read them: a refresh marks deleted rows dead and appends new
+    ones into `buffer`'s spare rows (a fresh 150 MB array costs seconds of page faults here, a
+    copy of it hundreds of ms), and compacts into a new buffer only when it is full or a
+    quarter dead."""
+
     counter: tuple[int, int]  # (oid of the counter table, its value)
-    ids: np.ndarray  # int64, ascending
-    sources: np.ndarray  # int16 codes into source_names
+    ids: np.ndarray  # int64 chunk id per row
+    sources: np.ndarray  # int16 per row, a code into source_names
     source_names: list[str]
-    unit: np.ndarray  # float32 rows of unit length (a zero vector stays zero)
+    alive: np.ndarray  # bool per row: False once its chunk is gone
+    buffer: np.ndarray  # float32 rows of unit length (a zero vector stays zero); rows past len(ids) are spare
+
+    @property
+    def unit(self) -> np.ndarray:
+        return self.buffer[:len(self.ids)]
+
+    def lookup(self, wanted: np.ndarray) -> np.ndarray:
+        """For each id, its live row here, or -1."""
+        if not len(self.ids) or not len(wanted):
+            return np.full(len(wanted), -1, dtype=np.int64)
+        order = np.argsort(self.ids, kind="stable")
+        pos = np.searchsorted(self.ids, wanted, sorter=order).clip(0, len(order) - 1)
+        rows = order[pos]
+        return np.where((self.ids[rows] == wanted) & self.alive[rows], rows, -1)
 
 
 _CACHE: dict[tuple[str, str, str, int], _Matrix] = {}
 _CACHE_LOCK = threading.Lock()
+_REFRESH_LOCKS: dict[tuple[str, str, str, int], threading.Lock] = {}
+FETCH_BATCH = 20_000  # vectors per round trip of a full load (one bytea of ~30 MB at 384 dims)
+SPARE = 0.25  # spare rows allocated on a full load, as a share of its rows
 
 
 def exact_search(store: Any, query_vec: np.ndarray, k: int, vector_key: str, sources: Sequence[str],
@@ -158,12 +182,12 @@ def exact_search(store: Any, query_vec: np.ndarray, k: int, vector_key: str, sou
     query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(query))
     sims = matrix.unit @ (query / norm if norm else query)
-    if len(wanted) < len(matrix.source_names):
-        sims[~np.isin(matrix.sources, wanted)] = -np.inf
-    k = min(k, int(np.isfinite(sims).sum()))
+    usable = matrix.alive if len(wanted) == len(matrix.source_names) else matrix.alive & np.isin(matrix.sources, wanted)
+    sims[~usable] = -np.inf
+    k = min(k, int(usable.sum()))
     if k <= 0:
         return []
-    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.flatnonzero(usable)
     top = top[np.lexsort((matrix.ids[top], -sims[top]))]  # most similar first, then by chunk id
     return [(int(matrix.ids[i]), float(sims[i])) for i in top]
 
@@ -171,7 +195,7 @@ def exact_search(store: Any, query_vec: np.ndarray, k: int, vector_key: str, sou
 def cached_count(store: Any, vector_key: str, dims: int) -> int:
     with _CACHE_LOCK:
         found = _CACHE.get((store.url, store.schema, vector_key, dims))
-    return 0 if found is None else len(found.ids)
+    return 0 if found is None else int(found.alive.sum())
 
 
 def _current_matrix(store: Any, vector_key: str, dims: int) -> _Matrix:
@@ -180,101 +204,96 @@ def _current_matrix(store: Any, vector_key: str, dims: int) -> _Matrix:
     counter = tuple(int(v) for v in store._query("SELECT tableoid, n FROM {s}.vector_changes")[0])
     with _CACHE_LOCK:
         held = _CACHE.get(key)
+        lock = _REFRESH_LOCKS.setdefault(key, threading.Lock())
     if held is not None and held.counter == counter:
         return held
-    fresh = _refresh(store, vector_key, dims, counter, held)
-    with _CACHE_LOCK:
-        current = _CACHE.get(key)
-        if current is None or current.counter[0] != fresh.counter[0] or current.counter <= fresh.counter:
+    with lock:  # one refresh at a time: each appends after the rows of the one before
+        with _CACHE_LOCK:
+            held = _CACHE.get(key)
+        if held is not None and held.counter[0] == counter[0] and held.counter[1] >= counter[1]:
+            return held
+        fresh = _refresh(store, vector_key, dims, counter, held if held and held.counter[0] == counter[0] else None)
+        with _CACHE_LOCK:
             _CACHE[key] = fresh
-    return fresh
-
-
-FETCH_BATCH = 20_000  # vectors per round trip of a full load (one bytea of ~30 MB at 384 dims)
+        return fresh
 
 
 def _refresh(store: Any, vector_key: str, dims: int, counter: tuple[int, int], held: _Matrix | None) -> _Matrix:
     """The matrix as the rows now are. Ids and vectors travel as a few big bytea values (int8send
     and the float32 bytes, concatenated server-side): decoding 100k rows one by one in Python
-    costs more than the product itself."""
+    costs more than the product itself. No ORDER BY inside an aggregate (it sorts megabytes,
+    on disk past work_mem): two aggregates of one query see the rows in the same order."""
     with store._conn() as conn, conn.cursor(binary=True) as cur:
-        cur.execute("SELECT source, string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id) "
+        cur.execute("SELECT source, string_agg(int8send(chunk_id), ''::bytea) "
                     f"FROM {store.s}.vectors WHERE vector_key = %s AND dims = %s GROUP BY source ORDER BY source",
                     (vector_key, dims))
-        listed = [(name, _ids(blob)) for name, blob in cur.fetchall()]
-        names = [name for name, _ in listed]
-        ids = np.concatenate([found for _, found in listed]) if listed else np.zeros(0, dtype=np.int64)
-        sources = np.concatenate([np.full(len(found), code, dtype=np.int16) for code, (_, found) in enumerate(listed)]
-                                 ) if listed else np.zeros(0, dtype=np.int16)
+        listing = {name: _ids(blob) for name, blob in cur.fetchall()}
+        names = list(held.source_names) if held is not None else []
+        names += [name for name in listing if name not in names]
+        ids = np.concatenate(list(listing.values())) if listing else np.zeros(0, dtype=np.int64)
+        codes = np.concatenate([np.full(len(v), names.index(n), dtype=np.int16) for n, v in listing.items()]
+                               ) if listing else np.zeros(0, dtype=np.int16)
         order = np.argsort(ids, kind="stable")
-        ids, sources = ids[order], sources[order]
-        held_rows = _rows_held(held, ids)
-        missing = ids[held_rows < 0]
-        fetched_ids, fetched = _fetch(cur, store.s, vector_key, dims, missing, everything=len(missing) > len(ids) // 2)
-    unit = np.zeros((len(ids), dims), dtype=np.float32)
-    have = held_rows >= 0
-    if held is not None and have.any():
-        unit[have] = held.unit[held_rows[have]]
-    new_rows = np.flatnonzero(~have)
-    pos = np.searchsorted(fetched_ids, ids[new_rows]).clip(0, max(len(fetched_ids) - 1, 0))
-    found = (fetched_ids[pos] == ids[new_rows]) if len(fetched_ids) else np.zeros(len(new_rows), dtype=bool)
-    block = fetched[pos[found]] if len(fetched_ids) else np.zeros((0, dims), dtype=np.float32)
-    norms = np.linalg.norm(block, axis=1, keepdims=True)
-    unit[new_rows[found]] = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
-    keep = np.ones(len(ids), dtype=bool)
-    keep[new_rows[~found]] = False  # deleted since the listing: the counter moved, the next search refreshes
-    if not keep.all():
-        ids, sources, unit = ids[keep], sources[keep], unit[keep]
-    return _Matrix(counter, ids, sources, names, unit)
+        ids, codes = ids[order], codes[order]
+        rows = held.lookup(ids) if held is not None else np.full(len(ids), -1, dtype=np.int64)
+        new_ids = ids[rows < 0]
+        alive = np.zeros(len(held.ids), dtype=bool) if held is not None else None
+        if alive is not None:
+            alive[rows[rows >= 0]] = True
+        room = held is not None and len(held.ids) + len(new_ids) <= len(held.buffer)
+        if held is None or not room or (len(held.ids) - len(ids) + len(new_ids)) > SPARE * len(held.buffer):
+            return _full_load(cur, store.s, vector_key, dims, counter, ids, codes, names)
+        fetched_ids, fetched = _fetch(cur, store.s, vector_key, dims, new_ids, everything=False,
+                                      out=held.buffer[len(held.ids):])
+    known = np.searchsorted(ids, fetched_ids).clip(0, max(len(ids) - 1, 0))
+    new_codes = codes[known] if len(ids) else np.zeros(0, dtype=np.int16)
+    listed = (ids[known] == fetched_ids) if len(ids) else np.zeros(0, dtype=bool)
+    return _Matrix(counter, np.concatenate([held.ids, fetched_ids]), np.concatenate([held.sources, new_codes]),
+                   names, np.concatenate([alive, listed]), held.buffer)
+
+
+def _full_load(cur: Any, schema: str, vector_key: str, dims: int, counter: tuple[int, int], ids: np.ndarray,
+               codes: np.ndarray, names: list[str]) -> _Matrix:
+    buffer = np.empty((len(ids) + int(SPARE * len(ids)) + 64, dims), dtype=np.float32)
+    fetched_ids, _ = _fetch(cur, schema, vector_key, dims, ids, everything=True, out=buffer)
+    known = np.searchsorted(ids, fetched_ids).clip(0, max(len(ids) - 1, 0))
+    listed = (ids[known] == fetched_ids) if len(ids) else np.zeros(0, dtype=bool)  # else: inserted meanwhile
+    return _Matrix(counter, fetched_ids, codes[known] if len(ids) else np.zeros(0, dtype=np.int16), names,
+                   listed, buffer)
 
 
 def _ids(blob: bytes) -> np.ndarray:
     return np.frombuffer(bytes(blob), dtype=">i8").astype(np.int64)
 
 
-def _fetch(cur: Any, schema: str, vector_key: str, dims: int, wanted: np.ndarray,
-           everything: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(ascending chunk ids, their float32 rows): every vector of the key in batches of
-    FETCH_BATCH, or only `wanted` (a few new ones after a change)."""
-    select = ("SELECT string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id), "
-              "string_agg(vec, ''::bytea ORDER BY chunk_id) FROM ")
-    parts_ids, parts_vecs = [], []
-    if not len(wanted):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=np.float32)
-    if not everything:
-        for start in range(0, len(wanted), FETCH_BATCH):
-            cur.execute(select + f"{schema}.vectors WHERE chunk_id = ANY(%s)",
-                        (wanted[start:start + FETCH_BATCH].tolist(),))
-            parts_ids, parts_vecs = _append(cur.fetchone(), parts_ids, parts_vecs)
-    else:
-        after = -(2 ** 63)
-        while True:
-            cur.execute(select + f"(SELECT chunk_id, vec FROM {schema}.vectors WHERE vector_key = %s AND dims = %s "
-                        "AND chunk_id > %s ORDER BY chunk_id LIMIT %s) batch", (vector_key, dims, after, FETCH_BATCH))
-            parts_ids, parts_vecs = _append(cur.fetchone(), parts_ids, parts_vecs)
-            if not parts_ids or len(parts_ids[-1]) < FETCH_BATCH or parts_ids[-1][-1] == after:
-                break
-            after = int(parts_ids[-1][-1])
-    if not parts_ids:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=np.float32)
-    found = np.concatenate(parts_ids)
-    matrix = np.frombuffer(b"".join(parts_vecs), dtype=np.float32).reshape(len(found), dims)
-    order = np.argsort(found, kind="stable")
-    return found[order], matrix[order]
-
-
-def _append(row: Any, parts_ids: list, parts_vecs: list) -> tuple[list, list]:
-    if row is None or row[0] is None:
-        return parts_ids, parts_vecs
-    return [*parts_ids, _ids(row[0])], [*parts_vecs, bytes(row[1])]
-
-
-def _rows_held(held: _Matrix | None, ids: np.ndarray) -> np.ndarray:
-    """For each id, its row in the held matrix, or -1."""
-    if held is None or not len(held.ids) or not len(ids):
-        return np.full(len(ids), -1, dtype=np.int64)
-    pos = np.searchsorted(held.ids, ids).clip(0, len(held.ids) - 1)
-    return np.where(held.ids[pos] == ids, pos, -1)
+def _fetch(cur: Any, schema: str, vector_key: str, dims: int, wanted: np.ndarray, *, everything: bool,
+           out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Writes the rows of the `wanted` ids (ascending), scaled to unit length, into the start of
+    `out`; (their ids, those rows of `out`). FETCH_BATCH a round trip: by id range when all the
+    key's vectors are wanted (a full load), else by id list (the few new ones after a change)."""
+    select = "SELECT string_agg(int8send(chunk_id), ''::bytea), string_agg(vec, ''::bytea) FROM "
+    found: list[np.ndarray] = []
+    filled = 0
+    for start in range(0, len(wanted), FETCH_BATCH):
+        batch = wanted[start:start + FETCH_BATCH]
+        if everything:
+            cur.execute(select + f"{schema}.vectors WHERE chunk_id BETWEEN %s AND %s AND vector_key = %s "
+                        "AND dims = %s", (int(batch[0]), int(batch[-1]), vector_key, dims))
+        else:
+            cur.execute(select + f"{schema}.vectors WHERE chunk_id = ANY(%s)", (batch.tolist(),))
+        id_blob, vec_blob = cur.fetchone()
+        if id_blob is None:
+            continue
+        got = _ids(id_blob)[:len(out) - filled]  # never past `out` (rows inserted in a range meanwhile)
+        out[filled:filled + len(got)] = np.frombuffer(vec_blob, dtype=np.float32, count=len(got) * dims
+                                                      ).reshape(len(got), dims)
+        found.append(got)
+        filled += len(got)
+    rows = out[:filled]
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    norms[norms == 0] = 1  # a zero vector stays zero
+    rows /= norms[:, None]
+    return (np.concatenate(found) if found else np.zeros(0, dtype=np.int64)), rows
 
 
 def describe_exact(store: Any, vector_key: str, dims: int | None, count: int) -> dict[str, Any]:
