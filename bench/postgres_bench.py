@@ -510,6 +510,11 @@ def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384
                 want = np.argsort(-(matrix @ q), kind="stable")[:10] + 1
                 assert [c for c, _ in got] == want.tolist(), "the exact top-k differs from numpy's"
             warm = warm[1:]
+            counter_read = []  # the one round trip of a search when nothing changed (the rest is numpy)
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                store._query("SELECT tableoid, n FROM {s}.vector_changes")
+                counter_read.append((time.perf_counter() - t0) * 1000)
             chunks = [ChunkRecord("new.md", "memory", i + 1, i + 1, f"new {i}", f"n{i}", tokens="new")
                       for i in range(10)]
             store.replace_file(FileRecord("new.md", "memory", "h", 1.0, 1), chunks, matrix[:10], "bench")
@@ -519,6 +524,7 @@ def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384
             sql = _sql_dot_p50(server.url, store.s, matrix, queries, sql_reps)
             store.close()
             out[n] = {"first_ms": cold, "p50_ms": float(np.median(warm)), "after_change_ms": after_change,
+                      "counter_round_trip_p50_ms": float(np.median(counter_read)),
                       "sql_p50_ms": sql}
             console.print(f"exact top-k, {n:,} × {dims}: {out[n]}")
     finally:
