@@ -23,12 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .connection import Migration
-
-try:
-    from psycopg import Error as DriverError
-except ImportError:  # pragma: no cover - the driver is checked before any store opens
-    DriverError = Exception  # type: ignore[assignment,misc]
+from .connection import Migration, psycopg, translate
 
 PGVECTOR = "pgvector-hnsw"
 EXACT = "exact (no pgvector)"
@@ -85,7 +80,9 @@ def _pgvector_available(store: Any) -> bool:
         with store.db.pool.connection() as conn, conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return True
-    except DriverError:
+    except psycopg.OperationalError as exc:  # the server went away: no reason to settle for exact
+        raise translate(store.url, exc) from None
+    except psycopg.Error:  # the role may not create it (pgvector is not a trusted extension), or it is broken
         return False
 
 
