@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench docs venv clean
 # whole-engine scenarios run again with only storage.url changed (PostgreSQL, SPEC D1): on the pgvector
 # bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# the first line printed names the home (CLAWKEEP_HOME, default ~/.clawkeep): where everything is written
 run: $(STAMP)
-	$(BIN)/clawkeep status
-	$(BIN)/clawkeep gateway
+	@$(BIN)/clawkeep status
+	@$(BIN)/clawkeep gateway
 
 # The UI tests drive Debian's Chromium (never a downloaded browser); a CJK font for readable screenshots.
 /usr/bin/chromium:
@@ -28,13 +29,18 @@ run: $(STAMP)
 
 test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
+	bash .ci/openclaw.sh install >/dev/null   # Node 24 + OpenClaw from npm for the plugin tests (cached outside the clone)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 	$(BIN)/python -m pytest -q --engine-backend postgres-stock $(PG_SCENARIOS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

@@ -13,6 +13,7 @@ from conftest import run_cli
 from gateway_process import GatewayProcess, GatewayThread
 from scripted_server import Reply, ScriptedServer, sse_data
 
+JSON_TYPE = {"Content-Type": "application/json"}  # state changes say JSON, even without a body
 NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 
 
@@ -58,11 +59,11 @@ def test_thread_lifecycle_reset_fork_and_delivery_into_a_session(http):
     assert thread["kind"] == "dashboard" and thread["label"] == "planning"
     send(http, "budget is 5000 EUR", session=thread["key"])
     before = http.get(f"/v1/sessions/{thread['key']}/history").json()["messages"]
-    reset = http.post(f"/v1/sessions/{thread['key']}/reset").json()
+    reset = http.post(f"/v1/sessions/{thread['key']}/reset", headers=JSON_TYPE).json()
     assert http.get(f"/v1/sessions/{thread['key']}/history").json()["messages"] == []
     reopened = http.get(f"/v1/sessions/{thread['key']}/history", params={"messageId": before[0]["messageId"]})
     assert [m["text"] for m in reopened.json()["messages"]] == ["budget is 5000 EUR"]
-    fork = http.post(f"/v1/sessions/{thread['key']}/fork").json()
+    fork = http.post(f"/v1/sessions/{thread['key']}/fork", json={}).json()
     assert fork["key"] != thread["key"] and fork["kind"] == "dashboard"
     missing = http.post("/v1/messages", json={"text": "hi", "session": "agent:main:dashboard:nope"})
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
@@ -100,7 +101,7 @@ def test_memory_routes_remember_search_read_edit_delete(http):
     edited = http.put(f"/v1/memory/items/{item_id}", json={"text": "I prefer Rust"}).json()
     assert edited["text"] == "I prefer Rust"
     assert "Rust" in http.get("/v1/memory/file", params={"path": "MEMORY.md"}).json()["text"]
-    assert http.delete(f"/v1/memory/items/{item_id}").json()["deleted"] == item_id
+    assert http.delete(f"/v1/memory/items/{item_id}", headers=JSON_TYPE).json()["deleted"] == item_id
     assert all(i["id"] != item_id for i in http.get("/v1/memory/items").json())
     assert http.get("/v1/memory/status").json()["workspaceExists"] is True
 
@@ -479,7 +480,9 @@ def test_unknown_keys_unknown_query_parameters_and_loose_booleans_are_refused(ht
         bogus = http.post(f"/v1/sessions/agent:main:main/{route}", json={"bogus": 1})
         assert bogus.status_code == 422 and "bogus: is not a known field" in bogus.json()["error"]["message"]
     assert http.post("/v1/sessions/agent:main:main/reset", json={}).status_code == 200
-    assert http.post("/v1/sessions/agent:main:main/reset").status_code == 200
+    assert http.post("/v1/sessions/agent:main:main/reset", headers=JSON_TYPE).status_code == 200
+    bare = http.post("/v1/sessions/agent:main:main/reset")  # no Content-Type: a form could forge it (415)
+    assert bare.status_code == 415 and "Content-Type: application/json" in bare.json()["error"]["message"]
     for loose in ("yes", 1, "true"):
         refused = http.post("/v1/sessions", json={"incognito": loose})
         assert refused.status_code == 422, refused.text
@@ -521,7 +524,9 @@ def test_health_is_open_but_tells_nothing_and_docs_need_no_cdn(home):
         with running.client() as http:
             assert http.get("/v1/status").status_code == 401
             health = http.get("/v1/health")
-            assert health.status_code == 200 and health.json() == {"ok": True, "inFlight": 0}
+            # only liveness and a count: the background warm-up may be in flight at this moment
+            assert health.status_code == 200 and sorted(health.json()) == ["inFlight", "ok"]
+            assert health.json()["ok"] is True and isinstance(health.json()["inFlight"], int)
             assert http.get("/openapi.json").json()["info"]["title"] == "clawkeep gateway"
             for page in ("/docs", "/redoc"):
                 answer = http.get(page)

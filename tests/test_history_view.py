@@ -201,6 +201,11 @@ class TestScaffolds:
     def test_tool_call_inline_after_text(self) -> None:
         assert sanitize_text("Sure. [Tool Call: read (ID: 7)]\nArguments: {}") == "Sure."
 
+    def test_tool_call_marker_alone_keeps_the_text_after_it(self) -> None:
+        assert sanitize_text("before [Tool Call: foo(1)] … after") == "before … after"
+        assert sanitize_text("before [Tool Call: foo(\"]\")] after") == "before after"
+        assert sanitize_text("before [Tool Call: never closed\nstill the call\n\nnext") == "before\n\nnext"
+
     def test_historical_context_bracket_only(self) -> None:
         raw = (
             '[Historical context: a different model called tool "search" with arguments '

@@ -115,7 +115,7 @@ def test_gateway_refuses_to_start_on_an_unreachable_server(tmp_path):
     proc = cli_env(tmp_path, "gateway", "--port", "0", CLAWKEEP_STORAGE_URL=url)
     assert proc.returncode == 1, proc.stderr
     assert "cannot be reached" in " ".join(proc.stderr.split()) and SECRET not in proc.stderr + proc.stdout
-    assert "clawkeep gateway on" not in proc.stdout
+    assert "clawkeep gateway (home" not in proc.stdout
 
 
 def test_gateway_refuses_to_start_when_the_login_is_refused(tmp_path, pg):

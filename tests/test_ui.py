@@ -19,6 +19,8 @@ from playwright.sync_api import Page, expect, sync_playwright
 from scripted_server import ScriptedServer
 from test_gateway import model_config, stream_chunks
 
+JSON_TYPE = {"Content-Type": "application/json"}  # state changes say JSON, even without a body
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
@@ -550,7 +552,7 @@ def test_deleting_an_item_another_writer_removed_says_so_and_reloads(browser, re
     item_id = stale.get_attribute("id").removeprefix("item-")
     stale.locator("button", has_text="Delete").click()
     with record_gateway.client() as http:  # another writer gets there first
-        assert http.delete(f"/v1/memory/items/{item_id}").status_code == 200
+        assert http.delete(f"/v1/memory/items/{item_id}", headers=JSON_TYPE).status_code == 200
     stale.locator("button", has_text="Yes, delete").click()
     expect(page.locator("#toast")).to_contain_text("not found")
     expect(page.locator("#memory-items .item")).to_have_count(1)

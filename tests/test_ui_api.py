@@ -19,6 +19,8 @@ from clawkeep.gateway import control_ui
 from clawkeep.memory import refusals
 from clawkeep.ui import static_dir
 
+JSON_TYPE = {"Content-Type": "application/json"}  # state changes say JSON, even without a body
+
 NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 SMALL_TAIL = {"agents": {"defaults": {"memorySearch": {"provider": "none"}, "compaction": {"keepRecentTokens": 30}}}}
 LONG = " ".join(f"Point {n}: the invoice batch for March needs the new VAT numbers." for n in range(10))
@@ -160,7 +162,7 @@ def test_gateway_routes_for_timeline_and_refusals(home):
         with running.client() as http:
             thread = http.post("/v1/sessions", json={}).json()["key"]
             http.post("/v1/messages", json={"text": "hello there", "session": thread})
-            http.post(f"/v1/sessions/{thread}/reset")
+            http.post(f"/v1/sessions/{thread}/reset", json={})
             timeline = http.get(f"/v1/sessions/{thread}/timeline").json()
             assert [i["open"] for i in timeline["intervals"]] == [False, True]
             assert timeline == running.engine.sessions_timeline(thread).to_json()
@@ -266,10 +268,10 @@ def test_dreaming_routes_status_toggle_sweep_review_undo(home):
             undone = http.post("/v1/dreaming/undo", json={"target": dreamed.promoted[EDITOR]}).json()
             assert undone["restored"] == "lines removed" and EDITOR not in dreamed.memory_md.read_text()
             assert http.post("/v1/dreaming/undo", json={"target": "m-nothere0"}).status_code == 404
-            swept = http.post("/v1/dreaming/sweep").json()  # no body: every phase
+            swept = http.post("/v1/dreaming/sweep", headers=JSON_TYPE).json()  # no body: every phase
             assert swept["status"] == "ok" and swept["phases"] == ["light", "rem", "deep"]
             assert swept["promoted"] == []  # an undone claim stays out
-            last = http.post("/v1/dreaming/undo").json()  # no body: what is left of the last run
+            last = http.post("/v1/dreaming/undo", headers=JSON_TYPE).json()  # no body: what is left of the last run
             assert last["runId"] == dreamed.run_id and [i["text"] for i in last["items"]] == [SEATS]
             assert dreamed.memory_md.read_text().rstrip("\n") == INITIAL_MEMORY.rstrip("\n")
             assert http.post("/v1/dreaming/sweep", json={"phase": "nap"}).status_code == 422

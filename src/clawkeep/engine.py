@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from . import api, dreaming, hooks
 from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
-from .errors import CorruptDatabaseError, InputError, StorageError
+from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .runtime import Runtime, default_home
-from .storage import commit_journal
+from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
 from .visibility import Caller
 
@@ -56,7 +56,7 @@ def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
         return None
     if isinstance(value, str):
         text = check.ident(value, name)  # bounded first: int() of thousands of digits raises
-        # epoch ms as text (`--at 1796367482000`), as the README's input limits promise
+        # epoch ms as text (`--at 1796367482000`), as docs/input-limits.md promises
         value = int(text) if text.isascii() and text.isdigit() else parse_iso(text, name)
     return check.time_ms(value, name, rt.now())
 
@@ -95,6 +95,26 @@ class Engine:
     def close(self) -> None:
         self.runtime.close()
 
+    def check_storage(self) -> None:
+        """Log in to the storage once (PostgreSQL; nothing is created): an unreachable server is a
+        StorageError, a refused login or a missing database an InputError — before a server says
+        it is up."""
+        check_storage(self.config.storage)
+
+    def subscribe(self, event_type: type[Any], handler: Any) -> None:
+        """Call `handler(event)` for every engine event of `event_type` (clawkeep.events)."""
+        self.runtime.events.subscribe(event_type, handler)
+
+    @staticmethod
+    def check_session_key(key: str, what: str = "session key") -> str:
+        """`key` if it is a valid session key, else an InputError naming `what`."""
+        from .routing.keys import parse_key
+
+        try:
+            return parse_key(check.ident(key, what)).key
+        except InputError as exc:
+            raise InputError(f"{what}: {exc}") from None
+
     def __enter__(self) -> Engine:
         return self
 
@@ -129,6 +149,7 @@ class Engine:
         message_id: str | None = None,
         at: str | int | None = None,
         session: str | None = None,
+        record_only: bool = False,
     ) -> MessageRequest:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
@@ -151,7 +172,8 @@ class Engine:
             thread=thread,
             session=session,
         )
-        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at))
+        check.flag(record_only, "record only")
+        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
@@ -258,12 +280,32 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None) -> api.SessionInfo:
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None, coding: str | None = None,
+                        key: str | None = None, caller: str | None = None) -> api.SessionInfo:
+        """A new dashboard thread; with `coding` the coding session agent:<id>:coding:<name>; with `key`,
+        the session of that key (an OpenClaw key is mapped as import maps it), created if missing —
+        `created` says which. A calling session may open only itself."""
         from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
-        return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        check.ident(key, "key", optional=True)
+        if coding is not None and key is not None:
+            raise InputError("give either coding or key, not both")
+        if coding is not None:
+            if incognito:
+                raise InputError("a coding session cannot be incognito; give either coding or incognito")
+            return api.SessionInfo.model_validate(service.create_coding(self.runtime, coding, label=label))
+        if key is None:
+            return api.SessionInfo.model_validate(
+                service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if incognito:
+            raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
+        opened, created = service.open_by_key(self.runtime, key, label=label)
+        if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
+            raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
+                             "operator or with an agent credential")
+        return api.SessionInfo.model_validate({**opened, "created": created})
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
@@ -545,25 +587,24 @@ class Engine:
     # --- maintenance ----------------------------------------------------------------
     # --- import and export (G4) ----------------------------------------------------------
     def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
-                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+                        config: str = "keep", progress: Any = None, accept_models: bool = False) -> dict[str, Any]:
         """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
         `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
-        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
-        from .sessions import service
-
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read.
+        `accept_models`: apply the archive's model providers, API-key variables and model choices
+        (by default they are only reported, under "models", with the command that applies them)."""
         check.path(path, "OpenClaw home")
         check.ident(agent, "agent id", optional=True)
         check.flag(dry_run, "dry run")
         check.choice(config, "config", ("keep", "force", "skip"))
+        check.flag(accept_models, "accept models")
         from .interop import service  # noqa: PLC0415 - only for this command
 
         return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
-                                       progress=progress).to_json()
+                                       progress=progress, accept_models=accept_models).to_json()
 
     def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
         """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""
-        from .sessions import service
-
         for value in paths:
             check.path(value, "export file")
         check.flag(dry_run, "dry run")
@@ -573,8 +614,6 @@ class Engine:
 
     def export_session(self, session: str, out: Any) -> dict[str, Any]:
         """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
-        from .sessions import service
-
         check.ident(session, "session")
         from .interop import service  # noqa: PLC0415
 
@@ -582,8 +621,6 @@ class Engine:
 
     def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
-        from .sessions import service
-
         check.path(directory, "directory")
         from .interop import service  # noqa: PLC0415
 

@@ -13,13 +13,16 @@ Design choices:
 - `key: value` (colon, unquoted) is common in prose ("Password: see the vault"), so there
   the value must look machine-made; `key=value` and quoted values are always redacted.
 - Credentials stated in words ("my password is hunter2", "我的密码是 abc12345",
-  "パスワードはabc12345です", "비밀번호는 qwerty123이야", "the verification code is 482913")
-  lose their value. A plain English word after "password is" counts unless it is one of the
-  words prose puts there ("wrong", "stored", "the", …); PINs and codes need digits; keys
-  and tokens must look machine-made.
+  "パスワードはabc12345です", "비밀번호는 qwerty123이야", "the verification code is 482913",
+  "mein Passwort ist …", "le mot de passe : …", "mi contraseña es …") lose their value. A plain
+  word after "password is" counts unless it is one of the words prose puts there ("wrong",
+  "stored", "falsch", "incorrect", …); PINs and codes need digits; keys and tokens must look
+  machine-made. A user name with a password ("login alice / pass hunter2") hides the password;
+  a passphrase of three or more words without a function word is hidden whole.
 - Numbers are redacted only when their own check says they are what they look like:
-  payment cards (a card network's prefix and length, then Luhn), Chinese resident ids
-  (birth date and ISO 7064 check character), Japanese My Numbers (check digit, next to the
+  payment cards (a card network's prefix and length, then Luhn; spaces, dashes or dots between
+  groups), Chinese resident ids (birth date and ISO 7064 check character; named as one
+  ("身份证号 …"), the birth date is enough), Japanese My Numbers (check digit, next to the
   word), IBANs (country length and mod 97); US SSNs and Korean resident registration
   numbers by their dashed shape and valid fields. Other long numbers (orders, ISBNs,
   phones) stay.
@@ -278,7 +281,8 @@ def _stated_value_ok(m: re.Match[str], value: str, cjk: bool) -> bool:
         if len(value) > 24 or sum(c.isdigit() for c in value) < 4:
             return False
     elif groups.get("ssn"):
-        if len(value) > 11 or sum(c.isdigit() for c in value) != 9:
+        digits = "".join(c for c in value if c.isdigit())
+        if len(value) > 11 or len(digits) != 9 or not _ssn_fields_valid(digits[:3], digits[3:5], digits[5:]):
             return False
     elif cjk:  # a password after a CJK wording
         if not ((len(value) >= 4 and _machine_value(value)) or len(value) >= 6):
@@ -310,6 +314,9 @@ def _stated(cjk: bool) -> Callable[[re.Match[str]], str]:
     return replace
 
 
+_STATED_PLAIN = _stated(cjk=False)
+
+
 def _changed(m: re.Match[str]) -> str:
     value, tail = _split_value(m)
     if not value or "REDACTED" in value or _PLACEHOLDER.match(value):
@@ -326,11 +333,147 @@ def _seed_phrase(m: re.Match[str]) -> str:
     return f"{m.group('head')}{REDACTED}"
 
 
+# --- European wordings: "mein Passwort ist …", "das Kennwort lautet …", "mon mot de passe est …",
+# "le mot de passe : …", "mi contraseña es …", "la mia password è …", "minha senha é …".
+_EU_PW = (r"(?:wlan-|wifi-|wi-fi-|router-|e-mail-|email-|admin-|root-)?(?:passwort|passwörter|kennwort|zugangscode)"
+          r"|mot\s+de\s+passe|mdp|contraseña|contrasena|clave\s+de\s+acceso|senha|password")
+_EU_CODE = r"pin(?:-code|-nummer)?|code\s+pin|code\s+secret|geheimzahl|código\s+pin|codice\s+pin"
+_EU_VERB = (r"ist|lautet|lautete|war|heißt|heisst|est|était|etait|es|era|è|é|sera|wird|bleibt|"
+            r"(?:ist|lautet|est|es|è|é)\s+(?:jetzt|nun|noch|immer\s+noch|maintenant|toujours|désormais|ahora|ora|agora)|"
+            r"c'est|ce\s+sera")
+_STATED_EU = lazy(
+    rf"(?<![\w-])(?P<kw>(?P<pw>{_EU_PW})|(?P<code>{_EU_CODE}))"
+    r"(?P<link>(?:\s+(?:für|fürs|zum|zur|vom|von|pour|du|de\s+la|de|d'|para|del|per|do|da)\s*"
+    r"(?:das\s+|den\s+|die\s+|dem\s+|le\s+|la\s+|l'|el\s+|il\s+|o\s+|a\s+|mon\s+|mein\s+|meinen\s+)?[\w'-]+)?"
+    rf"(?:\s+(?P<verb>{_EU_VERB})\s+|\s*(?P<colon>[:=\uff1a])\s*))"
+    + _VALUE,
+    re.IGNORECASE,
+)
+# Words these languages put after "Passwort ist", "mot de passe est" that are not the password.
+_EU_PROSE_WORDS = frozenset("""
+    falsch richtig korrekt ungültig abgelaufen geändert gespeichert vergessen verloren geheim sicher unsicher
+    stark schwach lang kurz neu alt leer gesperrt zu sehr nicht kein keine ein eine einer der die das dem den mein
+    meine dein deine unser sein ihr hier dort noch immer jetzt nun gleich dasselbe derselbe anders unbekannt
+    irgendwo irgendwas nichts etwas auf im in bei mit ohne gut schlecht okay ok
+    incorrect incorrecte faux fausse correct correcte valide invalide expiré expirée changé changée modifié
+    enregistré enregistrée oublié oubliée perdu perdue secret secrète sûr sûre fort forte faible long longue
+    court courte nouveau nouvelle ancien ancienne vide bloqué bloquée trop très pas plus le la les un une des
+    mon ma mes ton ta son sa notre votre leur ici là toujours encore maintenant même différent différente
+    inconnu inconnue quelque rien dans sur avec sans bon bonne mauvais mauvaise
+    incorrecta correcta válida inválida caducada cambiada guardada olvidada segura débil larga corta nueva
+    vieja vacía muy demasiado no el los las una mi tu su aquí igual otra
+    sbagliata giusta corretta scaduta cambiata salvata dimenticata sicura debole lunga corta nuova vecchia vuota
+    troppo molto non il lo gli una mia tua sua qui uguale diversa
+    errada certa correta expirada alterada salva esquecida fraca comprida curta velha vazia
+    muito demais não os as um uma minha sua aqui diferente
+""".split())
+
+
+def _stated_eu(m: re.Match[str]) -> str:
+    value, _ = _split_value(m)
+    if not _machine_value(value) and value.lower() in _EU_PROSE_WORDS:
+        return m.group(0)
+    return _STATED_PLAIN(m)
+
+
+# --- a user name and its password together: "login alice / pass hunter2", "user: bob pass: x",
+# "username alice password hunter2", "Benutzer: anna Passwort: …". The pair is the evidence, so
+# even a short value counts; the user name stays.
+_CRED_PAIR = lazy(
+    r"(?<![\w-])(?P<head>(?:log-?in|user(?:\s?name)?|account|benutzer(?:name)?|nutzer(?:name)?|utilisateur|"
+    r"identifiant|usuario|usuário|utente)"
+    r"\s*(?P<ucolon>[:=])?\s*[^\s/,;|:=]{1,64}\s*(?P<sep>[/,;|&]|\band\b|\bund\b|\bet\b|\by\b|\be\b)?\s*"
+    r"(?P<kw>pass(?:word|wort)?|passwd|pwd|pw|kennwort|mdp|mot\s+de\s+passe|contraseña|senha)"
+    r"(?:\s*(?P<op>[:=])\s*|\s+(?:(?:is|ist|est|es|è|é)\s+)?))"
+    + _VALUE,
+    re.IGNORECASE,
+)
+
+
+def _cred_pair(m: re.Match[str]) -> str:
+    value, tail = _split_value(m)
+    if not value or "REDACTED" in value or _PLACEHOLDER.match(value) or (
+            not _machine_value(value) and (value.lower() in _PROSE_WORDS or value.lower() in _EU_PROSE_WORDS)):
+        return m.group(0)
+    if m.string.startswith(("…", REDACTED), m.end()):
+        return m.group(0)
+    # "user guide password policy": without a colon or a separator only a machine-made value counts
+    if not (m.group("ucolon") or m.group("sep") or m.group("op") or _machine_value(value)):
+        return m.group(0)
+    return f"{m.group('head')}{REDACTED}{tail}"
+
+
+# --- a passphrase of several words: "the passphrase is correct horse battery staple". Its words
+# are prose words, so the one-word rule cannot judge them: three or more words with no function
+# word among them ("stored in the vault" has some) are taken whole, up to the end of the clause.
+_PASSPHRASE = lazy(
+    r"(?<![\w-])(?P<head>(?:pass\s?phrase|passphrase|phrase\s+secrète|phrase\s+de\s+passe|mnemonic\s+passphrase)"
+    r"(?:\s+(?:is|was|is\s+now|ist|lautet|est)\s+|\s*[:=]\s*)(?P<quote>[\"'“«„]?))"
+    r"(?P<words>[\w!#$%&*+./=?@^|~-]+(?:[ \t]+[\w!#$%&*+./=?@^|~-]+){1,9}+)",
+    re.IGNORECASE,
+)
+_FUNCTION_WORDS = frozenset("""
+    a an the in on at of to for from with by as is are was were be been being not no never my your his her our
+    their its this that these those it and or but if so then than too very stored saved kept written set changed
+    somewhere here there which what where when who please same different
+    der die das den dem ein eine ist im in auf mit und oder nicht le la les un une des est dans sur avec et ou pas
+""".split())
+
+
+def _passphrase(m: re.Match[str]) -> str:
+    words = m.group("words")
+    cut = re.search(r"[,;:!?)\]]|\.(?:\s|$)", words)
+    body = words[:cut.start()] if cut else words
+    parts = body.split()
+    if m.group("quote"):
+        closing = {"\"": "\"", "'": "'", "“": "”", "«": "»", "„": "“"}[m.group("quote")]
+        end = words.find(closing)
+        if end > 0:
+            body = words[:end]
+            parts = body.split()
+    if len(parts) < (2 if m.group("quote") else 3) or any(w.lower().strip(".") in _FUNCTION_WORDS for w in parts) \
+            or "REDACTED" in body:
+        return m.group(0)
+    return f"{m.group('head')}{REDACTED}{words[len(body):]}"
+
+
+# --- a Chinese resident id named as one: "身份证号 110101199003071234". The word says what the
+# number is, so a plausible birth date is enough (a mistyped check character is still an id);
+# without the word the check character decides (`_cn_id`).
+_CN_ID_NAMED = lazy(
+    r"(?P<head>(?:(?:公民|居民)?(?:身份证|身份證|身分證)(?:号码|号|號碼|號|字號)?(?:码|碼)?|ID\s?card(?:\s?(?:number|no\.?|#))?"
+    r"|resident\s+id(?:entity)?(?:\s+(?:card\s+)?(?:number|no\.?))?)"
+    r"\s*(?:是|为|為|:|：|=|is|was|号是|号码是)?\s*)"
+    r"(?P<num>[1-9]\d{5}(?:18|19|20)\d{2}\d{4}\d{3}[\dXx])(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+
+def _cn_id_named(m: re.Match[str]) -> str:
+    num = m.group("num")
+    if not _valid_date(int(num[6:10]), int(num[10:12]), int(num[12:14])):
+        return m.group(0)
+    return f"{m.group('head')}{REDACTED}"
+
+
+# --- an AWS secret access key: 40 characters of base64 with no mark of its own, so only next to
+# its access key id or named as one ("aws secret …: …"); detect-secrets and gitleaks ask the same.
+_AWS_SECRET = lazy(
+    r"(?P<head>(?:(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}[\s,;:/|\"'=]{1,6}"
+    r"|(?i:aws)[\w .-]{0,24}?(?i:secret)[\w .-]{0,20}?(?:\s+(?i:is|was)\s+|[\s\"']*[:=][\s\"']*)))"
+    r"(?P<secret>(?=[A-Za-z0-9/+]{0,39}[0-9/+])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+)
+
+
+def _aws_secret(m: re.Match[str]) -> str:
+    return f"{m.group('head')}{REDACTED}"
+
+
 # --- numbers with their own check: cards, national ids, IBANs ----------------------------------
 _ASCII_DIGIT = re.compile("[0-9]")
 # A run of digit groups joined by single spaces or dashes, taken whole (possessive, and never
 # started inside a run), so a long run costs one pass.
-_DIGIT_RUN = lazy(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ -]\d)(?=[\d -]{12})\d*+(?:[ -]\d++)*+"
+_DIGIT_RUN = lazy(r"\d(?<![A-Za-z0-9.,/]\d)(?<!\d[ .-]\d)(?=[\d .-]{12})\d*+(?:[ .-]\d++)*+"
                         r"(?![A-Za-z0-9]|[.,]\d)")
 
 
@@ -375,7 +518,7 @@ def _card_shape(lengths: list[int]) -> bool:
 
 def _cards(m: re.Match[str]) -> str:
     run = m.group(0)
-    parts = re.split(r"([ -])", run)  # groups at even indexes, separators at odd ones
+    parts = re.split(r"([ .-])", run)  # groups at even indexes, separators at odd ones
     groups, seps = parts[0::2], parts[1::2]
     starts, pos = [], 0
     for index, group in enumerate(groups):
@@ -434,11 +577,13 @@ def _cn_id(m: re.Match[str]) -> str:
 _SSN = lazy(r"\d(?<![A-Za-z0-9-]\d)\d{2}-\d{2}-\d{4}(?![A-Za-z0-9-])")
 
 
+def _ssn_fields_valid(area: str, group: str, serial: str) -> bool:
+    """The SSA's rules: no area 000, 666 or 9xx, no group 00, no serial 0000."""
+    return not (area in ("000", "666") or area.startswith("9") or group == "00" or serial == "0000")
+
+
 def _ssn(m: re.Match[str]) -> str:
-    area, group, serial = m.group(0).split("-")
-    if area in ("000", "666") or area.startswith("9") or group == "00" or serial == "0000":
-        return m.group(0)
-    return REDACTED
+    return REDACTED if _ssn_fields_valid(*m.group(0).split("-")) else m.group(0)
 
 
 _KR_RRN = lazy(r"\d(?<![A-Za-z0-9-]\d)\d(\d{2})(\d{2})-[1-8]\d{6}(?![A-Za-z0-9-])")
@@ -516,6 +661,13 @@ _CJK_HEADS = (
 )
 
 
+# Where a European wording or a credential pair can start (lowercase, as searched).
+_EU_HEADS = ("passw", "kennw", "zugangscode", "mot de passe", "mdp", "contrase", "clave de acceso", "senha", "pin",
+             "code pin", "code secret", "geheimzahl", "código pin", "codice pin")
+_PAIR_HEADS = ("log", "user", "account", "benutzer", "nutzer", "utilisateur", "identifiant", "usuario", "usuário",
+               "utente")
+
+
 def _stated_kind(m: re.Match[str]) -> str:
     if m.group("code"):
         return "PIN or one-time code"
@@ -546,7 +698,12 @@ _RULES: tuple[_Rule, ...] = (
     _token_rule("github_pat", ("github_pat_",), "github_pat_", "[A-Za-z0-9_]", 22),
     _token_rule("gitlab", ("glpat-", "glptt-", "gldt-", "glrt-", "glsoat-", "glcbt-", "glimt-", "glft-", "gloas-"),
                 "gl(?:pat|ptt|dt|rt|soat|cbt|imt|ft|oas)-", "[A-Za-z0-9_-]", 20),
-    _token_rule("slack", ("xox", "xapp-"), "xox[abeoprs]-|xapp-", "[A-Za-z0-9-]", 10),
+    # Slack: a long body with a digit, or the documented digit groups (`xoxb-<team>-<bot>-<secret>`)
+    # however short, as detect-secrets reads them: a 12-character token has no 14-character chunk.
+    _Rule("slack", ("xox", "xapp-"),
+          lazy(r"(?<![A-Za-z0-9_-])(?P<prefix>xox[abeoprs]-|xapp-)"
+               r"(?:(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9-]{10,}+|(?:[0-9]+-)+[A-Za-z0-9]+)(?![A-Za-z0-9_-])"),
+          _keep_prefix, "API key or token", gate="digit"),
     _token_rule("huggingface", ("hf_",), "hf_", "[A-Za-z0-9]", 30),
     _token_rule("npm", ("npm_",), "npm_", "[A-Za-z0-9]", 36),
     _token_rule("groq", ("gsk_",), "gsk_", "[A-Za-z0-9]", 40),
@@ -596,6 +753,8 @@ _RULES: tuple[_Rule, ...] = (
         "API key or token",
         gate="token",
     ),
+    _Rule("aws_secret_access_key", ("akia", "asia", "aws"), _AWS_SECRET, _aws_secret, "cloud secret key",
+          gate="token"),
     _Rule(
         "aws_access_key_id",
         ("akia", "asia"),
@@ -637,13 +796,19 @@ _RULES: tuple[_Rule, ...] = (
     # Stated in words: after the key = value forms, so a value already redacted is left alone.
     _Rule("seed_phrase", ("phrase", "words", "助记词", "助記詞", "シードフレーズ", "문구"), _SEED_PHRASE, _seed_phrase,
           "recovery phrase"),
+    _Rule("passphrase", ("phrase",), _PASSPHRASE, _passphrase, "password"),
+    _Rule("credential_pair", ("pass", "pw", "kennwort", "mdp", "mot de passe", "contraseña", "senha"), _CRED_PAIR,
+          _cred_pair, "password", heads=_PAIR_HEADS, head_group="head"),
     _Rule("changed_to", (" to ",), _CHANGED_EN, _changed, _stated_kind,
           heads=("chang", "set", "updat", "switch"), head_group="verb"),
     _Rule("stated", _STATED_HINTS, _STATED_EN, _stated(cjk=False), _stated_kind, heads=_STATED_HINTS, back_words=2,
           modifiers=_EN_MODIFIERS),
     _Rule("stated_cjk", (), _STATED_CJK, _stated(cjk=True), _stated_kind, gate="nonascii", heads=_CJK_HEADS),
+    _Rule("stated_eu", _EU_HEADS, _STATED_EU, _stated_eu, _stated_kind, heads=_EU_HEADS),
     # Numbers with a check of their own; IBANs and ids before cards so their digits are not read as one.
     _Rule("iban", (), _IBAN, _iban, "bank account number (IBAN)", gate="digit"),
+    _Rule("cn_resident_id_named", ("身份证", "身份證", "身分證", "id card", "idcard", "resident id"), _CN_ID_NAMED,
+          _cn_id_named, "national ID number", gate="digit"),
     _Rule("cn_resident_id", (), _CN_ID, _cn_id, "national ID number", gate="digit"),
     _Rule("jp_my_number", ("マイナンバー", "個人番号"), _MY_NUMBER, _my_number, "national ID number", gate="digit"),
     _Rule("kr_resident_number", (), _KR_RRN, _kr_rrn, "national ID number", gate="digit"),

@@ -4,7 +4,7 @@ Every public `Engine` method runs its arguments through these before any work, s
 is an `InputError` naming the argument, what is wrong and what is allowed — never a
 UnicodeEncodeError from SQLite, an OverflowError from `datetime` or a ValueError from `open`.
 
-Bounds (also in the README):
+Bounds (also in docs/input-limits.md):
 - text, ids, keys and paths must be valid UTF-8: no lone surrogates (what an undecodable
   byte on the command line becomes);
 - ids and keys (session keys and ids, message ids, memory item ids, labels, agent ids): one
@@ -33,6 +33,9 @@ MAX_FUTURE_MS = 24 * 3_600_000  # clock skew and time-zone mix-ups, not scheduli
 # small enough for SQLite (64-bit) and for arithmetic on milliseconds.
 MAX_INT = 2**53
 MAX_GET_LINES = 2000  # memory get --lines / lines=: here so the tool schemas state it too
+# results per search, here so the services, the tool schemas and the CLI state the same bound
+MAX_SESSIONS_SEARCH = 25
+MAX_MEMORY_SEARCH = 50
 
 _SHOW = 60  # characters of a bad value quoted in a message
 
@@ -66,6 +69,37 @@ def text(value: Any, name: str, *, optional: bool = False) -> Any:
     if not isinstance(value, str):
         raise InputError(f"{name} must be text, got {type(value).__name__}")
     _utf8(value, name)
+    return value
+
+
+# Characters a line of memory text may not hold: C0 controls but tab (a NUL once made the indexer
+# drop MEMORY.md whole), DEL, C1 controls, and the separators Python's str.splitlines() breaks a line
+# at (VT, FF, FS-RS, NEL, U+2028, U+2029): one of them inside a remembered line would shift every
+# line number after it. Newline and carriage return are refused by the one-line rule of the caller.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB "
+             "ESC FS GS RS US").split()
+
+
+def control_character(value: str) -> str | None:
+    """The first character of `value` that memory text may not hold, described with its 1-based
+    position ("U+0000 (NUL) at position 2"), or None."""
+    found = _CONTROL.search(value)
+    if found is None:
+        return None
+    ch = found.group()
+    code = ord(ch)
+    label = _C0_NAMES[code] if code < 0x20 else {0x7F: "DEL", 0x2028: "LINE SEPARATOR",
+                                                 0x2029: "PARAGRAPH SEPARATOR"}.get(code, "C1 control")
+    return f"U+{code:04X} ({label}) at position {found.start() + 1}"
+
+
+def plain_text(value: str, name: str) -> str:
+    """Text that becomes a line of a memory file: no control character but tab (see `_CONTROL`)."""
+    bad = control_character(value)
+    if bad is not None:
+        raise InputError(f"{name} contains the control character {bad}; memory text may hold tab but no other "
+                         "control character (NUL, ESC, DEL, U+2028 …); remove it and try again")
     return value
 
 

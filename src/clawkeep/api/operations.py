@@ -16,14 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
-from ..validation import MAX_GET_LINES, MAX_INT, shown
+from ..validation import MAX_GET_LINES, MAX_INT, MAX_MEMORY_SEARCH, MAX_SESSIONS_SEARCH, shown
 from . import shapes
 from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
 
 class Args(BaseModel):
     """Base of operation arguments: camelCase in JSON, unknown keys refused, and strict types — an
-    integer is a JSON integer (not true, "3" or 1.0), a flag is true or false (README "Input limits");
+    integer is a JSON integer (not true, "3" or 1.0), a flag is true or false (docs/input-limits.md);
     lax coercion let `timeoutSeconds: true` through as a 1 s wait."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
@@ -43,6 +43,9 @@ class MessageArgs(Args):
     at: str | StrictInt | None = Field(None, description="Time of the message (import, replay): ISO-8601 text or "
                                        "epoch ms.")
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
+    record_only: StrictBool = Field(False, description="Record the message without answering it (another system "
+                                    "already answered: the OpenClaw plugin's capture); no model is called and "
+                                    "the memory steps run as in record mode.")
 
 
 _ROUTING_FIELDS = ("channel", "account", "sender", "chat_type", "group", "thread")
@@ -97,11 +100,11 @@ class SessionsTimelineArgs(Args):
 
 class SessionsSearchArgs(Args):
     query: str = Field(max_length=4096)
-    limit: int | None = Field(None, ge=1, le=25)
+    limit: int | None = Field(None, ge=1, le=MAX_SESSIONS_SEARCH)
 
 
 class SessionStatusArgs(Args):
-    session_key: str | None = Field(None, description="Default: the calling session.")
+    session_key: str | None = Field(None, description="Default: the calling session; \"current\" also names it.")
 
 
 
@@ -123,11 +126,15 @@ class SessionRefArgs(Args):
 class SessionsCreateArgs(Args):
     incognito: StrictBool = False  # "yes" or 1 is refused: a typo must not create an unintended thread kind
     label: str | None = None
+    coding: str | None = Field(None, description="Create the coding session agent:<id>:coding:<name> instead "
+                               "(name: letters, digits, '.', '_', '-').")
+    key: str | None = Field(None, description="Open the session with this key, creating it if missing (another "
+                            "system's conversation, e.g. an OpenClaw session key, mapped as import maps it).")
 
 
 class MemorySearchArgs(Args):
     query: str = Field(max_length=4096, description="What to look for, in the user's words or key terms.")
-    max_results: int | None = Field(None, ge=1, le=50)
+    max_results: int | None = Field(None, ge=1, le=MAX_MEMORY_SEARCH)
     min_score: float | None = Field(None, ge=0, le=1, description="Drop hits scoring below this (0-1).")
     corpus: Literal["all", "memory", "sessions"] = Field(
         "all", description="memory: the Markdown memory files; sessions: indexed past conversations.")
@@ -143,6 +150,10 @@ class MemoryGetArgs(Args):
 class MemoryRememberArgs(Args):
     text: str = Field(max_length=2000, description="One durable fact in a single line, in the user's language; "
                       "a dated plan expires after its day. Secrets and one-off requests are refused.")
+
+
+class MemoryIndexArgs(Args):
+    force: StrictBool = Field(False, description="Rebuild the whole index instead of catching up.")
 
 
 class MemoryRefusalsArgs(Args):
@@ -312,8 +323,10 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
                   shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
-        Operation("sessions_create", "A new dashboard thread (incognito: never stored).", SessionsCreateArgs,
-                  shapes.SessionInfo, lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label),
+        Operation("sessions_create", "A new dashboard thread (incognito: never stored), a named coding session, or "
+                  "the session of a key (opened, created if missing).", SessionsCreateArgs, shapes.SessionInfo,
+                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding, key=a.key,
+                                                    caller=c),
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
@@ -334,6 +347,8 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+        Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
+                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,

@@ -38,6 +38,7 @@ def message(
     message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
     at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601 or epoch ms."),
     session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
+    record_only: bool = typer.Option(False, "--record-only", help="Store it without answering (no model call)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send one inbound message through the router and the turn pipeline."""
@@ -55,9 +56,16 @@ def message(
             message_id=message_id,
             at=at,
             session=session,
+            record_only=record_only,
         )
         .to_json()
     )
+
+    if result.get("conflict"):  # the id was used for another text: nothing stored, exit 2 (documented)
+        if as_json:
+            out.print_json(data=result)
+        err.print(f"error: {result['note']}", highlight=False)
+        raise typer.Exit(2)
 
     def render(data: dict[str, Any]) -> None:
         what = data.get("command") or ("duplicate, already stored" if data.get("duplicate") else "stored")
@@ -103,7 +111,7 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
     data = engine(ctx).status()
 
     def render(info: dict[str, Any]) -> None:
-        grid = Table(title="clawkeep status", show_header=False)
+        grid = Table(title=f"clawkeep status · home {info['home']}", show_header=False)  # first line: where data is
         for key in (
             "home",
             "agentId",

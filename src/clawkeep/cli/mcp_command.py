@@ -5,8 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import validation as check
-from ..errors import InputError
-from ..routing.keys import parse_key
+from ..engine import Engine
 from .app import app, engine, err
 
 
@@ -27,10 +26,7 @@ def mcp_command(
     from ..mcp.server import check_http_access  # noqa: PLC0415
 
     if session is not None:
-        try:
-            parse_key(check.ident(session, "--session"))
-        except InputError as exc:
-            raise InputError(f"--session: {exc}") from None
+        Engine.check_session_key(session, "--session")
     if http is None:
         serve_stdio(engine(ctx), session)
         return

@@ -50,7 +50,9 @@ def memory_index(
            "and rebuilt from the Markdown files" if d.get("corrupt") else "")
         + (f"\n[yellow]embedding error:[/yellow] {d['embeddingError']} (keyword search still works)"
            if d["embeddingError"] else "")
-        + "".join(f"\n[dim]skipped {p}: {why}[/dim]" for p, why in d["skipped"].items()), highlight=False))
+        + "".join(f"\n[dim]skipped {p}: {why}[/dim]" for p, why in d["skipped"].items())
+        + "".join(f"\n[yellow]indexed {p} without its bad parts:[/yellow] {what}"
+                  for p, what in (d.get("repaired") or {}).items()), highlight=False))
 
 
 @memory_app.command("search")
@@ -62,9 +64,8 @@ def memory_search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search over memory files (and indexed transcripts)."""
-    from ..memory.search import MAX_LIMIT  # noqa: PLC0415
 
-    check.integer(limit, "--limit", 1, MAX_LIMIT)  # the CLI names its flags; the Engine its parameters
+    check.integer(limit, "--limit", 1, check.MAX_MEMORY_SEARCH)  # the CLI names its flags; the Engine its parameters
     data = engine(ctx).memory_search(query, limit=limit, mode=mode)
     emit(data, as_json, lambda d: out.print(table(d["results"], ["score", "source", "snippet"])))
 

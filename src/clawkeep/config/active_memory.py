@@ -75,8 +75,11 @@ def active_memory_config(config: "Config") -> ActiveMemoryConfig:
 
 
 def remember_across_conversations(config: "Config") -> bool:
-    """A5: on by default only when DMs all share the main session; an explicit value wins."""
+    """A5: on by default only when DMs all share the main session; an explicit value wins (here or
+    at OpenClaw 2026.9's memory.search.rememberAcrossConversations: the config refuses the two disagreeing)."""
     explicit = active_memory_config(config).config.remember_across_conversations
+    if explicit is None:
+        explicit = config.memory.search.remember_across_conversations
     if explicit is not None:
         return explicit
     return config.session.dm_scope == "main"

@@ -140,6 +140,9 @@ class ChunkingConfig(_Model):
 
 class MemorySyncConfig(_Model):
     watch: bool = True
+    # OpenClaw's per-batch embedding deadline; timeoutMs, when set, wins (memory_compat.py)
+    embedding_batch_timeout_seconds: float | None = Field(None, alias="embeddingBatchTimeoutSeconds", gt=0,
+                                                          le=3600)
     watch_debounce_ms: int = Field(1500, alias="watchDebounceMs", ge=0, le=3_600_000)
     sessions_debounce_ms: int = Field(5000, alias="sessionsDebounceMs", ge=0, le=3_600_000)
     # the staleness check asks the kernel (Linux inotify) what changed instead of a stat per file;
@@ -155,13 +158,40 @@ class WriteFilterConfig(_Model):
     allow_secrets: bool = Field(False, alias="allowSecrets")
 
 
+# Embedding providers `memorySearch.provider` / `fallback` may name (models/embeddings/factory.py
+# checks its PROVIDER_IDS against this list); none = keyword search only.
+EMBEDDING_PROVIDERS = ("auto", "local", "local-e5", "local-use", "openai", "ollama", "gemini", "voyage", "mistral",
+                       "none")
+# Remote providers with their own query/document convention: OpenClaw's input-type labels cannot apply
+# (the bundled local models and `none` ignore them; memory status says so).
+OWN_INPUT_CONVENTION = ("ollama", "gemini", "voyage", "mistral")
+
+
+class LocalEmbeddingConfig(_Model):
+    model: str | None = None  # a bundled local model (when memorySearch.model is not set)
+    threads: int | None = Field(None, ge=1, le=1024)  # compute threads of the bundled local model
+    # OpenClaw's GGUF file for node-llama-cpp; clawkeep's local model is bundled (memory_compat.py says so)
+    model_path: str | None = Field(None, alias="modelPath")
+
+    @field_validator("model_path")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        return _path_value(value)
+
+
 class MemorySearchConfig(_Model):
     """`agents.defaults.memorySearch`: the memory index and memory_search (M2–M6)."""
 
     enabled: bool = True
     # local = bundled offline model; none = keyword only; auto = first remote provider with a key.
     provider: str = "local"
+    # OpenClaw's: the provider used when `provider` cannot be created (no API key, no local package)
+    fallback: str = "none"
     model: str | None = None
+    local: LocalEmbeddingConfig = Field(default_factory=LocalEmbeddingConfig)
+    # OpenClaw's asymmetric labels, sent as input_type by OpenAI-compatible endpoints (provider openai)
+    query_input_type: str | None = Field(None, alias="queryInputType", min_length=1, max_length=100)
+    document_input_type: str | None = Field(None, alias="documentInputType", min_length=1, max_length=100)
     remote: dict[str, Any] = Field(default_factory=dict)
     batch_size: int | None = Field(None, alias="batchSize", ge=1, le=10_000)
     timeout_ms: int | None = Field(None, alias="timeoutMs", ge=1, le=3_600_000)
@@ -182,9 +212,36 @@ class MemorySearchConfig(_Model):
             _path_value(item)
         return value
 
+    @field_validator("provider", "fallback", mode="before")
+    @classmethod
+    def _provider_id(cls, value: Any) -> Any:
+        """A provider the engine has, refused at load rather than at the first search."""
+        if isinstance(value, str) and value.strip().lower() in EMBEDDING_PROVIDERS:
+            return value.strip().lower()
+        raise ValueError(f"not an embedding provider; allowed values: {', '.join(EMBEDDING_PROVIDERS)}")
+
+    @model_validator(mode="after")
+    def _input_types_fit(self) -> "MemorySearchConfig":
+        """The remote providers with their own labels would refuse them at the first search: refuse at load."""
+        given = [(k, v) for k, v in (("queryInputType", self.query_input_type),
+                                     ("documentInputType", self.document_input_type)) if v]
+        if given and self.provider in OWN_INPUT_CONVENTION:
+            key, value = given[0]
+            raise InputError(f"agents.defaults.memorySearch.{key} = {validation.shown(value)}: input types apply to "
+                             f"OpenAI-compatible endpoints (provider openai or auto); provider {self.provider!r} sets "
+                             "its own query/document convention")
+        return self
+
+
+class MemorySearchAliases(_Model):
+    """`memory.search`: where OpenClaw 2026.9 keeps rememberAcrossConversations (memory_compat.py)."""
+
+    remember_across_conversations: bool | None = Field(None, alias="rememberAcrossConversations")
+
 
 class MemoryConfig(_Model):
     citations: Literal["auto", "on", "off"] = "auto"
+    search: MemorySearchAliases = Field(default_factory=MemorySearchAliases)
 
 
 class ModelRefConfig(_Model):
@@ -241,7 +298,7 @@ class AgentDefaults(_Model):
     # ro / none: the agent may read but never write memory files (flush skipped, remember refused)
     workspace_access: Literal["rw", "ro", "none"] = Field("rw", alias="workspaceAccess")
     # Each bootstrap file is injected up to this many characters; all of them together within a
-    # share of the model's window (context/budget.py, README "Budgets scale to the window").
+    # share of the model's window (context/budget.py, docs/decisions/014-compaction.md).
     bootstrap_max_chars: int = Field(20_000, alias="bootstrapMaxChars", ge=1000, le=10_000_000)
     memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig, alias="memorySearch")
     model: ModelRefConfig = Field(default_factory=ModelRefConfig)
@@ -356,6 +413,16 @@ class Config(_Model):
 
     # Filled by `load_config`; not part of the file.
     warnings: list[str] = Field(default_factory=list, exclude=True)
+
+    @model_validator(mode="after")
+    def _one_remember_across(self) -> "Config":
+        """OpenClaw 2026.9's memory.search key and the Active Memory one name the same switch."""
+        legacy = self.memory.search.remember_across_conversations
+        own = self.plugins.entries.active_memory.config.remember_across_conversations
+        if legacy is not None and own is not None and legacy != own:
+            raise InputError(f"memory.search.rememberAcrossConversations = {legacy} and plugins.entries.active-memory"
+                             f".config.rememberAcrossConversations = {own} disagree; they are one setting, keep one")
+        return self
 
     @model_validator(mode="after")
     def _model_refs(self) -> "Config":

@@ -27,6 +27,7 @@ from ..memory.timeparse import event_day
 from ..memory.workspace import daily_note
 from ..models.reasoning import strip_reasoning
 from ..redact import redact_secrets
+from ..validation import control_character
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
 from ..storage import EntryRecord, SessionRecord
@@ -192,7 +193,9 @@ def flush(
         notes = extract_notes(messages, today)
     kept, refused = [], []
     for note in notes:
-        if reason := items.filter_reason(note, allow_secrets=allow_secrets):
+        if bad := control_character(note):  # as `memory remember` refuses it: never a NUL in a memory file
+            refused.append((note, f"it contains the control character {bad}"))
+        elif reason := items.filter_reason(note, allow_secrets=allow_secrets):
             refused.append((note, reason))
         else:  # an allowed secret is written redacted (M7), never in clear
             kept.append(redact_secrets(note)[0] if allow_secrets else note)

@@ -30,7 +30,7 @@ from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
-from . import control_ui, errors, metrics, stream
+from . import browser, control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
 
@@ -40,7 +40,7 @@ Caller = Annotated[str | None, Header(alias="X-Clawkeep-Session", description="T
 
 def _whole_number(value: Any) -> Any:
     """A query integer is written in digits: pydantic's lax parsing also took `1.0` (while `true`
-    was a 422), and the API's integers are real integers (README "Input limits")."""
+    was a 422), and the API's integers are real integers (docs/input-limits.md)."""
     if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+", value):
         raise ValueError(f"must be a whole number written in digits (e.g. 5), got {check.shown(value)}")
     return value
@@ -73,6 +73,18 @@ def _respond(result: Any) -> JSONResponse:
     """The result's JSON as the response. Answering with a response object skips FastAPI's
     re-encoding of a returned value (it walks every field again: ≈0.3 ms a turn, measured)."""
     return JSONResponse(_json(result))
+
+
+def _message_response(result: Any) -> JSONResponse:
+    """A message's result; a client message id reused for another text is a 409 conflict in the
+    error shape, the stored text quoted in the message and given as `storedText`."""
+    data = _json(result)
+    if not data.get("conflict"):
+        return JSONResponse(data)
+    body = errors.error_body("conflict", data["note"])
+    body["error"].update(conflict=True, storedText=data["storedText"], messageId=data["messageId"],
+                         sessionKey=data["sessionKey"])
+    return JSONResponse(body, status_code=409)
 
 
 def _doc(shape: type[BaseModel], many: bool = False) -> dict[int | str, dict[str, Any]]:
@@ -133,6 +145,7 @@ class Gateway:
                                   '{"error": {"code", "message"}}; X-Clawkeep-Session names the caller.')
         errors.install(app)
         app.add_middleware(errors.BodyLimit, max_bytes=self.settings.max_body_bytes)
+        app.add_middleware(browser.BrowserGuard, settings=self.settings)  # Host, cross-site: before any route
         app.add_middleware(_Observe, gateway=self)
         guarded = [Depends(self._authorised), Depends(_known_query)]
         _routes(app, self, guarded)
@@ -260,8 +273,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         """One inbound message through the whole turn; `?stream=true` answers with server-sent
         events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
         body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
-        if not stream_reply:
-            return await gw.op("message", caller, args=body)  # the operation checks the target is visible
+        if not stream_reply:  # the operation checks the target is visible
+            return _message_response(await gw.run_op("message", caller, args=body))
         if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
             await gw.run_op("session_status", caller, session_key=body.session)
         return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
@@ -279,7 +292,9 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 
     @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
     async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
-        """A new dashboard thread (`incognito`: kept in memory only, never written to disk)."""
+        """A new dashboard thread (`incognito`: kept in memory only, never written to disk); with
+        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists); with `key`, the
+        session of that key, created if missing (`created` says whether this call made it)."""
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
@@ -368,6 +383,12 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def delete_item(item_id: str, caller: Caller = None) -> Any:
         gw.operator_only(caller, "deleting memory")
         return await gw.op("memory_delete", None, item_id=item_id)
+
+    @app.post("/v1/memory/index", dependencies=guarded, tags=["memory"], responses=_doc(api.IndexReport))
+    async def memory_index(body: ops.MemoryIndexArgs | None = None, caller: Caller = None) -> Any:
+        """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
+        gw.operator_only(caller, "indexing memory")
+        return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
     async def memory_status(deep: bool = False) -> Any:

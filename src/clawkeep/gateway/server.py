@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import uvicorn
 from pydantic import ValidationError
@@ -23,8 +24,7 @@ from pydantic import ValidationError
 from ..config.gateway import TOKEN_ENV, GatewayConfig, is_loopback
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
-from ..storage import check_storage
-from . import logs
+from . import limits, logs
 from .app import Gateway
 
 
@@ -104,22 +104,31 @@ class _Server(uvicorn.Server):
             self.on_ready(f"http://{shown}:{port}")
 
 
+def uvicorn_config(app: Any, settings: GatewayConfig) -> uvicorn.Config:
+    """How uvicorn serves the gateway: its protocol with the read limits (limits.py) and the
+    keep-alive timeout from the settings."""
+    return uvicorn.Config(app, host=settings.bind, port=settings.port, log_config=None, access_log=False,
+                          timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
+                          lifespan="on", server_header=False, http=limits.protocol_class(settings),
+                          timeout_keep_alive=settings.keep_alive_seconds)  # type: ignore[arg-type] # a float works
+
+
 def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
           on_ready: Callable[[str], None] | None = None, log_level: str = "info") -> None:
     settings = effective_settings(engine, host, port)
     # the storage answers before the gateway says it is up: an unreachable server exits 1, a
     # refused login or a missing database exits 2, as every CLI command does
-    check_storage(engine.config.storage)
+    engine.check_storage()
     logs.configure(log_level)
     listener = _listen(settings.bind, settings.port)
     try:
-        logs.log_turns(engine.runtime)
+        logs.log_turns(engine)
         app = Gateway(engine, settings).app()
-        config = uvicorn.Config(app, host=settings.bind, port=settings.port, log_config=None, access_log=False,
-                                timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
-                                lifespan="on", server_header=False)
-        server = _Server(config)
-        server.on_ready = on_ready or (lambda url: print(f"clawkeep gateway on {url}", flush=True, file=sys.stdout))
+        server = _Server(uvicorn_config(app, settings))
+        # the URL stays the line's last word (scripts and tests read it); the home says where data goes
+        home = engine.runtime.home.absolute()
+        server.on_ready = on_ready or (lambda url: print(f"clawkeep gateway (home {home}) on {url}", flush=True,
+                                                         file=sys.stdout))
         if threading.current_thread() is threading.main_thread():
             # uvicorn stops gracefully on SIGTERM, then re-raises it to the previous handler: a no-op
             # here, so a requested stop exits 0 instead of dying of the signal it already handled

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InputError
 from ..fileio import replace_text
 from ..memory.workspace import MEMORY_FILE, NOTES_DIR, contained_file
+from ..validation import control_character
 
 MAX_MEMORY_FILE_BYTES = 16 * 1024 * 1024
 HEADING = "## Imported from OpenClaw ({name})"
@@ -38,9 +39,15 @@ def _read(path: Path) -> str:
     if path.stat().st_size > MAX_MEMORY_FILE_BYTES:
         raise InputError(f"{path} is larger than {MAX_MEMORY_FILE_BYTES // (1024 * 1024)} MiB; not a memory file")
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path} is not UTF-8 text") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if (bad := control_character(line)) is not None:  # as `memory remember` refuses it (a NUL hid MEMORY.md)
+            raise InputError(f"{path}:{number} contains the control character {bad}; memory files may hold tab but "
+                             "no other control character; remove it and import again (nothing of this file was "
+                             "imported)")
+    return text
 
 
 def merge_file(source: Path, target: Path, name: str, *, dry_run: bool) -> dict[str, Any]:

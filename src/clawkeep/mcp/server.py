@@ -25,16 +25,22 @@ from ..api import AGENT_TOOLS, OPERATIONS
 from ..api.operations import result_json
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
+from .stdio import CheckedLines, ClaimedStdin
 
 SERVER_NAME = "clawkeep"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MIN_TOKEN_CHARS, MAX_TOKEN_CHARS = 16, 512  # the gateway's bounds (config.gateway)
 
 
+# The agent tools, plus what an MCP client (a coding agent) needs that the reply model does not:
+# opening its coding session (agent:<id>:coding:<name>) to record into.
+MCP_TOOLS: tuple[str, ...] = (*AGENT_TOOLS, "sessions_create")
+
+
 def tool_list() -> list[types.Tool]:
-    """The agent tools, described by the typed contract (never a hand-written schema)."""
+    """The MCP tools, described by the typed contract (never a hand-written schema)."""
     tools = []
-    for name in AGENT_TOOLS:
+    for name in MCP_TOOLS:
         schema = OPERATIONS[name].tool_schema()
         tools.append(types.Tool(name=name, description=schema["description"], input_schema=schema["parameters"]))
     return tools
@@ -42,8 +48,8 @@ def tool_list() -> list[types.Tool]:
 
 def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str, Any] | None) -> Any:
     """Run one agent tool as `caller` and return its JSON; ClawkeepError for anything refused."""
-    if name not in AGENT_TOOLS:
-        raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(AGENT_TOOLS)}")
+    if name not in MCP_TOOLS:
+        raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(MCP_TOOLS)}")
     operation = OPERATIONS[name]
     return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
 
@@ -86,14 +92,18 @@ def _version() -> str:
 
 
 def serve_stdio(engine: Engine, caller: str | None = None) -> None:
-    """Serve over this process's stdin/stdout until the client closes them."""
+    """Serve over this process's stdin/stdout until the client closes them. Every input line is
+    checked first (mcp/stdio.py): a malformed one is answered with a JSON-RPC error, never dropped."""
     server = build_server(engine, caller)
 
-    async def main() -> None:
-        async with stdio_server() as (read, write):
+    async def main(source: Any) -> None:
+        lines = CheckedLines(source)
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type] - iterated only
+            lines.answer_with(write.send)
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    with ClaimedStdin() as source:
+        anyio.run(main, source)
 
 
 def check_http_access(host: str, token: str | None) -> None:

@@ -3,7 +3,8 @@
 `classify(text)` sorts one would-be memory into
 
 - `secret`: anything `redact_secrets` would remove — keys and tokens, passwords, PINs and
-  one-time codes stated in words, payment cards, national ids, IBANs (en/zh/ja/ko). There is
+  one-time codes stated in words, payment cards, national ids, IBANs (en/zh/ja/ko, and
+  password wordings in de/fr/es/it/pt). There is
   deliberately no second detector here: what is refused as a secret is exactly what is
   redacted wherever text is indexed or shown.
 - `operational`: a one-off instruction to the assistant ("把这份文档转成PDF发我邮箱", "send this

@@ -30,14 +30,17 @@ from . import documents, items
 from .changes import ChangeQueue, open_queue
 from .chunking import chunk_lines, text_hash
 from .sessions_source import DATE_LINE, SessionDoc
+from .text_repair import clean_text
 from .workspace import contained_file, walk_markdown
 
 if TYPE_CHECKING:
     import numpy as np  # loaded with the first embedding: a keyword search never needs it
 
 # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean; 6: the
-# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again)
-INDEX_FORMAT = "6"
+# stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again; 7: the secret
+# filter learned new kinds (lines are indexed redacted, so chunks indexed before would still hold them in clear)
+# and bad lines are cleaned instead of dropping the file; unchanged texts keep their cached embeddings)
+INDEX_FORMAT = "7"
 # Above this many lines a file gets chunk vectors only: embedding short lines one by one costs
 # ~1.3-1.6x embedding the same text as chunks, so a 20,000-line file would take minutes.
 MAX_LINE_VECTORS = 5000
@@ -49,6 +52,7 @@ class SyncReport:
     indexed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # path → why
+    repaired: dict[str, str] = field(default_factory=dict)  # path → the bad parts indexed without (`clean_text`)
     rebuilt: bool = False
     embedding_error: str | None = None
     chunks: int = 0
@@ -58,6 +62,7 @@ class SyncReport:
     def to_json(self) -> dict[str, Any]:
         return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
                 "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks,
+                **({"repaired": self.repaired} if self.repaired else {}),
                 **({"superseded": self.superseded} if self.superseded else {}),
                 **({"corrupt": self.corrupt} if self.corrupt else {})}
 
@@ -251,6 +256,7 @@ class MemoryIndex:
         self._vectors_waiting = False
         for gone in sorted(set(known) - set(paths)):
             self.store.remove_file(gone)
+            self._note_repairs(gone, None)
             report.removed.append(gone)
         todo = []
         for rel, (path, stat) in paths.items():
@@ -275,12 +281,18 @@ class MemoryIndex:
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
-            if b"\x00" in raw:
-                raise UnicodeDecodeError("utf-8", raw, 0, 1, "binary file")
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            report.skipped[rel] = f"not UTF-8 text ({type(exc).__name__})"
+        except OSError as exc:
+            report.skipped[rel] = f"unreadable: {exc}"
             return self._forget(rel, previous)
+        # A bad line (a NUL, a stray control character, bytes that are not UTF-8) never drops the
+        # file: the rest is indexed and the bad parts are named (sync report, memory status).
+        text, repairs = clean_text(raw)
+        if text is None:
+            report.skipped[rel] = f"not text: {repairs}"
+            return self._forget(rel, previous)
+        self._note_repairs(rel, repairs)
+        if repairs:
+            report.repaired[rel] = repairs
         digest = text_hash(text)
         record = FileRecord(rel, "memory", digest, stat.st_mtime, stat.st_size)
         if previous and previous.hash == digest:
@@ -289,8 +301,28 @@ class MemoryIndex:
         self._write_chunks(record, self._file_chunks(rel, text), report)
 
     def _forget(self, rel: str, previous: FileRecord | None) -> None:
+        self._note_repairs(rel, None)
         if previous:
             self.store.remove_file(rel)
+
+    def _note_repairs(self, rel: str, repairs: str | None) -> None:
+        """Keep what was cleaned out of each file (meta `repairedFiles`) for `memory status`."""
+        known = self.repaired_files()
+        if known.get(rel) == repairs or (repairs is None and rel not in known):
+            return
+        if repairs is None:
+            known.pop(rel)
+        else:
+            known[rel] = repairs
+        self.store.set_meta(REPAIRED_META, json.dumps(known, ensure_ascii=False, sort_keys=True))
+
+    def repaired_files(self) -> dict[str, str]:
+        """Memory files indexed without some bad part → what was left out (see `clean_text`)."""
+        try:
+            known = json.loads(self.store.get_meta(REPAIRED_META) or "{}")
+        except ValueError:
+            return {}
+        return known if isinstance(known, dict) else {}
 
     def _file_chunks(self, rel: str, text: str) -> list[ChunkRecord]:
         lines = text.splitlines()
@@ -411,6 +443,9 @@ def line_for_vector(line: str, source: str) -> str:
         return ""
     text = _MARKER.sub("", text).strip()
     return text if len(text) >= MIN_VECTOR_CHARS else ""
+
+
+REPAIRED_META = "repairedFiles"
 
 
 def _redacted_line(line: str) -> str:

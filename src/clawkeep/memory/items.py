@@ -336,7 +336,7 @@ def edit_item(workspace: Path, item_id: str, text: str, base_text: str | None = 
     and the compare-and-set — nothing is overwritten: the edit is refused (ConflictError) and, in
     PostgreSQL mode, this version of the file is kept as a conflict copy and the conflict reported
     on every instance (SPEC D4)."""
-    if not text.strip() or "\n" in text:
+    if not text.strip() or "\n" in text or "\r" in text:
         raise InputError("new item text must be one non-empty line")
     item = find_item(workspace, item_id)
     text = neutralise(text)

@@ -16,10 +16,11 @@ from ..events import MemoryRefused, MemorySearched, MemoryWritten
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
+from ..config.memory_compat import openclaw_memory_keys
 from ..runtime import Runtime
 from ..visibility import Caller
 from ..timeutil import zone
-from ..validation import MAX_GET_LINES  # re-exported: one bound for the engine and the tool schema
+from ..validation import MAX_GET_LINES, plain_text  # MAX_GET_LINES re-exported for the tool schema
 from . import documents, items
 from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
@@ -70,9 +71,23 @@ def _provider_factory(rt: Runtime):
             return None
         from ..models.embeddings import create_embedding_provider  # noqa: PLC0415 - heavy, load on demand
 
-        return create_embedding_provider(settings.model_dump(by_alias=True, exclude_none=True))
+        wanted = settings.model_dump(by_alias=True, exclude_none=True)
+        try:
+            return create_embedding_provider(wanted)
+        except ClawkeepError as exc:  # OpenClaw's memorySearch.fallback: a second provider, else keyword only
+            if settings.fallback in ("none", settings.provider):
+                raise
+            provider = create_embedding_provider(_fallback_settings(wanted, settings.fallback))
+            provider.selected_by = f"fallback {settings.fallback}: provider {settings.provider!r} failed: {exc}"
+            return provider
 
     return make
+
+
+def _fallback_settings(wanted: dict[str, Any], fallback: str) -> dict[str, Any]:
+    """The primary's settings for the fallback provider, minus what only the primary understands."""
+    dropped = {"model", "remote"} | ({"queryInputType", "documentInputType"} if fallback != "openai" else set())
+    return {**{k: v for k, v in wanted.items() if k not in dropped}, "provider": fallback}
 
 
 # First callers at once (a gateway's warm-up and its first search) would each build an index:
@@ -457,10 +472,11 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
     the memory tools, Dreaming's Deep phase — goes through this one decision. `active`: the items
     to compare with (default: the workspace's, as `owner` may touch them); `day`: the day the
     fact was stated (its expiry is read relative to it)."""
+    plain_text(text or "", "memory text")
     fact = items.strip_request(text or "")
     if not fact:
         raise InputError("nothing to remember: the text is empty")
-    if "\n" in fact or len(fact) > 2000:
+    if "\n" in fact or "\r" in fact or len(fact) > 2000:
         raise InputError("a memory item is one line of at most 2000 characters")
     settings = rt.config.agents.defaults.memory_search.write_filters
     reason = items.filter_reason(fact, allow_secrets=settings.allow_secrets)
@@ -632,6 +648,7 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
 def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None) -> dict[str, Any]:
     """A human correction (M9): operational or venting wording is the editor's call, but a secret
     never reaches a memory file in clear (M7): refused, or stored redacted when allowed."""
+    plain_text(text, "memory text")
     if rt.config.agents.defaults.memory_search.write_filters.allow_secrets:
         text = redact_secrets(text)[0]
     elif reason := items.filter_reason(text, allow_secrets=False):
@@ -681,7 +698,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
                 "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
                           "lastEmbeddingError": None},
                 "provider": {"configured": settings.provider, "model": settings.model},
-                "vectorStore": {"backend": settings.vector_store}}
+                "vectorStore": {"backend": settings.vector_store}, **_openclaw_keys(rt)}
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
         if idx.recovered:
@@ -689,7 +706,9 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         return {"path": str(memory_database_path(rt)), "chunks": idx.store.chunk_count(),
                 "indexedFiles": len(idx.store.files()),
                 "lastEmbeddingError": idx.store.get_meta("lastEmbeddingError") or None,
-                "lastCorruptRebuild": last_rebuild(idx.store)}
+                "lastCorruptRebuild": last_rebuild(idx.store),
+                # files indexed without a bad part (a NUL, a control character, bytes that are not UTF-8)
+                **({"repairedFiles": repaired} if (repaired := idx.repaired_files()) else {})}
 
     index_info = with_index(rt, index_state)
     idx = open_index(rt)
@@ -702,6 +721,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
         "vectorStore": {"backend": settings.vector_store, "vectorIndex": "exact"},
+        **_openclaw_keys(rt),
     }
     if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
         out["index"]["path"] = idx.store.path
@@ -720,6 +740,12 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         except ClawkeepError as exc:
             out["vectorStore"].update({"ok": False, "error": str(exc)})
     return out
+
+
+def _openclaw_keys(rt: Runtime) -> dict[str, Any]:
+    """OpenClaw memory-search keys the config sets, each implemented, mapped or ignored with a reason."""
+    rows = openclaw_memory_keys(rt.config)
+    return {"openclawKeys": rows} if rows else {}
 
 
 def _provider_health(idx: MemoryIndex) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory import items
+from ..memory.text_repair import clean_text
 from ..memory.workspace import MEMORY_FILE, contained_file
 from ..models.reasoning import strip_reasoning
 from ..text import stopwords
@@ -116,11 +117,12 @@ def _parse_memory(path: Path, workspace: Path) -> _Parsed | None:
     if info.st_size > MAX_LANE_ONE_BYTES:
         return None
     try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
+        text, _repairs = clean_text(path.read_bytes())  # one bad line never hides the file (the index names it)
     except OSError as exc:
         raise InputError(f"memory file {path} cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it") from None
+    if text is None:
+        raise InputError(f"memory file {path} is not UTF-8 text; fix or remove it")
+    lines = text.splitlines()
     entries = []
     by_word: dict[str, list[int]] = {}
     for item in items.parse_items(MEMORY_FILE, "\n".join(lines)):

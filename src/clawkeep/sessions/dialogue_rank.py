@@ -20,7 +20,7 @@ quoted phrases and identifiers it holds). Then, as memory_search does for transc
 - *Dates the question names* ("on 8 May 2023", "in May 2023"): messages from DATE_BEFORE days
   before to DATE_AFTER days after gain DATE_SHARE × the best score.
 
-Measured on LoCoMo (bench/locomo_sessions.py, 1,033 questions), r@10 0.609 → see the README.
+Measured on LoCoMo (bench/locomo_sessions.py, 1,033 questions), r@10 0.609 → see docs/benchmarks-history.md.
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ Decisions worth knowing:
 - Unclosed thinking, tool-call XML, memory and `<invoke` blocks are stripped to the end of
   the text; a stray closing tag is removed on its own (the text before it is kept, since it
   may be the user's own words).
-- Downgraded scaffolds: `[Tool Call: …]` and `[Tool Result …]` are a header followed by
-  their payload, so they are stripped to the end of their paragraph (next blank line).
+- Downgraded scaffolds: `[Tool Result …]` is a header followed by its payload, so it is
+  stripped to the end of its paragraph (next blank line). `[Tool Call: …]` goes to its
+  matching `]`, with the `Arguments:` payload when one follows it (to the paragraph's end);
+  the assistant's own text after a bare marker stays.
   `[Historical context …]` is one bracketed note: stripped to its matching `]`, or to the
   end of the paragraph when it never closes.
 - `truncated` reports budget enforcement (rows dropped or replaced); per-block cuts are
@@ -86,8 +88,10 @@ _CHAT_HEADER = lazy(
 _CONTROL_TOKEN = lazy(r"<[|｜][^\s|｜<>]{1,64}[|｜]>")
 
 _SCAFFOLD = lazy(
-    r"\[(?:(?P<tool>Tool Call:|Tool Result\b)|Historical context\b)", re.IGNORECASE
+    r"\[(?:(?P<call>Tool Call:)|(?P<result>Tool Result\b)|Historical context\b)", re.IGNORECASE
 )
+# A downgraded call's payload: an `Arguments:` line right after its marker.
+_CALL_ARGUMENTS = lazy(r"[ \t]*(?:\n[ \t]*)?Arguments:", re.IGNORECASE)
 _BLANK_LINE = lazy(r"\n[ \t]*\n")
 _GAP_LINE = lazy(rf"^[ \t]*{_GAP}[{_GAP} \t]*\n", re.MULTILINE)
 _GAP_RUN = lazy(rf"[ \t]*{_GAP}[{_GAP} \t]*")
@@ -125,10 +129,14 @@ def _strip_scaffolds(text: str) -> str:
 def _scaffold_end(text: str, m: re.Match[str]) -> int:
     blank = _BLANK_LINE.search(text, m.start())
     paragraph_end = blank.start() if blank else len(text)
-    if m.group("tool"):
+    if m.group("result"):  # a header whose payload (the result) runs to the paragraph's end
         return paragraph_end
     close = _matching_bracket(text, m.start(), paragraph_end)
-    return paragraph_end if close is None else close
+    if close is None:
+        return paragraph_end
+    if m.group("call") and _CALL_ARGUMENTS.match(text, close):
+        return paragraph_end  # the call's arguments; text after the marker otherwise stays (issue 33)
+    return close
 
 
 def _matching_bracket(text: str, start: int, limit: int) -> int | None:

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
-from ..routing.keys import dashboard_key, is_session_id, new_session_id, parse_key
+from ..config import AGENT_ID
+from ..routing.keys import coding_key, dashboard_key, foreign_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
@@ -22,6 +23,7 @@ from . import lifecycle, maintenance, transcript
 from ..visibility import Caller, Scope
 
 PREVIEW_CHARS = 120
+CURRENT_SESSION_ALIAS = "current"  # OpenClaw's session_status name for the calling session
 MAX_PREDECESSORS = 10_000  # archived transcripts walked back from one key (one per truncating compaction)
 
 
@@ -215,6 +217,40 @@ def create_dashboard(rt: Runtime, *, incognito: bool = False, label: str | None 
     return session_json(create_session(rt, route, at or rt.now(), label=label))
 
 
+def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int | None = None) -> dict[str, Any]:
+    """A coding session `agent:<id>:coding:<name>` (the Control UI's Coding group); one per name."""
+    key = coding_key(rt.agent_id, name)
+    route = Route(key, rt.agent_id, "coding", None, "coding", None, None, "chat", conversation=key)
+    try:
+        return session_json(create_session(rt, route, at or rt.now(), label=label))
+    except ConflictError:
+        raise ConflictError(f"coding session {key!r} exists already; send into it with "
+                            f"`clawkeep message --session {key} TEXT`") from None
+
+
+def open_by_key(rt: Runtime, key: str, *, label: str | None = None) -> tuple[dict[str, Any], bool]:
+    """The session with this key, created if missing (True): how another system's conversation —
+    an OpenClaw session key — gets its clawkeep session 1:1. The key is mapped as import maps
+    it; the kind follows from the key. No freshness check: opening is not a user's message."""
+    parts = key.split(":")
+    agent = parts[1].lower() if len(parts) >= 3 and parts[0] == "agent" and AGENT_ID.fullmatch(parts[1].lower()) \
+        else rt.agent_id
+    mapped, _ = foreign_key(key, agent)
+    parsed = parse_key(mapped)
+    if parsed.incognito or parsed.kind == "dashboard":
+        raise InputError(f"key {key!r}: dashboard and incognito threads are made by `sessions create` without a "
+                         "key; give the key of a conversation (e.g. agent:main:main)")
+    store = rt.store_for_key(mapped)
+    existing = store.get_session_by_key(mapped)
+    if existing is not None:
+        return session_json(existing), False
+    route = Route(mapped, parsed.agent_id, parsed.kind, parsed.chat_type, parsed.channel or "api", None, None, "chat")
+    try:
+        return session_json(create_session(rt, route, rt.now(), label=label)), True
+    except ConflictError:  # another caller opened it first
+        return session_json(store.get_session_by_key(mapped)), False
+
+
 def session_json(session: SessionRecord) -> dict[str, Any]:
     return {
         "key": session.key, "sessionId": session.session_id, "agentId": session.agent_id,
@@ -289,7 +325,14 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
 
 
 def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> dict[str, Any]:
-    """session_status: times, counters, model, next reset; `current` marks the caller's own."""
+    """session_status: times, counters, model, next reset; `current` marks the caller's own.
+
+    `sessionKey: "current"` is OpenClaw's name for the calling session (tool contract, seed 003)."""
+    if ref is not None and ref.strip().lower() == CURRENT_SESSION_ALIAS:
+        if caller.key is None:
+            raise InputError("session key 'current' means the calling session, and there is none: call it from "
+                             "a session (CLI --as KEY, HTTP X-Clawkeep-Session, a model tool) or give a session key")
+        ref = caller.key
     if ref is None:
         if caller.key is None:
             raise InputError("session_status needs a session key or a calling session (--as)")

@@ -19,6 +19,8 @@ class MessageRequest:
     # {"kind": "inter_session", "sourceSessionKey", "sourceTool"}; such a message is data for
     # the receiver's model, never a user's words or a slash command.
     provenance: dict[str, Any] | None = None
+    # Record without answering: another system (OpenClaw, through the plugin) already answered.
+    record_only: bool = False
 
 
 @dataclass
@@ -29,6 +31,8 @@ class MessageResult:
     role: str
     command: str | None = None
     duplicate: bool = False
+    conflict: bool = False  # the client message id was used before for another text: nothing stored
+    stored_text: str | None = None  # with conflict: the text stored under that id (a redacted preview)
     reset: str | None = None  # automatic or manual reset that this message caused
     status: dict[str, Any] | None = None
     reply: str | None = None
@@ -52,6 +56,8 @@ class MessageResult:
             out["command"] = self.command
         if self.duplicate:
             out["duplicate"] = True
+        if self.conflict:
+            out.update(conflict=True, storedText=self.stored_text)
         if self.reset:
             out["reset"] = self.reset
         if self.status is not None:

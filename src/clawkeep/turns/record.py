@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ConflictError, DuplicateError, InputError
 from ..events import MessageRecorded
-from ..redact import redact_secrets
+from ..redact import redact_secrets, redacted_preview
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..sessions import service, transcript
@@ -16,10 +16,13 @@ from ..visibility import Caller
 from ..storage import EntryRecord, SessionRecord
 from .messages import MessageResult
 
+CONFLICT_PREVIEW_CHARS = 200  # how much of the stored text a conflict quotes (secrets redacted)
 
-def already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> MessageResult | None:
+
+def already_recorded(rt: Runtime, routed: Route, message_id: str | None, text: str) -> MessageResult | None:
     """A re-delivery of a message this conversation already sent (ids are per conversation: the
-    same number from another chat is another message)."""
+    same number from another chat is another message): a duplicate when the text is the same, a
+    conflict (nothing stored, the stored text quoted) when the id now carries another text."""
     if message_id is None:
         return None
     store = rt.store_for_key(routed.key)
@@ -28,8 +31,22 @@ def already_recorded(rt: Runtime, routed: Route, message_id: str | None) -> Mess
         return None
     session = store.get_session(entry.session_id)
     key = session.key if session else routed.key
-    return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", duplicate=True,
-                         client_message_id=message_id)
+    stored = transcript.plain_text(entry.content)
+    if _same_message(stored, text):
+        return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", duplicate=True,
+                             client_message_id=message_id)
+    shown = redacted_preview(stored, CONFLICT_PREVIEW_CHARS)
+    return MessageResult(key, entry.session_id, entry.entry_id, entry.role or "user", conflict=True,
+                         client_message_id=message_id, stored_text=shown,
+                         note=f"message id {message_id!r} was already used in this conversation for another text; "
+                              f"the stored text is {shown!r} and the new text was not stored (send it with a new "
+                              "message id)")
+
+
+def _same_message(stored: str, text: str) -> bool:
+    """The stored text is this message's (for `/new rest`, the rest is what was stored)."""
+    given = text.strip()
+    return stored == given or (given.startswith("/") and stored == given.partition(" ")[2].strip())
 
 
 def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at: int,

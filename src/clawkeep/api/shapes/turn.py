@@ -32,6 +32,8 @@ class MessageResult(Shape):
     client_message_id: str | None = None
     command: str | None = None
     duplicate: bool = False
+    conflict: bool = False  # the client message id was used before for another text: nothing stored
+    stored_text: str | None = None  # with conflict: the stored text (a redacted preview)
     reset: str | None = None
     status: dict[str, Any] | None = None
     reply: str | None = None

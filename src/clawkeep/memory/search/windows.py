@@ -351,7 +351,7 @@ def _line_scores(lines: _Lines) -> list[float]:
 
 # Turn-level ranking (a transcript line scored by itself; see _turn_scores): the chunk's score
 # counts for CHUNK_SHARE, the line's own vector, the turns around it, the speaker the question
-# names, the question's days and dates for the rest. Measured on LoCoMo dev (README).
+# names, the question's days and dates for the rest. Measured on LoCoMo dev (docs/benchmarks-history.md).
 CHUNK_SHARE = 0.6
 TURN_VECTOR = 0.5
 TURN_BACK = 0.4
@@ -375,7 +375,7 @@ DATE_AFTER = 14
 # at least QUESTION_FROM of its characters in sentences ending with ?/？ loses QUESTION_SHARE ×
 # that share of its score (its own evidence still gives context to the reply after it). On LoCoMo
 # returned lines ended with "?" 35% of the time, evidence turns 13%, all turns 25%. Dev / held-out
-# r@1800c / r@4000c 0.755 / 0.848, 0.747 / 0.839 → 0.768 / 0.854, 0.771 / 0.850 (README).
+# r@1800c / r@4000c 0.755 / 0.848, 0.747 / 0.839 → 0.768 / 0.854, 0.771 / 0.850 (docs/benchmarks-history.md).
 QUESTION_SHARE = 0.5
 QUESTION_FROM = 0.3
 _SENTENCE = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+|$)")

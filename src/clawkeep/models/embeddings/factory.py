@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ...config.model import EMBEDDING_PROVIDERS
 from ...errors import InputError
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ KEY_ENV: dict[str, tuple[str, ...]] = {
 # Shorthand provider ids that mean "local" with a fixed model.
 LOCAL_SHORTHANDS: dict[str, str] = {"local-e5": "multilingual-e5-small", "local-use": "use-multilingual-v3"}
 PROVIDER_IDS: tuple[str, ...] = ("auto", "local", *LOCAL_SHORTHANDS, *REMOTE_PROVIDERS)
+# the config refuses any other provider at load; "none" (keyword only) never reaches this factory
+assert set(EMBEDDING_PROVIDERS) == {*PROVIDER_IDS, "none"}, "config.model.EMBEDDING_PROVIDERS names these providers"
 
 
 def create_embedding_provider(

@@ -73,10 +73,12 @@ async function decode(response) {
   return data;
 }
 
+// Every state-changing request says it is JSON, even without a body: the gateway refuses one that
+// does not (docs/security.md), since a page on another site can only forge form and text requests.
 export async function request(method, path, body) {
   const init = () => ({
     method,
-    headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+    headers: headers(method === "GET" ? {} : { "Content-Type": "application/json" }),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return decode(await authorised(() => fetch(path, init())));

@@ -94,6 +94,16 @@ async function newThread(incognito) {
   announce(incognito ? "New incognito thread" : "New thread");
 }
 
+// agent:<id>:coding:<name>, listed under Coding; the gateway checks the name and says what is allowed
+async function newCodingSession() {
+  const name = window.prompt("Coding session name (letters, digits, '.', '_' or '-'):");
+  if (!name) return;
+  const session = await api.post("/v1/sessions", { coding: name.trim() });
+  await sidebar.refresh();
+  location.hash = `#/chat/${encodeURIComponent(session.key)}`;
+  announce(`New coding session ${session.key}`);
+}
+
 function guard(work) {
   return (...args) => Promise.resolve(work(...args)).catch((error) => { console.error(error); toast(error.message || String(error)); });
 }
@@ -105,6 +115,7 @@ async function start() {
   status.init();
   $("new-thread").addEventListener("click", guard(() => newThread(false)));
   $("new-incognito").addEventListener("click", guard(() => newThread(true)));
+  $("new-coding").addEventListener("click", guard(newCodingSession));
   $("session-search").addEventListener("submit", (event) => {
     event.preventDefault();
     location.hash = `#/search?q=${encodeURIComponent($("search-q").value.trim())}`;
