@@ -468,13 +468,113 @@ def bench_delayed_turns(server: Server, turns: int, delay_ms: float = 1.0) -> di
             "round_trips": trips}
 
 
+# --- exact top-k on a server without pgvector ---------------------------------------------------
+def _seed_exact_index(store: Any, url: str, n: int, dims: int) -> np.ndarray:
+    """`n` chunks with random unit vectors, COPYed into a stock-mode index (the engine's own
+    writes take ~2 round trips a chunk: too slow to seed 100k)."""
+    import psycopg
+
+    rng = np.random.default_rng(11)
+    matrix = rng.normal(size=(n, dims)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    with psycopg.connect(url) as conn:
+        _copy(conn, f"COPY {store.s}.chunks (id, path, source, start_line, end_line, hash, text, tokens, tsv) "
+                    "FROM STDIN",
+              ((i + 1, f"f{i // 1000}.md", "memory", i % 1000 + 1, i % 1000 + 1, f"h{i}", f"chunk {i}", "", "")
+               for i in range(n)))
+        _copy(conn, f"COPY {store.s}.vectors (chunk_id, vector_key, source, dims, vec) FROM STDIN",
+              ((i + 1, "bench", "memory", dims, matrix[i].tobytes()) for i in range(n)))
+        conn.execute(f"UPDATE {store.s}.vector_changes SET n = n + 1")
+        conn.execute(f"SELECT setval('{store.s}.chunks_id_seq', %s)", (n,))
+    with psycopg.connect(url, autocommit=True) as conn:  # what autovacuum does soon after a bulk load
+        conn.execute(f"VACUUM ANALYZE {store.s}.vectors")
+    return matrix
+
+
+def _sql_dot_p50(url: str, schema: str, matrix: np.ndarray, queries: np.ndarray, reps: int) -> float:
+    """The alternative: the same vectors as real[] and the dot product in SQL (unnest), p50 ms."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute(f"CREATE TABLE {schema}.vec_array (chunk_id BIGINT PRIMARY KEY, vec REAL[] NOT NULL)")
+        with conn.cursor() as cur, cur.copy(f"COPY {schema}.vec_array (chunk_id, vec) FROM STDIN") as copy:
+            for i, row in enumerate(matrix):
+                copy.write_row((i + 1, row.tolist()))
+        conn.commit()
+        times = []
+        for q in queries[:reps]:
+            t0 = time.perf_counter()
+            conn.execute(f"SELECT chunk_id FROM {schema}.vec_array ORDER BY (SELECT sum(a * b) FROM "
+                         "unnest(vec, %s::real[]) AS u(a, b)) DESC, chunk_id LIMIT 10", (q.tolist(),)).fetchall()
+            times.append((time.perf_counter() - t0) * 1000)
+    return float(np.median(times))
+
+
+def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384, reps: int = 50,
+                     sql_reps: int = 5) -> dict[str, Any]:
+    """memory vector top-k on Debian's PostgreSQL without pgvector (tests/pg_servers.py): the
+    first search of a process (loads every vector), later searches (change counter + one
+    matrix-vector product), the search after one file of 10 chunks changed (fetches those
+    only), and the same top-k computed in SQL over a real[] column; p50 ms."""
+    from pg_servers import DebianServer
+
+    from clawkeep.storage import ChunkRecord, FileRecord, VectorFilter
+
+    server = DebianServer()
+    out: dict[str, Any] = {"dims": dims}
+    try:
+        for n in sizes:
+            prefix = "xk" + uuid.uuid4().hex[:8]
+            store = open_memory_index(Path("bench/main/memory.sqlite"), StorageConfig(url=server.url, schema=prefix))
+            assert store.vector_index == "exact (no pgvector)", store.vector_index
+            matrix = _seed_exact_index(store, server.url, n, dims)
+            flt = VectorFilter("bench", ("memory",))
+            queries = matrix[np.random.default_rng(2).integers(0, n, size=reps)]
+            t0 = time.perf_counter()
+            first = store.vector_search(queries[0], 10, flt)
+            cold = (time.perf_counter() - t0) * 1000
+            warm = []
+            for q in [queries[0], *queries]:
+                t0 = time.perf_counter()
+                got = store.vector_search(q, 10, flt)
+                warm.append((time.perf_counter() - t0) * 1000)
+                want = np.argsort(-(matrix @ q), kind="stable")[:10] + 1
+                assert [c for c, _ in got] == want.tolist(), "the exact top-k differs from numpy's"
+            warm = warm[1:]
+            counter_read = []  # the one round trip of a search when nothing changed (the rest is numpy)
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                store._query("SELECT tableoid, n FROM {s}.vector_changes")
+                counter_read.append((time.perf_counter() - t0) * 1000)
+            chunks = [ChunkRecord("new.md", "memory", i + 1, i + 1, f"new {i}", f"n{i}", tokens="new")
+                      for i in range(10)]
+            store.replace_file(FileRecord("new.md", "memory", "h", 1.0, 1), chunks, matrix[:10], "bench")
+            t0 = time.perf_counter()
+            store.vector_search(queries[1], 10, flt)
+            after_change = (time.perf_counter() - t0) * 1000
+            sql = _sql_dot_p50(server.url, store.s, matrix, queries, sql_reps)
+            store.close()
+            out[n] = {"first_ms": cold, "p50_ms": float(np.median(warm)), "after_change_ms": after_change,
+                      "counter_round_trip_p50_ms": float(np.median(counter_read)),
+                      "sql_p50_ms": sql}
+            console.print(f"exact top-k, {n:,} × {dims}: {out[n]}")
+    finally:
+        server.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.postgres_bench")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--search-size", type=int, default=0)
     p.add_argument("--delayed-turns", type=int, default=0,
                    help="only the row of N record-mode turns with 1 ms injected per round trip")
+    p.add_argument("--exact-topk", action="store_true",
+                   help="only the exact vector top-k on Debian's PostgreSQL without pgvector, 10k and 100k chunks")
     args = p.parse_args(argv)
+    if args.exact_topk:
+        print(json.dumps(bench_exact_topk(), indent=2))
+        return 0
     if args.delayed_turns:
         server = Server()
         try:

@@ -736,14 +736,15 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "sources": settings.sources,
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
-        "vectorStore": {"backend": settings.vector_store},
+        "vectorStore": {"backend": settings.vector_store, "vectorIndex": "exact"},
         **_openclaw_keys(rt),
     }
     server = rt.read_store().server_info()  # which backend, which server version
     out["storage"], out["storageVersion"] = server["storage"], server["storageVersion"]
     if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
         out["index"]["path"] = idx.store.path
-        out["vectorStore"] = {"backend": "pgvector"}
+        # "pgvector-hnsw", or "exact (no pgvector)" on a server without the extension
+        out["vectorStore"] = {"backend": idx.store.vector_store, "vectorIndex": idx.store.vector_index}
         out["documents"] = {"backend": "postgresql", "mirror": str(ws),
                             "conflicts": documents.for_workspace(ws).conflicts(),
                             "notMirrored": documents.for_workspace(ws).not_mirrored()}

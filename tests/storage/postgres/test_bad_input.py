@@ -123,13 +123,3 @@ def test_a_server_restart_mid_run_reconnects_and_loses_nothing_acknowledged(pg_u
         assert history[0] == "before the restart"
         stored_ok = [f"after the restart {n}" for n, o in enumerate(outcomes) if not o.startswith("the connection")]
         assert [t for t in history if t.startswith("after")] == stored_ok
-
-
-def test_a_server_without_pgvector_is_named_for_the_memory_index(pg_url, prefix, tmp_path):
-    from clawkeep.storage import open_memory_index
-
-    with pytest.raises(StorageError, match="has no pgvector extension, which the memory index needs"):
-        open_memory_index(tmp_path / "main" / "memory.sqlite", StorageConfig(url=pg_url, schema=prefix))
-    store = open_agent_store(tmp_path, "main", StorageConfig(url=pg_url, schema=prefix))  # the rest works
-    store.insert_session(session())
-    store.close()
