@@ -18,7 +18,16 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError, StorageError
 from ...locks import SessionLocks
-from ..base import AgentStore, CredentialRecord, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry, has_block
+from ..base import (
+    AgentStore,
+    CredentialRecord,
+    EntryRecord,
+    SearchRow,
+    SessionFilter,
+    SessionRecord,
+    describe_entry,
+    has_block,
+)
 from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
 from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, translate

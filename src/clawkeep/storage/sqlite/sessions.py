@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
@@ -15,7 +15,16 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError
 from ...locks import FileSessionLocks, SessionLocks
-from ..base import AgentStore, CredentialRecord, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch, describe_entry
+from ..base import (
+    AgentStore,
+    CredentialRecord,
+    EntryRecord,
+    SearchRow,
+    SessionFilter,
+    SessionRecord,
+    TextMatch,
+    describe_entry,
+)
 from ..query import TextQuery
 from . import bm25
 from .connection import SqliteConnection, storage_error
