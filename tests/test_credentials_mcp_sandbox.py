@@ -1,0 +1,97 @@
+"""Credentials on the MCP HTTP transport, and sandboxed callers declared per credential and per
+MCP server (issue 28 item 1, issue 33 item 6): from outside, over real HTTP and the MCP client."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from conftest import run_cli
+from gateway_process import GatewayThread
+from test_mcp import http_server, over_http, over_stdio, payload
+
+from clawkeep import Engine
+
+ALICE = "agent:main:telegram:direct:alice"
+BOB = "agent:main:telegram:direct:bob"
+BASE = {"session": {"dmScope": "per-channel-peer"}, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+
+
+def _home(tmp_path, **tools_visibility):
+    home = tmp_path / "home"
+    home.mkdir()
+    config = json.loads(json.dumps(BASE))
+    if tools_visibility:
+        config["tools"] = {"sessions": {"visibility": tools_visibility["level"]}}
+        config["agents"]["defaults"]["sandbox"] = {"sessionToolsVisibility": tools_visibility["sandbox"]}
+    (home / "clawkeep.json5").write_text(json.dumps(config))
+    with Engine.open(home=home) as eng:
+        eng.message("alice was here", channel="telegram", sender="alice")
+        eng.message("bob was here", channel="telegram", sender="bob")
+    return home
+
+
+def _token(home, name, scope, *extra):
+    made = run_cli(home, "tokens", "create", name, "--scope", scope, "--json", *extra)
+    assert made.code == 0, made.stderr
+    return made.json()["token"]
+
+
+def test_mcp_http_accepts_stored_tokens_with_their_scope_and_refuses_revoked_ones(tmp_path):
+    home = _home(tmp_path)
+    alice, op = _token(home, "alice", "peer:telegram:alice"), _token(home, "op", "operator")
+
+    async def work(session):
+        listed = await session.call_tool("sessions_list", {})
+        hidden = await session.call_tool("sessions_history", {"sessionKey": BOB})
+        return payload(listed), hidden
+
+    with http_server(home) as (url, _):
+        as_alice, hidden = over_http(url, work, headers={"Authorization": f"Bearer {alice}"})
+        as_operator, _ = over_http(url, work, headers={"Authorization": f"Bearer {op}"})
+        anonymous = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                               headers={"Accept": "application/json, text/event-stream"})
+        assert run_cli(home, "tokens", "revoke", "alice").code == 0
+        revoked = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                             headers={"Accept": "application/json, text/event-stream",
+                                      "Authorization": f"Bearer {alice}"})
+    assert [s["key"] for s in as_alice] == [ALICE]
+    assert hidden.is_error and "bob was here" not in hidden.content[0].text
+    assert {ALICE, BOB} <= {s["key"] for s in as_operator}
+    assert anonymous.status_code == 401  # tokens exist: a credential is required, even on loopback
+    assert revoked.status_code == 401 and "revoked" in revoked.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("sandbox", "sandboxed_sees_bob"), [("spawned", False), ("all", True)])
+def test_a_sandboxed_token_is_held_to_sandbox_session_tools_visibility(tmp_path, sandbox, sandboxed_sees_bob):
+    home = _home(tmp_path, level="agent", sandbox=sandbox)
+    free = _token(home, "free", "peer:telegram:alice")
+    boxed = _token(home, "boxed", "peer:telegram:alice", "--sandboxed")
+    assert [t["sandboxed"] for t in run_cli(home, "tokens", "list", "--json").json()] == [False, True]
+    running = GatewayThread(home, None, background=False)
+    try:
+        with running.client() as client:
+            def keys(secret):
+                response = client.get("/v1/sessions", headers={"Authorization": f"Bearer {secret}"})
+                assert response.status_code == 200, response.text
+                return {s["key"] for s in response.json()}
+
+            assert keys(free) == {ALICE, BOB}  # visibility "agent": a peer sees its agent's sessions
+            assert (BOB in keys(boxed)) is sandboxed_sees_bob
+            history = client.get(f"/v1/sessions/{BOB}/history", headers={"Authorization": f"Bearer {boxed}"})
+            assert history.status_code == (200 if sandboxed_sees_bob else 404)
+    finally:
+        running.stop()
+
+
+def test_a_sandboxed_mcp_server_is_held_to_sandbox_session_tools_visibility(tmp_path):
+    home = _home(tmp_path, level="agent", sandbox="spawned")
+
+    async def work(session):
+        return payload(await session.call_tool("sessions_list", {}))
+
+    free = over_stdio(home, work, "--session", ALICE)
+    boxed = over_stdio(home, work, "--session", ALICE, "--sandboxed")
+    assert {s["key"] for s in free} == {ALICE, BOB}
+    assert [s["key"] for s in boxed] == [ALICE]
