@@ -3,10 +3,10 @@
 The caller is fixed when the server starts (`--session KEY`, visibility as `--as KEY`; none =
 the operator; `--sandboxed` makes it a sandboxed caller). Over HTTP a stored token (`clawkeep
 tokens create`) may also be sent: the call then runs as that token's caller, `--session` only
-narrowing it, exactly as the gateway's X-Clawkeep-Session does (docs/security.md). A tool call runs the operation in a worker thread (the engine is synchronous), and
-whatever goes wrong in it — arguments that do not fit the schema, a refused input, a hidden
-session — is an MCP tool error (`isError`) carrying the ClawkeepError's message, never a crash of
-the server.
+narrowing it, as the gateway's X-Clawkeep-Session does (docs/security.md). A tool call runs the
+operation in a worker thread (the engine is synchronous), and whatever goes wrong in it —
+arguments that do not fit the schema, a refused input, a hidden session — is an MCP tool error
+(`isError`) carrying the ClawkeepError's message, never a crash of the server.
 """
 
 from __future__ import annotations
