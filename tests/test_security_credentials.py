@@ -40,7 +40,30 @@ QUERY = {"q": BOB_MESSAGE_MARKER, "path": "MEMORY.md"}
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, request):
+    """One gateway for the route sweeps (module-wide: it is asked ~250 times per credential). Under
+    --engine-backend postgres it gets its own schemas, as the per-test fixture gives each test."""
+    with pytest.MonkeyPatch.context() as patch:
+        prefix = None
+        if request.config.getoption("--engine-backend") == "postgres":
+            prefix = "s" + uuid.uuid4().hex[:12]
+            patch.setenv("CLAWKEEP_STORAGE_URL", request.getfixturevalue("pgvector_url"))
+            patch.setenv("CLAWKEEP_STORAGE_SCHEMA", prefix)
+        yield from _world(tmp_path_factory)
+        if prefix is not None:
+            _drop_schemas(request.getfixturevalue("pgvector_url"), prefix)
+
+
+def _drop_schemas(url, prefix):
+    import psycopg  # noqa: PLC0415 - PostgreSQL runs only
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+                                    (prefix, prefix + "\\_%")).fetchall():
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+def _world(tmp_path_factory):
     home = tmp_path_factory.mktemp("security") / "home"
     home.mkdir()
     running = GatewayThread(home, CONFIG, background=False)
