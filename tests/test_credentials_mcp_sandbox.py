@@ -9,6 +9,8 @@ import httpx
 import pytest
 from conftest import run_cli
 from gateway_process import GatewayThread
+from scripted_server import ScriptedServer
+from test_gateway import model_config, read_sse, stream_chunks
 from test_mcp import http_server, over_http, over_stdio, payload
 
 from clawkeep import Engine
@@ -95,3 +97,38 @@ def test_a_sandboxed_mcp_server_is_held_to_sandbox_session_tools_visibility(tmp_
     boxed = over_stdio(home, work, "--session", ALICE, "--sandboxed")
     assert {s["key"] for s in free} == {ALICE, BOB}
     assert [s["key"] for s in boxed] == [ALICE]
+
+
+def test_streamed_messages_take_the_same_credentials(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    with ScriptedServer() as model:
+        model.add(stream_chunks("hi ", "alice"))
+        config = {**model_config(model), "session": {"dmScope": "per-channel-peer"}}
+        running = GatewayThread(home, config, background=False)
+        try:
+            running.engine.message("bob's secret plan zqx-stream-bob", channel="telegram", sender="bob",
+                                   role="assistant")  # recorded without a model call
+            alice = running.engine.tokens_create("alice", "peer:telegram:alice")["token"]
+            gone = running.engine.tokens_create("gone", "peer:telegram:alice")["token"]
+            running.engine.tokens_revoke("gone")
+            with running.client() as http:
+                def stream(headers, **body):
+                    with http.stream("POST", "/v1/messages", params={"stream": "true"},
+                                     json={"text": "hello", **body}, headers=headers) as response:
+                        return response.status_code, response.headers["content-type"], response.read().decode()
+
+                for headers in ({}, {"Authorization": f"Bearer {gone}"}, {"Authorization": "Bearer ck_wrong"}):
+                    status, kind, text = stream(headers)
+                    assert status == 401 and kind.startswith("application/json"), text
+                status, _, text = stream({"Authorization": f"Bearer {alice}"}, session=BOB)
+                assert status == 404 and "zqx-stream-bob" not in text
+                with http.stream("POST", "/v1/messages", params={"stream": "true"}, json={"text": "hello"},
+                                 headers={"Authorization": f"Bearer {alice}"}) as response:
+                    assert response.status_code == 200
+                    events = read_sse(response)
+            assert events[-1][0] == "result" and events[-1][1]["sessionKey"] == ALICE
+            assert events[-1][1]["reply"] == "hi alice" and "zqx-stream-bob" not in json.dumps(events)
+            assert len(running.engine.sessions_history(BOB).messages) == 1  # the refused streams wrote nothing
+        finally:
+            running.stop()
