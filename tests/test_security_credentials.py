@@ -213,6 +213,22 @@ def test_another_peers_token_sees_nothing_of_bob_and_refusals_change_nothing(wor
         assert client.post("/v1/messages", json={"text": "x", "session": BOB_KEY}, headers=headers).status_code == 404
 
 
+def test_another_agents_token_sees_nothing_and_refusals_change_nothing(world):
+    gw = world["gw"]
+    headers = {"Authorization": f"Bearer {gw.engine.tokens_create('ops-agent', 'agent:ops')['token']}"}
+    with gw.client() as client:
+        for method, route in _routes(_app(gw)):
+            before = _snapshot(gw.engine, world["home"])
+            response = _request(client, method, route, BOB_KEY, world["item"], headers)
+            assert not _leaks(response.text), (method, route.path, response.text[:300])
+            assert response.status_code < 500, (method, route.path, response.text)
+            if response.status_code >= 400:
+                _error_shape(response)
+                assert _snapshot(gw.engine, world["home"]) == before, (method, route.path)
+            else:
+                assert "{key" not in route.path and route.path != "/v1/messages", (method, route.path)
+
+
 def test_a_session_token_naming_an_outside_session_gets_the_missing_session_404(world):
     gw, tokens = world["gw"], world["tokens"]
     before = _snapshot(gw.engine, world["home"])

@@ -350,6 +350,9 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists); with `key`, the
         session of that key, created if missing (`created` says whether this call made it)."""
         gw.own_agent_only("creating a thread")
+        if _grant.get().kind in ("session", "peer"):
+            raise _Forbidden(f"creating a thread: token {_grant.get().name!r} runs as its one session; new "
+                             "dashboard threads are made by the operator or an agent token")
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
@@ -487,8 +490,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     # --- recall, status, metrics ------------------------------------------------------
     @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))
     async def recall(body: ops.RecallArgs, caller: Caller = None) -> Any:
-        if caller is not None:
-            await gw.run_op("session_status", caller, session_key=body.session)  # hidden = missing
+        if caller is not None or not _grant.get().is_operator:  # hidden (also beyond an agent token) = missing
+            await gw.run_op("session_status", caller, session_key=body.session)
         return await gw.op("recall", caller, args=body)
 
     @app.get("/v1/status", dependencies=guarded, tags=["status"], responses=_doc(api.EngineStatus))
