@@ -5,7 +5,9 @@ without any token (a tokenless loopback gateway), one where requests carry a sto
 is looked up in the store on every request (SHA-256 + one indexed read; no cache). The same
 request (`GET /v1/sessions/<key>`, one keep-alive client, rounds interleaved so drift hits both)
 is timed on each; the result is the p50 ratio (token / no token). A peer-scoped token (which also
-resolves its calling session) is timed beside it for information.
+resolves its calling session) is timed beside it for information. `--baseline-src DIR` adds a
+third, tokenless gateway run from another source tree (e.g. the main checkout's src/): the cost
+of the change itself for a gateway that has no tokens.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ def _home(root: Path, name: str, tokens: bool) -> tuple[Path, dict[str, str]]:
     return home, secrets
 
 
-def _start(home: Path) -> tuple[subprocess.Popen, str]:
+def _start(home: Path, src: str | None = None) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_GATEWAY_TOKEN")}
+    if src is not None:
+        env["PYTHONPATH"] = src
     proc = subprocess.Popen([sys.executable, "-m", "clawkeep", "--home", str(home), "gateway", "--port", "0",
                              "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
@@ -64,36 +68,48 @@ def _timed(client: httpx.Client, headers: dict[str, str], n: int) -> list[float]
     return out
 
 
-def run(requests: int) -> dict[str, float]:
+def run(requests: int, baseline_src: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         open_home, _ = _home(Path(tmp), "open", tokens=False)
         token_home, secrets = _home(Path(tmp), "tokens", tokens=True)
-        (p1, open_url), (p2, token_url) = _start(open_home), _start(token_home)
+        operator = {"Authorization": f"Bearer {secrets['operator']}"}
+        plans = {"none": (open_home, None, {}), "operator": (token_home, None, operator),
+                 "peer": (token_home, None, {"Authorization": f"Bearer {secrets['peer']}"})}
+        if baseline_src:
+            plans["baseline"] = (open_home, baseline_src, {})
+        started = {name: _start(home, src) for name, (home, src, _) in plans.items() if name != "peer"}
+        started["peer"] = started["operator"]  # the same gateway, another token
+        samples: dict[str, list[float]] = {name: [] for name in plans}
+        clients = {name: httpx.Client(base_url=url) for name, (_, url) in started.items()}
         try:
-            samples: dict[str, list[float]] = {"none": [], "operator": [], "peer": []}
-            with httpx.Client(base_url=open_url) as a, httpx.Client(base_url=token_url) as b:
-                for client, headers in ((a, {}), (b, {"Authorization": f"Bearer {secrets['operator']}"})):
-                    _timed(client, headers, 50)  # warm-up
-                rounds = 10
-                for _ in range(rounds):
-                    samples["none"] += _timed(a, {}, requests // rounds)
-                    samples["operator"] += _timed(b, {"Authorization": f"Bearer {secrets['operator']}"},
-                                                  requests // rounds)
-                    samples["peer"] += _timed(b, {"Authorization": f"Bearer {secrets['peer']}"}, requests // rounds)
+            for name, (_, _, headers) in plans.items():
+                _timed(clients[name], headers, 50)  # warm-up
+            rounds = 10
+            for _ in range(rounds):  # interleaved: drift and neighbours' load hit every variant alike
+                for name, (_, _, headers) in plans.items():
+                    samples[name] += _timed(clients[name], headers, requests // rounds)
         finally:
-            for proc in (p1, p2):
+            for client in clients.values():
+                client.close()
+            for proc, _ in {id(p): (p, u) for p, u in started.values()}.values():
                 proc.terminate()
                 proc.wait(30)
     p50 = {name: statistics.median(values) * 1000 for name, values in samples.items()}
-    return {**{f"p50_ms_{k}": round(v, 3) for k, v in p50.items()},
-            "ratio_operator_token": round(p50["operator"] / p50["none"], 3),
-            "ratio_peer_token": round(p50["peer"] / p50["none"], 3)}
+    out = {**{f"p50_ms_{k}": round(v, 3) for k, v in p50.items()},
+           "ratio_operator_token": round(p50["operator"] / p50["none"], 3),
+           "ratio_peer_token": round(p50["peer"] / p50["none"], 3)}
+    if "baseline" in p50:
+        out["ratio_none_vs_baseline"] = round(p50["none"] / p50["baseline"], 3)
+        out["ratio_operator_token_vs_baseline"] = round(p50["operator"] / p50["baseline"], 3)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
-    print(json.dumps(run(parser.parse_args().requests), indent=2))
+    parser.add_argument("--baseline-src", help="a source tree to run a tokenless baseline gateway from")
+    args = parser.parse_args()
+    print(json.dumps(run(args.requests, args.baseline_src), indent=2))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ class Gateway:
         self.metrics = metrics.GatewayMetrics(engine)
         self.background = Background(engine, self.settings, self.inflight) if background else None
         self.started = time.time()
+        self._any_token = False  # see _tokens_exist
 
     # --- running operations ---------------------------------------------------------
     async def op(self, name: str, caller: str | None = None, **arguments: Any) -> JSONResponse:
@@ -220,9 +221,18 @@ class Gateway:
                 raise _Unauthorised(str(exc)) from None
             if grant is not None:
                 return grant
-        if token is None and not await to_thread.run_sync(credentials.required, self.engine.runtime):
+        if token is None and not await self._tokens_exist():
             return OPERATOR  # no credential exists anywhere: today's open loopback gateway
         raise _Unauthorised()
+
+    async def _tokens_exist(self) -> bool:
+        """Whether any stored token exists. Asked of the store until one does (another process may
+        create the first at any moment); tokens are never deleted, so from then on it stays true."""
+        if not self._any_token:
+            from anyio import to_thread  # noqa: PLC0415
+
+            self._any_token = await to_thread.run_sync(credentials.required, self.engine.runtime)
+        return self._any_token
 
     def observe_request(self, method: str, template: str, status: int, elapsed: float, request_id: str,
                         session_key: str | None) -> None:
