@@ -48,6 +48,18 @@ def _home(root: Path, name: str, tokens: bool) -> tuple[Path, dict[str, str]]:
     return home, secrets
 
 
+def _baseline_home(root: Path, src: str) -> Path:
+    """The open home's sessions, written by the baseline tree's own CLI (its schema may be older)."""
+    home = root / "baseline"
+    home.mkdir()
+    (home / "clawkeep.json5").write_text(json.dumps(CONFIG))
+    env = {**{k: v for k, v in os.environ.items() if k != "CLAWKEEP_HOME"}, "PYTHONPATH": src}
+    for sender in ("alice", "bob", "carol"):
+        subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(home), "message", f"hello from {sender}",
+                        "--channel", "telegram", "--sender", sender], env=env, check=True, capture_output=True)
+    return home
+
+
 def _start(home: Path, src: str | None = None) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_GATEWAY_TOKEN")}
     if src is not None:
@@ -76,7 +88,7 @@ def run(requests: int, baseline_src: str | None = None) -> dict[str, float]:
         plans = {"none": (open_home, None, {}), "operator": (token_home, None, operator),
                  "peer": (token_home, None, {"Authorization": f"Bearer {secrets['peer']}"})}
         if baseline_src:
-            plans["baseline"] = (open_home, baseline_src, {})
+            plans["baseline"] = (_baseline_home(Path(tmp), baseline_src), baseline_src, {})
         started = {name: _start(home, src) for name, (home, src, _) in plans.items() if name != "peer"}
         started["peer"] = started["operator"]  # the same gateway, another token
         samples: dict[str, list[float]] = {name: [] for name in plans}

@@ -334,6 +334,21 @@ def test_a_tokenless_loopback_gateway_stays_open_until_a_token_exists(tmp_path):
         running.stop()
 
 
+def test_a_first_token_made_by_another_process_closes_an_open_gateway_within_a_second(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    running = GatewayThread(home, CONFIG, background=False)
+    try:
+        with running.client() as client:
+            assert client.get("/v1/sessions").status_code == 200
+            assert run_cli(home, "tokens", "create", "elsewhere", "--scope", "operator").code == 0
+            time.sleep(1.1)  # NO_TOKEN_RECHECK_S
+            refused = client.get("/v1/sessions")
+            assert refused.status_code == 401 and _error_shape(refused)["code"] == "unauthorized"
+    finally:
+        running.stop()
+
+
 def test_the_gateway_token_keeps_operator_rights_beside_stored_tokens(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
