@@ -282,6 +282,16 @@ def test_a_peer_token_routes_its_first_message_as_that_peer(world):
         assert status["credential"]["scope"] == "peer:telegram:carol" and "sessions" not in status
 
 
+def test_a_peer_token_finds_a_sender_id_with_colons_and_case_as_routing_does(world):
+    gw = world["gw"]
+    sent = gw.engine.message("hi from matrix", channel="Matrix", sender="@Alice:example.org")
+    secret = gw.engine.tokens_create("matrix-alice", "peer:matrix:@alice:example.org")["token"]
+    with gw.client() as client:
+        listed = client.get("/v1/sessions", headers={"Authorization": f"Bearer {secret}"})
+        assert listed.status_code == 200, listed.text
+        assert [s["key"] for s in listed.json()] == [sent.session_key]
+
+
 def test_token_routes_create_list_and_revoke_for_the_operator(world):
     gw, tokens = world["gw"], world["tokens"]
     headers = {"Authorization": f"Bearer {tokens['op']}"}

@@ -141,12 +141,13 @@ def parse_scope(text: str) -> tuple[str, str]:
         from .routing.keys import normalize_segment  # noqa: PLC0415
 
         channel, _, sender = rest.partition(":")
-        return "peer", _checked(text, lambda: f"{normalize_segment(channel, 'channel')}:"
-                                              f"{normalize_segment(sender, 'sender')}")
+        _checked(text, lambda: (normalize_segment(channel, "channel"), normalize_segment(sender, "sender")))
+        # kept as given (trimmed; ids match case-insensitively): routing normalises and escapes them itself
+        return "peer", f"{channel.strip().lower()}:{sender.strip()}"
     raise InputError(f"--scope {text!r} is not a scope; allowed: {SCOPE_FORMS}")
 
 
-def _checked(text: str, parse: Any) -> str:
+def _checked(text: str, parse: Any) -> Any:
     try:
         return parse()
     except InputError as exc:
