@@ -132,3 +132,32 @@ def test_streamed_messages_take_the_same_credentials(tmp_path):
             assert len(running.engine.sessions_history(BOB).messages) == 1  # the refused streams wrote nothing
         finally:
             running.stop()
+
+
+def test_the_models_tools_in_a_streamed_turn_run_as_the_sandboxed_caller(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    call = [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "sessions_list", "arguments": "{}"}}]
+    with ScriptedServer() as model:
+        for _ in range(2):  # one turn per token: a sessions_list call, then the answer
+            model.add(stream_chunks("", calls=call), stream_chunks("done"))
+        config = {**model_config(model), "session": {"dmScope": "per-channel-peer"},
+                  "tools": {"sessions": {"visibility": "agent"}}}
+        config["agents"]["defaults"]["sandbox"] = {"sessionToolsVisibility": "spawned"}
+        running = GatewayThread(home, config, background=False)
+        try:
+            running.engine.message("bob's note", channel="telegram", sender="bob", role="assistant")
+            boxed = running.engine.tokens_create("boxed", "peer:telegram:alice", sandboxed=True)["token"]
+            free = running.engine.tokens_create("free", "peer:telegram:alice")["token"]
+            with running.client() as http:
+                for secret in (boxed, free):
+                    with http.stream("POST", "/v1/messages", params={"stream": "true"}, json={"text": "who?"},
+                                     headers={"Authorization": f"Bearer {secret}"}) as response:
+                        assert response.status_code == 200
+                        assert read_sse(response)[-1][0] == "result"
+        finally:
+            running.stop()
+    tool_results = [json.loads(r.body)["messages"][-1] for r in model.requests[1::2]]
+    assert all(m["role"] == "tool" for m in tool_results)
+    assert BOB not in tool_results[0]["content"]  # sandboxed: its own tree only
+    assert BOB in tool_results[1]["content"]  # the same session unsandboxed sees its agent
