@@ -326,6 +326,13 @@ def test_an_agent_token_sees_only_its_agent(world):
         seen = client.get("/v1/sessions", headers={"Authorization": f"Bearer {mine}"}).json()
         assert {ALICE_KEY, BOB_KEY} <= {s["key"] for s in seen}
         assert client.get("/v1/memory/items", headers={"Authorization": f"Bearer {mine}"}).status_code == 403
+        # narrowing to a session of its agent runs as that session; the other agent's token cannot name it
+        narrowed = client.get("/v1/sessions",
+                              headers={"Authorization": f"Bearer {mine}", "X-Clawkeep-Session": BOB_KEY})
+        assert [s["key"] for s in narrowed.json()] == [BOB_KEY]
+        outside = client.get("/v1/sessions",
+                             headers={"Authorization": f"Bearer {other}", "X-Clawkeep-Session": BOB_KEY})
+        assert outside.status_code == 404 and not _leaks(outside.text)
 
 
 def test_a_tokenless_loopback_gateway_stays_open_until_a_token_exists(tmp_path):
