@@ -47,11 +47,12 @@ def test_mcp_http_accepts_stored_tokens_with_their_scope_and_refuses_revoked_one
     async def work(session):
         listed = await session.call_tool("sessions_list", {})
         hidden = await session.call_tool("sessions_history", {"sessionKey": BOB})
-        return payload(listed), hidden
+        created = await session.call_tool("sessions_create", {"label": "x"})
+        return payload(listed), hidden, created
 
     with http_server(home) as (url, _):
-        as_alice, hidden = over_http(url, work, headers={"Authorization": f"Bearer {alice}"})
-        as_operator, _ = over_http(url, work, headers={"Authorization": f"Bearer {op}"})
+        as_alice, hidden, alice_created = over_http(url, work, headers={"Authorization": f"Bearer {alice}"})
+        as_operator, _, operator_created = over_http(url, work, headers={"Authorization": f"Bearer {op}"})
         anonymous = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                headers={"Accept": "application/json, text/event-stream"})
         assert run_cli(home, "tokens", "revoke", "alice").code == 0
@@ -61,6 +62,8 @@ def test_mcp_http_accepts_stored_tokens_with_their_scope_and_refuses_revoked_one
     assert [s["key"] for s in as_alice] == [ALICE]
     assert hidden.is_error and "bob was here" not in hidden.content[0].text
     assert {ALICE, BOB} <= {s["key"] for s in as_operator}
+    assert alice_created.is_error and "runs as its one session" in alice_created.content[0].text
+    assert not operator_created.is_error
     assert anonymous.status_code == 401  # tokens exist: a credential is required, even on loopback
     assert revoked.status_code == 401 and "revoked" in revoked.json()["error"]["message"]
 

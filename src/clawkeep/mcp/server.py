@@ -59,6 +59,9 @@ def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str
     operation = OPERATIONS[name]
     limit = Limit(sandboxed=sandboxed)
     if grant is not None:
+        if name == "sessions_create" and grant.kind in ("session", "peer"):  # as the gateway's POST /v1/sessions
+            raise InputError(f"sessions_create: token {grant.name!r} runs as its one session; new sessions are "
+                             "made by the operator or an agent token")
         caller = grant.caller(engine.runtime, caller)
         limit = Limit(grant.limit().agent_id, grant.sandboxed or sandboxed)
     with limited(limit):
