@@ -37,6 +37,7 @@ BODIES = {
     ("POST", "/v1/tokens"): {"name": "made-by-caller", "scope": "operator"},
 }
 QUERY = {"q": BOB_MESSAGE_MARKER, "path": "MEMORY.md"}
+JSON = {"Content-Type": "application/json"}  # the browser guard wants it on every DELETE and body-less POST
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +103,7 @@ def _request(client, method, route, key, item, headers):
     query = {p.alias: QUERY[p.alias] for p in route.dependant.query_params
              if p.alias in QUERY and p.field_info.is_required()}
     body = BODIES.get((method, route.path), {}) if method in ("POST", "PUT") else None
+    headers = {"Content-Type": "application/json", **headers}  # what the browser guard asks of any state change
     return client.request(method, _concrete(route.path, key, item), params=query, json=body, headers=headers)
 
 
@@ -197,7 +199,7 @@ def test_another_peers_token_sees_nothing_of_bob_and_refusals_change_nothing(wor
         # the operator's routes answer 403 to a scoped token
         for method, path in (("GET", "/v1/tokens"), ("GET", "/v1/memory/items"), ("GET", "/v1/metrics"),
                              ("POST", "/v1/dreaming/sweep"), ("DELETE", "/v1/tokens/bob")):
-            response = client.request(method, path, headers=headers)
+            response = client.request(method, path, headers={**headers, "Content-Type": "application/json"})
             assert response.status_code == 403, (method, path, response.text)
             assert _error_shape(response)["code"] == "forbidden"
         # searching for bob's markers finds nothing; alice's own conversation is there
@@ -308,7 +310,7 @@ def test_token_routes_create_list_and_revoke_for_the_operator(world):
         assert bad.status_code == 400 and "agent:ID" in _error_shape(bad)["message"]
         # accepted (dave has no session yet, so the missing calling session answers), not refused
         assert client.get("/v1/sessions", headers={"Authorization": f"Bearer {secret}"}).status_code == 404
-        assert client.delete("/v1/tokens/dave", headers=headers).json()["state"] == "revoked"
+        assert client.delete("/v1/tokens/dave", headers=JSON | headers).json()["state"] == "revoked"
         refused = client.get("/v1/sessions", headers={"Authorization": f"Bearer {secret}"})
         assert refused.status_code == 401 and "revoked" in refused.json()["error"]["message"]
 
@@ -397,7 +399,7 @@ def test_a_token_revoked_through_one_gateway_process_is_refused_at_once_by_anoth
             auth = {"Authorization": f"Bearer {secret}"}
             assert a.get("/v1/sessions", headers=auth).status_code == 200
             assert b.get("/v1/sessions", headers=auth).status_code == 200
-            revoked = a.delete("/v1/tokens/shared", headers={"Authorization": f"Bearer {op}"})
+            revoked = a.delete("/v1/tokens/shared", headers=JSON | {"Authorization": f"Bearer {op}"})
             assert revoked.status_code == 200, revoked.text
             refused = b.get("/v1/sessions", headers=auth)
             assert refused.status_code == 401 and "revoked" in refused.json()["error"]["message"]
