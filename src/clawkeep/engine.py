@@ -546,6 +546,25 @@ class Engine:
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
 
+    # --- caller credentials (tokens) ---------------------------------------------------
+    def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
+                      sandboxed: bool = False) -> dict[str, Any]:
+        """A new token: its description and, under `token`, the secret (shown this once only)."""
+        from . import credentials  # noqa: PLC0415
+
+        record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
+        return {**credentials.describe(record), "token": secret}
+
+    def tokens_list(self) -> list[dict[str, Any]]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.listing(self.runtime)
+
+    def tokens_revoke(self, name: str) -> dict[str, Any]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.revoke(self.runtime, name)
+
     def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
         """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""
         from .dreaming import review

@@ -18,7 +18,16 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError, StorageError
 from ...locks import SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry, has_block
+from ..base import (
+    AgentStore,
+    CredentialRecord,
+    EntryRecord,
+    SearchRow,
+    SessionFilter,
+    SessionRecord,
+    describe_entry,
+    has_block,
+)
 from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
 from .connection import CONFLICT_CAST, Migration, PgConnection, clean_text, conflict_text, lock_id, translate
@@ -88,7 +97,13 @@ MIGRATIONS = (
     Migration(3, "running totals for the metrics (counters)", (
         "CREATE TABLE {s}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL DEFAULT 0)",
     )),
+    Migration(4, "caller credentials: tokens stored as the SHA-256 of their secret", (
+        "CREATE TABLE {s}.credentials (name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, scope TEXT NOT NULL, "
+        "sandboxed BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, expires_at BIGINT, revoked_at BIGINT, "
+        "last_used_at BIGINT)",
+    )),
 )
+_CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 # Document writes take turns until they commit, so `seq` numbers become visible in order: a
 # mirror pulls every write after the highest seq it has seen, and a write that drew a lower
@@ -262,6 +277,47 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def release_lease(self, name: str, holder: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.leases WHERE name = %s AND holder = %s", (name, holder))
+
+    # --- caller credentials ---------------------------------------------------------
+    @staticmethod
+    def _credential(row: Sequence[Any]) -> CredentialRecord:
+        return CredentialRecord(*row[:7], sandboxed=bool(row[7]))
+
+    def insert_credential(self, record: CredentialRecord) -> None:
+        with self.transaction():
+            try:
+                with self._savepoint():
+                    self._write(f"INSERT INTO {{s}}.credentials ({_CREDENTIAL_COLUMNS}) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                                (record.name, record.digest, record.scope, record.created_at, record.expires_at,
+                                 record.revoked_at, record.last_used_at, record.sandboxed))
+            except pg_errors.UniqueViolation:
+                raise ConflictError(f"a token named {record.name!r} already exists") from None
+            self._note(f"created token {record.name}")
+
+    def credential_by_digest(self, digest: str) -> CredentialRecord | None:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM {{s}}.credentials WHERE digest = %s", (digest,))
+        return self._credential(rows[0]) if rows else None
+
+    def list_credentials(self) -> list[CredentialRecord]:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM {{s}}.credentials ORDER BY created_at, name")
+        return [self._credential(r) for r in rows]
+
+    def has_credentials(self) -> bool:
+        return bool(self._query("SELECT 1 FROM {s}.credentials LIMIT 1"))
+
+    def revoke_credential(self, name: str, at: int) -> CredentialRecord | None:
+        with self.transaction():
+            rows = self._write(f"UPDATE {{s}}.credentials SET revoked_at = coalesce(revoked_at, %s) WHERE name = %s "
+                               f"RETURNING {_CREDENTIAL_COLUMNS}", (at, name)).fetchall()
+            if rows:
+                self._note(f"revoked token {name}")
+        return self._credential(rows[0]) if rows else None
+
+    def note_credential_use(self, name: str, at: int) -> None:
+        with self.transaction():
+            self._write("UPDATE {s}.credentials SET last_used_at = %s WHERE name = %s", (at, name))
+            self._note("token use", minor=True)
 
     # --- counters -------------------------------------------------------------------
     def add_counters(self, deltas: dict[str, int]) -> None:
