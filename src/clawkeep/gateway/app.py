@@ -149,6 +149,14 @@ class Gateway:
         if caller is not None:
             raise _Forbidden(f"{what} is for the operator: send the request without X-Clawkeep-Session")
 
+    def agent_operator_only(self, caller: str | None, what: str) -> None:
+        """For the operator, or a token of the agent this gateway serves acting as that agent (no
+        calling session): the agent's own memory index (the OpenClaw plugin's `openclaw memory`)."""
+        grant = _grant.get()
+        if grant.kind == "agent" and grant.target == self.engine.runtime.agent_id and caller is None:
+            return
+        self.operator_only(caller, what)
+
     def own_agent_only(self, what: str) -> None:
         """Memory, new threads and routed messages belong to the agent this gateway serves: an
         agent token of another agent may not use them."""
@@ -482,12 +490,12 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.post("/v1/memory/index", dependencies=guarded, tags=["memory"], responses=_doc(api.IndexReport))
     async def memory_index(body: ops.MemoryIndexArgs | None = None, caller: Caller = None) -> Any:
         """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
-        gw.operator_only(caller, "indexing memory")
+        gw.agent_operator_only(caller, "indexing memory")
         return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
-    async def memory_status(deep: bool = False) -> Any:
-        gw.operator_only(None, "the memory index status")
+    async def memory_status(deep: bool = False, caller: Caller = None) -> Any:
+        gw.agent_operator_only(caller, "the memory index status")
         return await gw.call(lambda: gw.engine.memory_status(deep=deep))
 
     # --- dreaming (the Control UI's Dreams tab) ---------------------------------------
