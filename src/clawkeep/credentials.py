@@ -27,6 +27,7 @@ from .routing.keys import is_session_id, parse_key
 from .routing.router import Inbound, route
 from .runtime import Runtime
 from .storage import CredentialRecord
+from .timeutil import to_iso
 from .visibility import Limit
 
 SCOPE_FORMS = "operator, agent:ID, session:KEY or peer:CHANNEL:SENDER"
@@ -202,8 +203,8 @@ def revoke(rt: Runtime, name: str) -> dict[str, Any]:
 def describe(record: CredentialRecord) -> dict[str, Any]:
     """A credential as shown to the operator: everything but the secret (and its digest)."""
     return {"name": record.name, "scope": record.scope, "sandboxed": record.sandboxed, "state": _state(record),
-            "createdAt": record.created_at, "expiresAt": record.expires_at, "revokedAt": record.revoked_at,
-            "lastUsedAt": record.last_used_at}
+            "createdAt": to_iso(record.created_at), "expiresAt": to_iso(record.expires_at),
+            "revokedAt": to_iso(record.revoked_at), "lastUsedAt": to_iso(record.last_used_at)}
 
 
 def _state(record: CredentialRecord, now: int | None = None) -> str:

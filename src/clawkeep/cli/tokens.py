@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from ..timeutil import to_iso
 from .app import engine, err, out, tokens_app
 from .render import emit, table
 
@@ -38,9 +37,7 @@ def tokens_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"
     rows = engine(ctx).tokens_list()
 
     def render(data: list[dict]) -> None:
-        shown = [{**r, **{k: to_iso(r[k])
-                          for k in ("createdAt", "expiresAt", "revokedAt", "lastUsedAt")}} for r in data]
-        out.print(table(shown, ["name", "scope", "sandboxed", "state", "createdAt", "expiresAt", "revokedAt",
+        out.print(table(data, ["name", "scope", "sandboxed", "state", "createdAt", "expiresAt", "revokedAt",
                                 "lastUsedAt"]))
 
     emit(rows, as_json, render)
