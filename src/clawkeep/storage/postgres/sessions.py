@@ -285,14 +285,12 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
 
     def insert_credential(self, record: CredentialRecord) -> None:
         with self.transaction():
-            try:
-                with self._savepoint():
-                    self._write(f"INSERT INTO {{s}}.credentials ({_CREDENTIAL_COLUMNS}) "
-                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                                (record.name, record.digest, record.scope, record.created_at, record.expires_at,
-                                 record.revoked_at, record.last_used_at, record.sandboxed))
-            except pg_errors.UniqueViolation:
-                raise ConflictError(f"a token named {record.name!r} already exists") from None
+            made = self._write(f"INSERT INTO {{s}}.credentials ({_CREDENTIAL_COLUMNS}) "
+                               "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
+                               (record.name, record.digest, record.scope, record.created_at, record.expires_at,
+                                record.revoked_at, record.last_used_at, record.sandboxed)).fetchall()
+            if not made:  # the name is taken (a digest never repeats: 256 random bits)
+                raise ConflictError(f"a token named {record.name!r} already exists")
             self._note(f"created token {record.name}")
 
     def credential_by_digest(self, digest: str) -> CredentialRecord | None:
