@@ -272,6 +272,20 @@ class PgConnection:
         if notes:
             record_committed([w for w, minor in notes if not minor] or [w for w, _ in notes])
 
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """A connection for several reads that must agree (the vector matrix's listing and fetch):
+        the thread's transaction connection, else a pooled one inside a transaction of its own."""
+        current = self._current()
+        if current is not None:
+            yield current
+            return
+        try:
+            with self.db.pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise translate(self.url, exc) from None
+
     def _note(self, what: str, *, minor: bool = False) -> None:
         notes = getattr(self._local, "notes", None)
         if notes is not None:
