@@ -1,0 +1,365 @@
+"""`python -m bench --only pg-instances`: 1, 2 and 3 `clawkeep gateway` processes on one
+PostgreSQL server, beside one gateway on SQLite, measured on this machine's 2 shared cores.
+
+- Server: the `pgserver` bundle (PostgreSQL 16 + pgvector, as tests/pg_servers.py starts it) in a
+  scratch data directory, Unix socket, fsync and synchronous_commit on; removed at the end.
+- Load: record-mode user turns (`POST /v1/messages`, dmScope per-peer, no chat model) from a lean
+  asyncio load generator in this process (one keep-alive HTTP/1.1 connection per client, bench/gateway.py's
+  `_LeanClient`), the same number of clients for every configuration, spread round-robin over the
+  gateways; no two clients ever write the same session. Each configuration runs for a bounded time
+  and turn count after a short warm-up.
+- CPU per turn: utime + stime from /proc/<pid>/stat before and after the timed window, for each
+  gateway process and for the server (the postmaster, its children — backends, walwriter,
+  checkpointer … — and, through the postmaster's cutime/cstime, children that exited meanwhile),
+  divided by the turns acknowledged in the window. The load generator's own CPU is reported apart.
+- Latency under injected round-trip time: one gateway, one client, its PostgreSQL connections
+  through a loopback TCP proxy that holds every client→server write for `delay` before passing it on
+  (1 ms: a database on another host); p50 of the turn, and the proxy's client→server writes per turn
+  (≈ round trips; a pipelined batch counts once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import queue
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "bench"
+
+from .common import Section, fmt_ms, load_average, make_progress, md_table, percentile, scratch_dir  # noqa: E402
+from .gateway import RECORD_CONFIG, WORDS, _LeanClient, start_gateway, stop_gateway  # noqa: E402
+
+FULL = {"seconds": 30.0, "turns": 30_000, "clients": 6, "warm_seconds": 3.0, "latency_seconds": 12.0}
+QUICK = {"seconds": 5.0, "turns": 3_000, "clients": 6, "warm_seconds": 1.0, "latency_seconds": 3.0}
+GATEWAY_COUNTS = (1, 2, 3)
+PEERS = 240  # senders (one session each); client c uses the peers ≡ c (mod clients)
+CPU_TARGET = 2.0  # PostgreSQL turn CPU (gateways + server) ≤ 2× the SQLite turn's
+LATENCY_TARGET_S = 0.012  # turn p50 with 1 ms per round trip
+CONFIG = {**RECORD_CONFIG, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --- CPU from /proc ---------------------------------------------------------------------------------
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3… of /proc/<pid>/stat (after the parenthesised command name), or None if gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def _ticks(fields: list[str], *, reaped: bool) -> int:
+    # fields[11:15] = utime, stime, cutime, cstime (stat fields 14-17)
+    own = int(fields[11]) + int(fields[12])
+    return own + (int(fields[13]) + int(fields[14]) if reaped else 0)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of `pid`, its reaped children (cutime/cstime) and its live children: a child that
+    exits between two readings moves from the live sum into the parent's cutime, so a difference of
+    two readings counts it once."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        raise RuntimeError(f"process {pid} is gone")
+    ticks = _ticks(fields, reaped=True)
+    for child in _children(pid):
+        child_fields = _stat_fields(child)
+        if child_fields is not None:
+            ticks += _ticks(child_fields, reaped=True)
+    return ticks / CLK_TCK
+
+
+# --- the server ----------------------------------------------------------------------------------------
+class BundledServer:
+    """pgserver (PostgreSQL 16 + pgvector) in a scratch directory, as the tests start it."""
+
+    def __init__(self) -> None:
+        import pgserver
+
+        self.dir = tempfile.mkdtemp(prefix="ck-pgbench-", dir="/tmp")  # short socket path
+        self.server = pgserver.get_server(self.dir, cleanup_mode="stop")
+        self.server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        self.url = self.server.get_uri()
+        info = self.server.get_postmaster_info()
+        self.pid = int(info.pid)
+        self.socket_path = str(info.socket_path)
+        self.version = self.server.psql("SHOW server_version;").split("\n")[2].strip()
+
+    def stop(self) -> None:
+        try:
+            self.server.cleanup()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class DelayProxy:
+    """A loopback TCP listener that forwards each connection to the server's Unix socket, holding
+    every client→server write for `delay` seconds (server→client passes straight through): one
+    injected delay per round trip. Threads, not asyncio: time.sleep keeps the delay close to 1 ms."""
+
+    def __init__(self, socket_path: str, delay: float):
+        self.socket_path, self.delay = socket_path, delay
+        self.writes = 0
+        self.held = 0.0  # seconds writes were actually held (sleep overshoot included)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._closing = False
+        threading.Thread(target=self._accept, name="pg-proxy-accept", daemon=True).start()
+
+    def url(self, user: str = "postgres", database: str = "postgres") -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
+
+    def _accept(self) -> None:
+        while not self._closing:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.socket_path)
+            held: queue.Queue[tuple[float, bytes]] = queue.Queue()
+            for target, args in ((self._read_client, (client, held)), (self._send_held, (held, upstream)),
+                                 (self._pipe, (upstream, client))):
+                threading.Thread(target=target, args=args, daemon=True).start()
+
+    def _read_client(self, client: socket.socket, held: queue.Queue) -> None:
+        while data := self._recv(client):
+            held.put((time.perf_counter(), data))
+        held.put((0.0, b""))
+
+    def _send_held(self, held: queue.Queue, upstream: socket.socket) -> None:
+        while True:
+            received, data = held.get()
+            if not data:
+                break
+            wait = received + self.delay - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            self.held += time.perf_counter() - received
+            self.writes += 1
+            try:
+                upstream.sendall(data)
+            except OSError:
+                break
+        upstream.close()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        while data := self._recv(source):
+            try:
+                sink.sendall(data)
+            except OSError:
+                break
+        sink.close()
+
+    @staticmethod
+    def _recv(sock: socket.socket) -> bytes:
+        try:
+            return sock.recv(65536)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        self._closing = True
+        self._listener.close()
+
+
+# --- load ------------------------------------------------------------------------------------------------
+async def _drive(urls: list[str], clients: int, seconds: float, max_turns: int, tag: str) -> tuple[float, list[float]]:
+    """`clients` lean clients, client c on gateway c mod len(urls), until `seconds` pass or
+    `max_turns` turns are acknowledged. Returns (elapsed seconds, latencies)."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def client(c: int) -> None:
+        http = _LeanClient(urls[c % len(urls)])
+        try:
+            i = 0
+            while time.perf_counter() < deadline and len(latencies) < max_turns:
+                peer = f"{tag}-{c + (i % (PEERS // clients)) * clients}"
+                payload = {"text": f"{WORDS[(c + i) % len(WORDS)]} note {i}", "sender": peer, "channel": "telegram"}
+                started = time.perf_counter()
+                status, body = await http.post("/v1/messages", payload)
+                if status != 200:
+                    raise RuntimeError(f"turn refused with {status}: {body[:300]!r}")
+                latencies.append(time.perf_counter() - started)
+                i += 1
+        finally:
+            await http.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(c) for c in range(clients)))
+    return time.perf_counter() - started, latencies
+
+
+def measure(urls: list[str], gateway_pids: list[int], server_pid: int | None, clients: int, seconds: float,
+            max_turns: int, warm_seconds: float, tag: str) -> dict[str, Any]:
+    """One timed window (after a warm-up): throughput, latency and CPU per turn by side."""
+    asyncio.run(_drive(urls, clients, warm_seconds, max_turns, tag + "w"))
+    load_start = load_average()
+    gw0 = [tree_cpu(p) for p in gateway_pids]
+    server0 = tree_cpu(server_pid) if server_pid else 0.0
+    own0 = time.process_time()
+    elapsed, lat = asyncio.run(_drive(urls, clients, seconds, max_turns, tag))
+    own = time.process_time() - own0
+    server = (tree_cpu(server_pid) - server0) if server_pid else 0.0
+    gateways = sum(tree_cpu(p) - c for p, c in zip(gateway_pids, gw0, strict=True))
+    turns = len(lat)
+    return {"turns": turns, "seconds": elapsed, "turns_per_s": turns / elapsed,
+            "p50": percentile(lat, 50), "p95": percentile(lat, 95),
+            "gateway_cpu_per_turn": gateways / turns, "server_cpu_per_turn": server / turns,
+            "cpu_per_turn": (gateways + server) / turns, "loadgen_cpu_per_turn": own / turns,
+            "cpu_busy_cores": (gateways + server + own) / elapsed,
+            "loadavg": {"start": load_start, "end": load_average()}}
+
+
+def pg_config(url: str, schema: str) -> dict[str, Any]:
+    return {**CONFIG, "storage": {"url": url, "schema": schema}}
+
+
+def run_gateways(scratch: Path, configs: list[dict[str, Any]], body: Any) -> Any:
+    """Start one gateway per config (one after another: the first creates the schemas), run
+    `body(urls, pids)`, stop them all."""
+    procs: list[Any] = []
+    try:
+        urls = []
+        for i, config in enumerate(configs):
+            home = scratch / f"gw{len(list(scratch.iterdir()))}-{i}"
+            home.mkdir()
+            proc, url = start_gateway(home, config)
+            procs.append(proc)
+            urls.append(url)
+        return body(urls, [p.pid for p in procs])
+    finally:
+        for proc in procs:
+            stop_gateway(proc)
+
+
+# --- report --------------------------------------------------------------------------------------------
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def _load(d: dict[str, Any]) -> str:
+    return f"{d['loadavg']['start'].split()[0]} → {d['loadavg']['end'].split()[0]}"
+
+
+def throughput_table(data: dict[str, Any]) -> str:
+    base = data["sqlite"]["cpu_per_turn"]
+    rows = []
+    for name, d in [("SQLite, 1 gateway (baseline)", data["sqlite"])] + [
+            (f"PostgreSQL, {n} gateway{'s' if n > 1 else ''}", data["postgresql"][n]) for n in GATEWAY_COUNTS]:
+        ratio = d["cpu_per_turn"] / base
+        verdict = "" if d is data["sqlite"] else (" ✅" if ratio <= CPU_TARGET else " ✗")
+        rows.append([name, f"{d['turns']:,}", f"{d['turns_per_s']:,.0f}", f"{fmt_ms(d['p50'])} / {fmt_ms(d['p95'])}",
+                     _ms(d["gateway_cpu_per_turn"]), _ms(d["server_cpu_per_turn"]) if d is not data["sqlite"] else "–",
+                     _ms(d["cpu_per_turn"]), f"{ratio:.2f}×{verdict}", _ms(d["loadgen_cpu_per_turn"]), _load(d)])
+    return md_table(["configuration", "turns", "turns/s", "p50 / p95 ms", "gateway CPU ms/turn",
+                     "server CPU ms/turn", "total CPU ms/turn", f"vs SQLite (target ≤ {CPU_TARGET:g}×)",
+                     "load generator CPU ms/turn", "load avg (1 min)"], rows)
+
+
+def latency_table(data: dict[str, Any]) -> str:
+    rows = []
+    for key, label in (("sqlite", "SQLite"), ("direct", "PostgreSQL, Unix socket"),
+                       ("proxy0", "PostgreSQL through the proxy, +0 ms"),
+                       ("proxy1", "PostgreSQL through the proxy, +1 ms per round trip")):
+        d = data[key]
+        target = ""
+        if key == "proxy1":
+            target = " ✅" if d["p50"] <= LATENCY_TARGET_S else " ✗"
+        writes = f"{d['writes_per_turn']:.1f}" if "writes_per_turn" in d else "–"
+        held = f"{d['held_ms']:.2f}" if "held_ms" in d else "–"
+        rows.append([label, f"{d['turns']:,}", f"{fmt_ms(d['p50'])}{target}", fmt_ms(d["p95"]), writes, held,
+                     _ms(d["cpu_per_turn"]), _load(d)])
+    return md_table(["1 gateway, 1 client", "turns", f"p50 ms (target ≤ {LATENCY_TARGET_S * 1000:g} with +1 ms)",
+                     "p95 ms", "client→server writes per turn (≈ round trips)", "mean hold per write ms",
+                     "total CPU ms/turn", "load avg (1 min)"], rows)
+
+
+def run_bench(progress: Any = None, quick: bool = False) -> Section:
+    sizes = QUICK if quick else FULL
+    seconds, turns, clients, warm = sizes["seconds"], sizes["turns"], sizes["clients"], sizes["warm_seconds"]
+    lat_s = sizes["latency_seconds"]
+    scratch = scratch_dir("pg-instances-")
+    server = BundledServer()
+    data: dict[str, Any] = {"server": f"pgserver, PostgreSQL {server.version} + pgvector", "clients": clients,
+                            "seconds": seconds, "max_turns": turns, "postgresql": {}, "latency": {}}
+    try:
+        data["sqlite"] = run_gateways(scratch, [CONFIG], lambda urls, pids: measure(
+            urls, pids, None, clients, seconds, turns, warm, "sq"))
+        data["latency"]["sqlite"] = run_gateways(scratch, [CONFIG], lambda urls, pids: measure(
+            urls, pids, None, 1, lat_s, turns, warm, "sql"))
+        for n in GATEWAY_COUNTS:
+            config = pg_config(server.url, f"inst{n}")
+            data["postgresql"][n] = run_gateways(scratch, [config] * n, lambda urls, pids, n=n: measure(
+                urls, pids, server.pid, clients, seconds, turns, warm, f"pg{n}"))
+        data["latency"]["direct"] = run_gateways(scratch, [pg_config(server.url, "lat")], lambda urls, pids: measure(
+            urls, pids, server.pid, 1, lat_s, turns, warm, "pgd"))
+        for delay_ms in (0, 1):
+            proxy = DelayProxy(server.socket_path, delay_ms / 1000)
+            try:
+                def body(urls: list[str], pids: list[int], proxy: DelayProxy = proxy, tag: str = f"px{delay_ms}"):
+                    asyncio.run(_drive(urls, 1, warm, turns, tag + "w"))  # pool filled, schemas checked
+                    writes0, held0 = proxy.writes, proxy.held
+                    out = measure(urls, pids, server.pid, 1, lat_s, turns, 0.0, tag)
+                    writes = proxy.writes - writes0
+                    out["writes_per_turn"] = writes / out["turns"]
+                    out["held_ms"] = (proxy.held - held0) / max(writes, 1) * 1000
+                    return out
+
+                data["latency"][f"proxy{delay_ms}"] = run_gateways(
+                    scratch, [pg_config(proxy.url(), "lat")], body)
+            finally:
+                proxy.close()
+    finally:
+        server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    notes = (f"Server: {data['server']} (pgserver, Unix socket, fsync and synchronous_commit on), started by the "
+             f"bench. Every configuration: {clients} concurrent clients (lean asyncio load generator in the bench "
+             f"process), record-mode user turns over HTTP, dmScope per-peer ({PEERS} senders, no two clients on one "
+             f"session), {seconds:g} s or {turns:,} turns after {warm:g} s of warm-up; `memorySearch.provider: none` "
+             "and Active Memory off on both backends. CPU: utime+stime of each gateway process and of the "
+             "postmaster with all its children (backends and auxiliary processes), read from /proc before and "
+             "after the window, per acknowledged turn; SQLite has no server. All processes share 2 cores with "
+             "other work (load average at start → end of each window); the bench runs niced. The latency rows: "
+             f"one client, {lat_s:g} s each; the proxy's delay is a sleep per client→server write, so its real "
+             "hold (sleep overshoot included) is shown beside it.")
+    blocks = [throughput_table(data), latency_table(data["latency"]), notes]
+    return Section("pg-instances", "Several instances on PostgreSQL", blocks, data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.pg_instances")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    with make_progress() as progress:
+        section = run_bench(progress, quick=args.quick)
+    print(section.markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
