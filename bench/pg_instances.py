@@ -105,7 +105,10 @@ class BundledServer:
         info = self.server.get_postmaster_info()
         self.pid = int(info.pid)
         self.socket_path = str(info.socket_path)
-        self.version = self.server.psql("SHOW server_version;").split("\n")[2].strip()
+        self.version = self.psql("SHOW server_version;").split("\n")[2].strip()
+
+    def psql(self, command: str) -> str:
+        return self.server.psql(command)
 
     def stop(self) -> None:
         try:
@@ -214,24 +217,28 @@ async def _drive(urls: list[str], clients: int, seconds: float, max_turns: int, 
     return time.perf_counter() - started, latencies
 
 
-def measure(urls: list[str], gateway_pids: list[int], server_pid: int | None, clients: int, seconds: float,
+def measure(urls: list[str], gateway_pids: list[int], server: BundledServer | None, clients: int, seconds: float,
             max_turns: int, warm_seconds: float, tag: str) -> dict[str, Any]:
-    """One timed window (after a warm-up): throughput, latency and CPU per turn by side."""
+    """One timed window (after a warm-up): throughput, latency and CPU per turn by side. On
+    PostgreSQL a CHECKPOINT first: the previous configuration's dirty pages are not this one's cost."""
     asyncio.run(_drive(urls, clients, warm_seconds, max_turns, tag + "w"))
+    if server is not None:
+        server.psql("CHECKPOINT;")
+    server_pid = server.pid if server is not None else None
     load_start = load_average()
     gw0 = [tree_cpu(p) for p in gateway_pids]
     server0 = tree_cpu(server_pid) if server_pid else 0.0
     own0 = time.process_time()
     elapsed, lat = asyncio.run(_drive(urls, clients, seconds, max_turns, tag))
     own = time.process_time() - own0
-    server = (tree_cpu(server_pid) - server0) if server_pid else 0.0
+    server_cpu = (tree_cpu(server_pid) - server0) if server_pid else 0.0
     gateways = sum(tree_cpu(p) - c for p, c in zip(gateway_pids, gw0, strict=True))
     turns = len(lat)
     return {"turns": turns, "seconds": elapsed, "turns_per_s": turns / elapsed,
             "p50": percentile(lat, 50), "p95": percentile(lat, 95),
-            "gateway_cpu_per_turn": gateways / turns, "server_cpu_per_turn": server / turns,
-            "cpu_per_turn": (gateways + server) / turns, "loadgen_cpu_per_turn": own / turns,
-            "cpu_busy_cores": (gateways + server + own) / elapsed,
+            "gateway_cpu_per_turn": gateways / turns, "server_cpu_per_turn": server_cpu / turns,
+            "cpu_per_turn": (gateways + server_cpu) / turns, "loadgen_cpu_per_turn": own / turns,
+            "cpu_busy_cores": (gateways + server_cpu + own) / elapsed,
             "loadavg": {"start": load_start, "end": load_average()}}
 
 
@@ -315,16 +322,16 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
         for n in GATEWAY_COUNTS:
             config = pg_config(server.url, f"inst{n}")
             data["postgresql"][n] = run_gateways(scratch, [config] * n, lambda urls, pids, n=n: measure(
-                urls, pids, server.pid, clients, seconds, turns, warm, f"pg{n}"))
+                urls, pids, server, clients, seconds, turns, warm, f"pg{n}"))
         data["latency"]["direct"] = run_gateways(scratch, [pg_config(server.url, "lat")], lambda urls, pids: measure(
-            urls, pids, server.pid, 1, lat_s, turns, warm, "pgd"))
+            urls, pids, server, 1, lat_s, turns, warm, "pgd"))
         for delay_ms in (0, 1):
             proxy = DelayProxy(server.socket_path, delay_ms / 1000)
             try:
                 def body(urls: list[str], pids: list[int], proxy: DelayProxy = proxy, tag: str = f"px{delay_ms}"):
                     asyncio.run(_drive(urls, 1, warm, turns, tag + "w"))  # pool filled, schemas checked
                     writes0, held0 = proxy.writes, proxy.held
-                    out = measure(urls, pids, server.pid, 1, lat_s, turns, 0.0, tag)
+                    out = measure(urls, pids, server, 1, lat_s, turns, 0.0, tag)
                     writes = proxy.writes - writes0
                     out["writes_per_turn"] = writes / out["turns"]
                     out["held_ms"] = (proxy.held - held0) / max(writes, 1) * 1000
