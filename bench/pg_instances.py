@@ -303,8 +303,9 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
              "per turn include whatever else the gateway read in the window (timed checks, background jobs). "
              "Each PostgreSQL commit waits for its WAL flush (fsync on, as a production server runs); SQLite's "
              f"default `synchronous: NORMAL` does not flush per commit. fdatasync of 8 KiB on the server's disk "
-             f"at the start of this run: p50 {data['fdatasync']['p50'] * 1000:.2f} ms, p95 {data['fdatasync']['p95'] * 1000:.2f} "
-             "ms — a floor under every PostgreSQL turn's latency, not its CPU.")
+             f"at the start of this run: p50 {data['fdatasync']['p50'] * 1000:.2f} ms, "
+             f"p95 {data['fdatasync']['p95'] * 1000:.2f} ms — a floor under every PostgreSQL turn's latency, "
+             "not its CPU.")
     blocks = [throughput_table(data), latency_table(data["latency"]), notes]
     return Section("pg-instances", "Several instances on PostgreSQL", blocks, data)
 
