@@ -251,6 +251,13 @@ API: dict[str, Any] = {
     "classify": lambda d, w: w.engine.classify(d.draw(TEXT)),
     "check_session_key": lambda d, w: w.engine.check_session_key(d.draw(st.one_of(TEXT, key_strategy(w)))),
     "check_storage": lambda d, w: w.engine.check_storage() or {},
+    "tokens_create": lambda d, w: w.engine.tokens_create(
+        d.draw(IDISH), d.draw(st.one_of(IDISH, st.sampled_from(["operator", "agent:main", "peer:cli:owner",
+                                                                 "session:agent:main:main", "agent:", "peer:x"]))),
+        expires=d.draw(maybe(st.one_of(IDISH, st.sampled_from(["30d", "1h", "0d", "-1d"])))),
+        sandboxed=d.draw(maybe(st.booleans()))),
+    "tokens_list": lambda d, w: w.engine.tokens_list(),
+    "tokens_revoke": lambda d, w: w.engine.tokens_revoke(d.draw(IDISH)),
     "status": lambda d, w: w.engine.status(),
     "metrics": lambda d, w: w.engine.metrics(),
     "dream_if_due": lambda d, w: w.engine.dream_if_due(),
@@ -284,7 +291,7 @@ API: dict[str, Any] = {
 }
 API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # methods still being added elsewhere
 # Cheap, state-free or slow calls get fewer examples; the rest share the budget evenly.
-SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1,
+SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1, "tokens_list": 0.2,
          "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
          "metrics": 0.2, "sessions_roll_over": 0.3,
          "dreaming_status": 0.2, "dreaming_review": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
