@@ -110,11 +110,7 @@ class WireCounter:
         except OSError:
             pass
         finally:
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shut_down(src, dst)
 
     def _frontend(self, client: socket.socket, server: socket.socket) -> None:
         """Client -> server, message by message, counting Query and Sync."""
@@ -138,11 +134,7 @@ class WireCounter:
         except OSError:
             pass
         finally:
-            for sock in (client, server):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shut_down(client, server)
 
     def _split(self, buffer: bytes, started: bool, last: list[str]) -> tuple[bytes, bytes, bool, int]:
         """The complete messages at the head of `buffer` (to forward), the rest, and the trips;
@@ -176,3 +168,12 @@ class WireCounter:
                     self.kinds[kind] = self.kinds.get(kind, 0) + 1
             last[0] = kind
         return buffer[:at], buffer[at:], started, trips
+
+
+def _shut_down(*sockets: socket.socket) -> None:
+    """Both directions of a proxied connection end together (a closed peer is fine)."""
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
