@@ -27,6 +27,8 @@ from .index import MemoryIndex, Progress, SyncReport
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
+from .search.rerank import status as rerank_status
+from .search.rerank import warm as warm_reranker
 from ..routing.keys import is_session_id, parse_key
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
@@ -682,6 +684,7 @@ def warm(rt: Runtime) -> None:
     provider = open_index(rt).provider
     if provider is not None and hasattr(provider, "warm"):
         provider.warm()
+    warm_reranker(rt.config.agents.defaults.memory_search.rerank)
 
 
 def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
@@ -698,6 +701,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
                 "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
                           "lastEmbeddingError": None},
                 "provider": {"configured": settings.provider, "model": settings.model},
+                "rerank": rerank_status(settings.rerank),
                 "vectorStore": {"backend": settings.vector_store}, **_openclaw_keys(rt)}
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
@@ -720,6 +724,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "sources": settings.sources,
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
+        "rerank": rerank_status(settings.rerank),
         "vectorStore": {"backend": settings.vector_store},
         **_openclaw_keys(rt),
     }

@@ -56,6 +56,8 @@ class MemoryHit:
             out["messageIds"] = self.meta.get("messageIds", [])
         if self.meta.get("expired"):
             out["expired"] = self.meta["expired"]
+        if "rerankScore" in self.meta:  # the cross-encoder's score (search/rerank.py)
+            out["rerankScore"] = round(self.meta["rerankScore"], 4)
         return out
 
 
