@@ -202,6 +202,8 @@ class RerankConfig(_Model):
 
     provider: Literal["none", "local", "remote"] = "none"
     candidates: int = Field(10, ge=2, le=50)  # results scored per search (the first ones)
+    # the cross-encoder's share of the fused rank (1: its order alone; 0: the search's own order)
+    weight: float = Field(0.5, ge=0, le=1)
     model: str | None = Field(None, min_length=1, max_length=200)  # remote: the model name sent
     model_dir: str | None = Field(None, alias="modelDir")  # local: model.onnx + tokenizer.json (default: bundled)
     threads: int = Field(1, ge=1, le=256)  # local: onnxruntime intra-op threads

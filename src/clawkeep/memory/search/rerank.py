@@ -27,10 +27,9 @@ from ...text.tokens import scripts
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-# Fusion of the two ranks: score = SHARE / (K + cross-encoder rank) + (1 - SHARE) / (K + own rank).
-# Chosen leave-one-conversation-out on LoCoMo (bench/rerank_locomo.py, docs/benchmarks.md).
+# Fusion of the two ranks: weight / (K + cross-encoder rank) + (1 - weight) / (K + own rank), with
+# `rerank.weight` from the config; K chosen leave-one-conversation-out on LoCoMo (bench/rerank_locomo.py).
 FUSION_K = 5
-RERANK_SHARE = 0.5
 LATIN = frozenset({"latin"})
 
 _RERANKERS: dict[str, Reranker | RerankError] = {}  # per settings (JSON), one per process
@@ -71,7 +70,7 @@ def applies(query: str) -> bool:
     return scripts(query) == LATIN
 
 
-def fused_order(own: int, scores: Sequence[float], share: float = RERANK_SHARE, k: int = FUSION_K) -> list[int]:
+def fused_order(own: int, scores: Sequence[float], share: float, k: int = FUSION_K) -> list[int]:
     """Indexes 0..own-1 (already in the search's order) in the fused order of both ranks."""
     by_score = sorted(range(own), key=lambda i: scores[i], reverse=True)
     ce_rank = {i: r for r, i in enumerate(by_score)}
@@ -83,7 +82,7 @@ def rerank(query: str, results: list[T], text_of: Callable[[T], str], settings: 
            mark: Callable[[T, float], None] | None = None) -> list[T]:
     """`results` with the first `settings.candidates` Latin-script ones reordered. Each reordered
     result is `mark`ed with its cross-encoder score. A failing reranker leaves the order as it is."""
-    if settings.provider == "none" or len(results) < 2 or not applies(query):
+    if settings.provider == "none" or settings.weight == 0 or len(results) < 2 or not applies(query):
         return results
     head = results[:settings.candidates]
     slots = [i for i, r in enumerate(head) if scripts(text_of(r)) <= LATIN]
@@ -99,7 +98,7 @@ def rerank(query: str, results: list[T], text_of: Callable[[T], str], settings: 
         return results
     if scores is None:
         return results
-    order = fused_order(len(slots), scores)
+    order = fused_order(len(slots), scores, settings.weight)
     reordered = list(head)
     for slot, pick in zip(slots, order, strict=True):
         reordered[slot] = head[slots[pick]]
@@ -113,7 +112,8 @@ def status(settings: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"provider": settings.provider}
     if settings.provider == "none":
         return out
-    out.update({"candidates": settings.candidates, "appliesTo": "queries and passages in Latin script only"})
+    out.update({"candidates": settings.candidates, "weight": settings.weight,
+                "appliesTo": "queries and passages in Latin script only"})
     if settings.provider == "local":
         from ...models.rerank import BUNDLED_MODEL, bundled_model_dir  # noqa: PLC0415
 
