@@ -38,8 +38,8 @@ from clawkeep.text.tokens import scripts  # noqa: E402
 from .corpus import load_locomo  # noqa: E402
 from .memory_locomo import BUDGETS, CATEGORIES, _flat, covered  # noqa: E402
 
-MAX_CANDIDATES = 20
-GRID = {"candidates": (5, 10, 20), "share": (0.5, 0.7, 1.0), "k": (5, 20)}
+MAX_CANDIDATES = 10
+GRID = {"candidates": (5, 10), "share": (0.5, 0.7, 1.0), "k": (5, 20)}
 
 
 def score_all(rows: list[dict[str, Any]], cache_path: Path, threads: int) -> dict[str, list[float]]:
