@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in (int(s) for s in args.sizes.split(",")):
             rows.append(measure(n, queries, args.reps, progress))
             print(rows[-1], file=sys.stderr, flush=True)
-    print("| chunks | memory_search off p50 | on p50 | added | lane 2 off p50 | on p50 | added | timed (search/lane 2) |")
+    print("| chunks | memory_search off p50 | on p50 | added | lane 2 off p50 | on p50 | added "
+          "| timed (search/lane 2) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['n']:,} | {r['search off']:.0f} ms | {r['search on']:.0f} ms | "
