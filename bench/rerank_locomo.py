@@ -47,7 +47,12 @@ def score_all(rows: list[dict[str, Any]], cache_path: Path, threads: int) -> dic
     cache: dict[str, list[float]] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model = LocalCrossEncoder(threads=threads)
     started, done = time.perf_counter(), 0
+    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
+        by_conv[row["conv"]].append(row)
+    # conversation by conversation in turn, so a run stopped early (--scored-only) covers them all
+    interleaved = [r for group in itertools.zip_longest(*by_conv.values()) for r in group if r is not None]
+    for row in interleaved:
         key = _key(row)
         if key in cache:
             continue
@@ -110,12 +115,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dump", required=True, help="memory_locomo --dump output (hybrid, limit 25)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default="", help="write the results as JSON here")
+    p.add_argument("--scored-only", action="store_true", help="only the questions already scored (no model)")
     args = p.parse_args(argv)
     rows = [json.loads(line) for line in Path(args.dump).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r["mode"] == "hybrid"]
     texts = {c.conv_id: {t.dia_id: _flat(f"{t.speaker}: {t.text}") for s in c.sessions for t in s.turns}
              for c in load_locomo()}
-    cache = score_all(rows, Path(args.dump + ".scores.json"), args.threads)
+    cache_path = Path(args.dump + ".scores.json")
+    if args.scored_only:  # what an earlier run scored, without scoring more
+        cache = json.loads(cache_path.read_text())
+        rows = [r for r in rows if _key(r) in cache]
+    else:
+        cache = score_all(rows, cache_path, args.threads)
     convs = sorted({r["conv"] for r in rows})
     off = evaluate(rows, cache, texts, None)
     settings = list(itertools.product(*GRID.values()))
