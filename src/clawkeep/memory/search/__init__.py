@@ -23,7 +23,9 @@ dated. Measured on LoCoMo (bench/memory_locomo.py): recall within 1,800 / 4,000 
 0.548 / 0.659 with whole-chunk snippets, 0.706 / 0.803 with windows.
 
 Layout: `terms` (the query's idf-weighted terms), `rank` (keyword and vector scoring, weights,
-decay, MMR), `windows` (the lines returned, MemoryHit); `memory_search` here runs them in order.
+decay, MMR), `windows` (the lines returned, MemoryHit), `rerank` (optional, off by default: a
+cross-encoder reorders the first windows of a Latin-script query, docs/rerank.md);
+`memory_search` here runs them in order.
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
                 periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
                 several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today),
                 hidden_messages=hidden_messages)
-    if windows > limit or reranking.provider != "none":
+    if reranking.provider != "none":
         found = rerank(text, found, lambda hit: hit.snippet, reranking,
                        lambda hit, value: hit.meta.__setitem__("rerankScore", value))[:limit]
     for hit in found:  # a plan whose day has passed says so (the reader must not take it as current)
