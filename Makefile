@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench docs venv clean
-# whole-engine scenarios run a second time with only storage.url changed (PostgreSQL, SPEC D1)
+# whole-engine scenarios run again with only storage.url changed (PostgreSQL, SPEC D1): on the pgvector
+# bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
-	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py
+	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py tests/test_memory_index.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +29,12 @@ run: $(STAMP)
 
 test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
+	bash .ci/openclaw.sh install >/dev/null   # Node 24 + OpenClaw from npm for the plugin tests (cached outside the clone)
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
+	$(BIN)/python -m pytest -q --engine-backend postgres-stock $(PG_SCENARIOS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -13,6 +13,9 @@ import pytest
 from clawkeep import Engine
 
 BACKENDS = ("sqlite", "postgres")
+# --engine-backend: postgres is the pgvector bundle; postgres-stock is Debian's PostgreSQL 15 without
+# pgvector (the memory index keeps its vectors in a plain column, exact top-k)
+ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url"}
 
 
 pytest_plugins = ["pg_servers"]
@@ -31,9 +34,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="storage backends the conformance suite (tests/storage/conformance) runs against, "
                           "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
                           "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
-    parser.addoption("--engine-backend", choices=BACKENDS, default="sqlite",
+    parser.addoption("--engine-backend", choices=tuple(ENGINE_BACKENDS), default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
-                          "pgvector test server (CLAWKEEP_STORAGE_URL, one schema prefix per test)")
+                          "pgvector test server, postgres-stock at Debian's PostgreSQL without pgvector "
+                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--engine-backend") != "postgres":
+    if ENGINE_BACKENDS[config.getoption("--engine-backend")] is None:
         return
     kept = [item for item in items if item.get_closest_marker("sqlite_only") is None]
     if len(kept) != len(items):
@@ -52,16 +56,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    """Under --engine-backend postgres, only storage.url changes (through the environment, so CLI
-    subprocesses see it too); each test gets its own schemas, dropped afterwards."""
-    if request.config.getoption("--engine-backend") != "postgres":
+    """Under --engine-backend postgres(-stock), only storage.url changes (through the environment,
+    so CLI subprocesses see it too); each test gets its own schemas, dropped afterwards."""
+    server = ENGINE_BACKENDS[request.config.getoption("--engine-backend")]
+    if server is None:
         yield
         return
     import uuid
 
     import psycopg
 
-    url = request.getfixturevalue("pgvector_url")
+    url = request.getfixturevalue(server)
     prefix = "e" + uuid.uuid4().hex[:12]
     monkeypatch.setenv("CLAWKEEP_STORAGE_URL", url)
     monkeypatch.setenv("CLAWKEEP_STORAGE_SCHEMA", prefix)

@@ -19,6 +19,7 @@ import uvicorn
 
 from clawkeep import Engine
 from clawkeep.gateway import Gateway, effective_settings
+from clawkeep.gateway.server import uvicorn_config
 
 
 def write_config(home: Path, config: dict[str, Any] | None) -> Path | None:
@@ -97,8 +98,8 @@ class GatewayThread:
         if settings:
             gateway_settings = gateway_settings.model_copy(update=settings)
         self.gateway = Gateway(self.engine, gateway_settings, background=background)
-        self.server = uvicorn.Server(uvicorn.Config(self.gateway.app(), host=gateway_settings.bind, port=0,
-                                                    log_config=None, access_log=False, lifespan="on"))
+        # served as `clawkeep gateway` serves it: the same protocol, read limits and timeouts
+        self.server = uvicorn.Server(uvicorn_config(self.gateway.app(), gateway_settings))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30

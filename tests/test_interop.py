@@ -189,7 +189,11 @@ def test_import_legacy_layout(tmp_path: Path, home: Path) -> None:
         deleted = [k for k in report["unmapped"] if k.startswith("deleted archive")]
         assert len(deleted) == 1
         session = engine.runtime.store("main").get_session(PROJECT_ID)
-        assert session.meta["modelOverride"] == "scripted/m1" and session.label == "project x"
+        # the session's own model choice is listed, not applied, without --accept-models
+        assert "modelOverride" not in session.meta and session.label == "project x"
+        overrides = report["models"]["sessionOverrides"]
+        assert {"session": session.key, "model": "scripted/m1", "applied": False} in overrides
+        assert report["models"]["applied"] is False and "--accept-models" in report["models"]["applyCommand"]
         assert engine.sessions_search("杭州")["hits"][0]["sessionKey"].startswith("agent:main:openclaw-orphan:")
     config = load_config(home / "clawkeep.json5")
     assert config.warnings == []

@@ -3,11 +3,13 @@ over stdio (`mcp.client.stdio`) and over streamable HTTP on loopback (`mcp.clien
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,14 +17,17 @@ from pathlib import Path
 import anyio
 import httpx
 import httpx2
+import mcp.types as types
 import pytest
 from conftest import run_cli
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.stdio import stdio_server
 
 from clawkeep import Engine, api
 from clawkeep.mcp.server import MCP_TOOLS
+from clawkeep.mcp.stdio import MAX_LINE_BYTES, CheckedLines
 
 CONFIG = {"session": {"dmScope": "per-channel-peer"}}
 ALICE = "agent:main:telegram:direct:alice"
@@ -135,7 +140,8 @@ def test_stdio_lists_the_agent_tools_with_the_contract_schemas_and_runs_each(pre
     assert all(not r.is_error for r in results.values()), {n: r.content for n, r in results.items() if r.is_error}
     data = {name: payload(result) for name, result in results.items()}
     assert {s["key"] for s in data["sessions_list"]} == {ALICE, BOB}  # the operator sees every session
-    assert [m["text"] for m in data["sessions_history"]["messages"]] == ["下周二我去上海出差", "Safe travels to Shanghai!"]
+    assert [m["text"] for m in data["sessions_history"]["messages"]] == ["下周二我去上海出差",
+                                                                         "Safe travels to Shanghai!"]
     assert data["sessions_search"]["hits"][0]["sessionKey"] == ALICE
     assert data["session_status"]["key"] == BOB and data["session_status"]["messageCount"] == 1
     assert data["memory_search"]["results"][0]["snippet"].endswith("I prefer TypeScript over JavaScript")
@@ -285,3 +291,111 @@ def test_http_with_a_token_refuses_requests_without_it(prepared):
     assert plain.json() == {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
     assert len(tools) == len(MCP_TOOLS)
     assert proc.returncode == 0  # SIGTERM: a graceful stop, the engine closed
+
+
+# --- malformed lines on stdio (issue 28) ------------------------------------------------------------
+OVERSIZED = b'{"jsonrpc":"2.0","id":99,"method":"tools/list","params":{"pad":"' + b"a" * MAX_LINE_BYTES + b'"}}'
+MALFORMED = [  # (line, the id the answer must carry, the JSON-RPC error code)
+    (b"{", None, types.PARSE_ERROR),
+    (b"[]", None, types.INVALID_REQUEST),
+    (b"{}", None, types.INVALID_REQUEST),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}', 1, types.INVALID_PARAMS),
+    (b'{"jsonrpc":"2.0","id":"s-2","method":"tools/call","params":{"name":"memory_search",'
+     b'"arguments":{"query":"\\ud800"}}}', "s-2", types.INVALID_PARAMS),
+    (b'[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]', None, types.INVALID_REQUEST),
+    (b'"a string"', None, types.INVALID_REQUEST),
+    (b'{"jsonrpc":"1.0","id":4,"method":"tools/list"}', 4, types.INVALID_REQUEST),
+    (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', None, types.INVALID_REQUEST),
+    (b'{"jsonrpc":"2.0","id":5,"method":"tools/list"} trailing', None, types.PARSE_ERROR),
+    (b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x\xff"}}', None, types.PARSE_ERROR),
+    (b"[" * 100_000 + b"]" * 100_000, None, types.PARSE_ERROR),
+    (OVERSIZED, None, types.INVALID_REQUEST),
+]
+ANSWER_WITHIN_S = 10
+
+
+def answer_to(proc: subprocess.Popen, line: bytes) -> tuple[dict, float]:
+    """Write one raw line to the server's stdin; its one answer line (and how long it took), or a
+    failure after ANSWER_WITHIN_S (the reading thread cannot hang the test)."""
+    started = time.monotonic()
+    proc.stdin.write(line + b"\n")
+    proc.stdin.flush()
+    box: list[bytes] = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(ANSWER_WITHIN_S)
+    if not box:
+        proc.kill()
+        pytest.fail(f"no answer within {ANSWER_WITHIN_S} s to {line[:80]!r}")
+    assert box[0].endswith(b"\n"), box[0]
+    return json.loads(box[0]), time.monotonic() - started
+
+
+def test_stdio_answers_every_malformed_line_and_keeps_serving(prepared, tmp_path):
+    """Raw lines to `clawkeep mcp`'s stdin: each malformed one gets its JSON-RPC error (with the
+    request's id, null when unknown) within a bounded time; then a valid raw request and the
+    official client work in the same server process."""
+    log = open(tmp_path / "stderr.txt", "w+b")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, *server_args(prepared)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=log, env=_env())
+    try:
+        hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+        assert answer_to(proc, json.dumps(hello).encode())[0]["result"]["serverInfo"]["name"] == "clawkeep"
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n\n')  # and a blank line
+        slowest = 0.0
+        for line, expected_id, code in MALFORMED:
+            answer, took = answer_to(proc, line)
+            slowest = max(slowest, took)
+            assert answer["jsonrpc"] == "2.0" and "id" in answer and answer["id"] == expected_id, (line[:80], answer)
+            assert answer["error"]["code"] == code and answer["error"]["message"], (line[:80], answer)
+            assert proc.poll() is None
+        listed, _ = answer_to(proc, b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+        assert [t["name"] for t in listed["result"]["tools"]] == list(MCP_TOOLS)
+        result = anyio.run(official_client_on, proc)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not result.is_error and "TypeScript" in payload(result)["results"][0]["snippet"]
+    log.seek(0)
+    stderr = log.read().decode()
+    log.close()
+    assert stderr.count("answered a malformed line") == len(MALFORMED) and "Traceback" not in stderr
+    print(f"slowest answer to a malformed line: {slowest * 1000:.0f} ms")
+
+
+async def official_client_on(proc: subprocess.Popen):
+    """The official client over the running server's pipes (the SDK's transport, given explicit
+    streams): initialize, one tool call, then end of input."""
+    client_in = anyio.wrap_file(io.TextIOWrapper(proc.stdout, encoding="utf-8"))
+    client_out = anyio.wrap_file(io.TextIOWrapper(proc.stdin, encoding="utf-8", write_through=True))
+    async with stdio_server(stdin=client_in, stdout=client_out) as (read, write), \
+            ClientSession(read, write) as session:
+        with anyio.fail_after(60):
+            await session.initialize()
+            result = await session.call_tool("memory_search", {"query": "which language do I prefer?"})
+        proc.stdin.close()  # the server sees end of input and exits
+    return result
+
+
+def test_checked_lines_pass_valid_messages_unchanged():
+    """Valid lines reach the SDK exactly as written (escapes, spacing, key order, CRLF kept)."""
+    valid = [b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n',
+             b'{ "method" : "tools/call", "params": {"name": "memory_search", "arguments": '
+             b'{"query": "caf\\u00e9 \\ud83d\\ude00 \xe4\xb8\x8a\xe6\xb5\xb7"}}, "id": "x", "jsonrpc": "2.0" }\r\n',
+             b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    answers = []
+
+    async def main():
+        lines = CheckedLines(io.BytesIO(b"".join(valid[:2]) + b"{\n" + valid[2]))
+
+        async def reply(message):
+            answers.append(message.message)
+
+        lines.answer_with(reply)
+        return [line async for line in lines]
+
+    passed = anyio.run(main)
+    assert [line.encode("utf-8") for line in passed] == valid
+    assert len(answers) == 1 and answers[0].error.code == types.PARSE_ERROR and answers[0].id is None

@@ -21,7 +21,7 @@ from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .runtime import Runtime, default_home
-from .storage import commit_journal
+from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
 from .visibility import Caller
 
@@ -95,6 +95,26 @@ class Engine:
     def close(self) -> None:
         self.runtime.close()
 
+    def check_storage(self) -> None:
+        """Log in to the storage once (PostgreSQL; nothing is created): an unreachable server is a
+        StorageError, a refused login or a missing database an InputError — before a server says
+        it is up."""
+        check_storage(self.config.storage)
+
+    def subscribe(self, event_type: type[Any], handler: Any) -> None:
+        """Call `handler(event)` for every engine event of `event_type` (clawkeep.events)."""
+        self.runtime.events.subscribe(event_type, handler)
+
+    @staticmethod
+    def check_session_key(key: str, what: str = "session key") -> str:
+        """`key` if it is a valid session key, else an InputError naming `what`."""
+        from .routing.keys import parse_key
+
+        try:
+            return parse_key(check.ident(key, what)).key
+        except InputError as exc:
+            raise InputError(f"{what}: {exc}") from None
+
     def __enter__(self) -> Engine:
         return self
 
@@ -129,6 +149,7 @@ class Engine:
         message_id: str | None = None,
         at: str | int | None = None,
         session: str | None = None,
+        record_only: bool = False,
     ) -> MessageRequest:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
@@ -151,7 +172,8 @@ class Engine:
             thread=thread,
             session=session,
         )
-        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at))
+        check.flag(record_only, "record only")
+        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
@@ -258,18 +280,32 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
 
-    def sessions_create(self, *, incognito: bool = False, label: str | None = None,
-                        coding: str | None = None) -> api.SessionInfo:
-        """A new dashboard thread, or with `coding` the coding session agent:<id>:coding:<name>."""
+    def sessions_create(self, *, incognito: bool = False, label: str | None = None, coding: str | None = None,
+                        key: str | None = None, caller: str | None = None) -> api.SessionInfo:
+        """A new dashboard thread; with `coding` the coding session agent:<id>:coding:<name>; with `key`,
+        the session of that key (an OpenClaw key is mapped as import maps it), created if missing —
+        `created` says which. A calling session may open only itself."""
         from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
+        check.ident(key, "key", optional=True)
+        if coding is not None and key is not None:
+            raise InputError("give either coding or key, not both")
         if coding is not None:
             if incognito:
                 raise InputError("a coding session cannot be incognito; give either coding or incognito")
             return api.SessionInfo.model_validate(service.create_coding(self.runtime, coding, label=label))
-        return api.SessionInfo.model_validate(service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if key is None:
+            return api.SessionInfo.model_validate(
+                service.create_dashboard(self.runtime, incognito=incognito, label=label))
+        if incognito:
+            raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
+        opened, created = service.open_by_key(self.runtime, key, label=label)
+        if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
+            raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
+                             "operator or with an agent credential")
+        return api.SessionInfo.model_validate({**opened, "created": created})
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
@@ -302,9 +338,8 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller)["results"]
-        kept = [hit for hit in found if (corpus == "all" or hit.get("origin") == corpus)
-                and (min_score is None or hit["score"] >= min_score)]
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
+        kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]
         return api.MemorySearchResult.model_validate({"results": kept})
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
@@ -360,6 +395,45 @@ class Engine:
 
         check.ident(item_id, "memory item id")
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
+
+    def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
+                       caller: str | None = None) -> api.MemoryChange:
+        """Correct a remembered line (the model's memory_edit): the new text passes the write
+        filters and supersedes the old line, which is kept as the trail; undoable (memory_undo).
+        A calling session corrects only lines it may see and owns."""
+        from .memory import corrections
+
+        return self._correction(lambda owner: corrections.edit(
+            self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), text, owner),
+            caller, item_id=item_id, old_text=old_text, text=text)
+
+    def memory_forget(self, item_id: str | None, *, old_text: str | None = None,
+                      caller: str | None = None) -> api.MemoryChange:
+        """Retire a remembered line (kept in its file, marked forgotten; undoable)."""
+        from .memory import corrections
+
+        return self._correction(lambda owner: corrections.forget(
+            self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), owner),
+            caller, item_id=item_id, old_text=old_text)
+
+    def memory_undo(self, item_id: str, *, caller: str | None = None) -> api.MemoryChange:
+        """Undo a memory_edit or memory_forget by the `undo` id it answered with."""
+        from .memory import corrections
+
+        check.ident(item_id, "memory item id")
+        return self._correction(lambda owner: corrections.undo(self.runtime, item_id, owner), caller)
+
+    def _correction(self, work: Any, caller: str | None, *, item_id: str | None = None,
+                    old_text: str | None = None, text: str | None = None) -> api.MemoryChange:
+        if item_id is not None:
+            check.ident(item_id, "memory item id")
+        if old_text is not None:
+            check.text(old_text, "memory old text")
+        if text is not None:
+            check.text(text, "memory text")
+        check.ident(caller, "caller", optional=True)
+        owner = self.runtime.caller_session(Caller(caller)).key if caller else None
+        return api.MemoryChange.model_validate(work(owner))
 
     def memory_sweep(self) -> api.SweepResult:
         from .memory import service as memory
@@ -438,9 +512,11 @@ class Engine:
         rt = self.runtime
         store = rt.read_store()  # status of an agent without a database must not create one
         sessions = store.list_sessions()
+        server = store.server_info()
         return api.EngineStatus(
             home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
-            database=getattr(store, "path", None) if rt.has_database() else None, storage="sqlite",
+            database=getattr(store, "path", None) if rt.has_database() else None, storage=server["storage"],
+            storage_version=server["storageVersion"], pgvector=server["pgvector"],
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
@@ -469,6 +545,25 @@ class Engine:
 
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+
+    # --- caller credentials (tokens) ---------------------------------------------------
+    def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
+                      sandboxed: bool = False) -> dict[str, Any]:
+        """A new token: its description and, under `token`, the secret (shown this once only)."""
+        from . import credentials  # noqa: PLC0415
+
+        record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
+        return {**credentials.describe(record), "token": secret}
+
+    def tokens_list(self) -> list[dict[str, Any]]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.listing(self.runtime)
+
+    def tokens_revoke(self, name: str) -> dict[str, Any]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.revoke(self.runtime, name)
 
     def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
         """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""
@@ -551,18 +646,21 @@ class Engine:
     # --- maintenance ----------------------------------------------------------------
     # --- import and export (G4) ----------------------------------------------------------
     def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
-                        config: str = "keep", progress: Any = None) -> dict[str, Any]:
+                        config: str = "keep", progress: Any = None, accept_models: bool = False) -> dict[str, Any]:
         """Import an OpenClaw state directory (sessions, transcripts, memory files, openclaw.json);
         `config`: keep (never replace an existing clawkeep.json5) | force (replace it, keeping a
-        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read."""
+        backup) | skip. `progress(total_bytes)` returns a callable advanced by bytes read.
+        `accept_models`: apply the archive's model providers, API-key variables and model choices
+        (by default they are only reported, under "models", with the command that applies them)."""
         check.path(path, "OpenClaw home")
         check.ident(agent, "agent id", optional=True)
         check.flag(dry_run, "dry run")
         check.choice(config, "config", ("keep", "force", "skip"))
+        check.flag(accept_models, "accept models")
         from .interop import service  # noqa: PLC0415 - only for this command
 
         return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
-                                       progress=progress).to_json()
+                                       progress=progress, accept_models=accept_models).to_json()
 
     def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
         """Import clawkeep JSONL exports (files or directories of them); importing twice changes nothing."""

@@ -33,6 +33,9 @@ MAX_FUTURE_MS = 24 * 3_600_000  # clock skew and time-zone mix-ups, not scheduli
 # small enough for SQLite (64-bit) and for arithmetic on milliseconds.
 MAX_INT = 2**53
 MAX_GET_LINES = 2000  # memory get --lines / lines=: here so the tool schemas state it too
+# results per search, here so the services, the tool schemas and the CLI state the same bound
+MAX_SESSIONS_SEARCH = 25
+MAX_MEMORY_SEARCH = 50
 
 _SHOW = 60  # characters of a bad value quoted in a message
 

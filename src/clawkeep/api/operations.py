@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError
-from ..validation import MAX_GET_LINES, MAX_INT, shown
+from ..validation import MAX_GET_LINES, MAX_INT, MAX_MEMORY_SEARCH, MAX_SESSIONS_SEARCH, shown
 from . import shapes
 from .shapes import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 
@@ -43,6 +43,9 @@ class MessageArgs(Args):
     at: str | StrictInt | None = Field(None, description="Time of the message (import, replay): ISO-8601 text or "
                                        "epoch ms.")
     session: str | None = Field(None, description="Deliver into this existing session instead of routing.")
+    record_only: StrictBool = Field(False, description="Record the message without answering it (another system "
+                                    "already answered: the OpenClaw plugin's capture); no model is called and "
+                                    "the memory steps run as in record mode.")
 
 
 _ROUTING_FIELDS = ("channel", "account", "sender", "chat_type", "group", "thread")
@@ -97,7 +100,7 @@ class SessionsTimelineArgs(Args):
 
 class SessionsSearchArgs(Args):
     query: str = Field(max_length=4096)
-    limit: int | None = Field(None, ge=1, le=25)
+    limit: int | None = Field(None, ge=1, le=MAX_SESSIONS_SEARCH)
 
 
 class SessionStatusArgs(Args):
@@ -125,11 +128,13 @@ class SessionsCreateArgs(Args):
     label: str | None = None
     coding: str | None = Field(None, description="Create the coding session agent:<id>:coding:<name> instead "
                                "(name: letters, digits, '.', '_', '-').")
+    key: str | None = Field(None, description="Open the session with this key, creating it if missing (another "
+                            "system's conversation, e.g. an OpenClaw session key, mapped as import maps it).")
 
 
 class MemorySearchArgs(Args):
     query: str = Field(max_length=4096, description="What to look for, in the user's words or key terms.")
-    max_results: int | None = Field(None, ge=1, le=50)
+    max_results: int | None = Field(None, ge=1, le=MAX_MEMORY_SEARCH)
     min_score: float | None = Field(None, ge=0, le=1, description="Drop hits scoring below this (0-1).")
     corpus: Literal["all", "memory", "sessions"] = Field(
         "all", description="memory: the Markdown memory files; sessions: indexed past conversations.")
@@ -147,6 +152,10 @@ class MemoryRememberArgs(Args):
                       "a dated plan expires after its day. Secrets and one-off requests are refused.")
 
 
+class MemoryIndexArgs(Args):
+    force: StrictBool = Field(False, description="Rebuild the whole index instead of catching up.")
+
+
 class MemoryRefusalsArgs(Args):
     days: int = Field(7, ge=1, le=30, description="Refusals of the last N days (the log keeps 30).")
 
@@ -160,6 +169,26 @@ class MemoryEditArgs(Args):
 
 class MemoryItemArgs(Args):
     item_id: str
+
+
+_ITEM_ID = "The line's id (from memory_remember)."
+_OLD_TEXT = "Or the line's current text, as memory_search showed it."
+
+
+class MemoryCorrectArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+    text: str = Field(max_length=2000, description="The corrected fact, one line. Secrets and one-off requests "
+                      "are refused.")
+
+
+class MemoryForgetArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+
+
+class MemoryUndoArgs(Args):
+    item_id: str = Field(description="The `undo` id memory_edit or memory_forget answered with.")
 
 
 class RecallArgs(Args):
@@ -314,9 +343,10 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
                   shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
-        Operation("sessions_create", "A new dashboard thread (incognito: never stored), or a named coding session.",
-                  SessionsCreateArgs, shapes.SessionInfo,
-                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding),
+        Operation("sessions_create", "A new dashboard thread (incognito: never stored), a named coding session, or "
+                  "the session of a key (opened, created if missing).", SessionsCreateArgs, shapes.SessionInfo,
+                  lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding, key=a.key,
+                                                    caller=c),
                   writes=True),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
@@ -333,10 +363,25 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.memory_items()),
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
-        Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
+        Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
+                  "superseded (memory_undo reverts). Your own lines only.",
+                  MemoryCorrectArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_correct(a.item_id, a.text, old_text=a.old_text, caller=c),
+                  tool=True, writes=True),
+        Operation("memory_forget", "Forget a remembered line that is no longer true or that the user wants gone "
+                  "(memory_undo reverts). Your own lines only.",
+                  MemoryForgetArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True),
+        Operation("memory_undo", "Undo a memory_edit or memory_forget by the `undo` id it answered with.",
+                  MemoryUndoArgs, shapes.MemoryChange, lambda e, a, c: e.memory_undo(a.item_id, caller=c),
+                  tool=True, writes=True),
+        Operation("memory_item_edit", "Replace a remembered item's text in place (the operator's edit).",
+                  MemoryEditArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+        Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
+                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True),
         Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,

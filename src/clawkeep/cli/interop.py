@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from ..errors import InputError
 from .. import validation as check
+from ..errors import InputError
 from ..validation import shown
 from .app import app, engine, err, out
 from .render import emit, table
@@ -57,6 +57,26 @@ def render_report(data: dict[str, Any]) -> None:
             out.print(table(config["unmapped"], ["key", "reason"], "openclaw.json keys with no clawkeep equivalent"))
     for note in data["notes"] + (config or {}).get("notes", []):
         out.print(f"note: {note}", highlight=False)
+    if data.get("models"):
+        render_models(data["models"])
+
+
+def render_models(models: dict[str, Any]) -> None:
+    """The archive's model settings: applied (--accept-models) or, by default, listed with the
+    command that applies them."""
+    state = "applied (--accept-models)" if models["applied"] else "found and NOT applied"
+    rows = [{"setting": f"provider {p['name']}", "value": f"{p['baseUrl']} ({p['api']})",
+             "key from": f"${p['apiKeyEnv']}" if p["apiKeyEnv"] else p["apiKey"] or "no key"}
+            for p in models["providers"]]
+    rows += [{"setting": c["key"], "value": str(c["value"]), "key from": ""} for c in models["choices"]]
+    rows += [{"setting": f"session {o['session']}", "value": o["model"], "key from": ""}
+             for o in models["sessionOverrides"]]
+    out.print(table(rows, ["setting", "value", "key from"], f"model settings of the archive: {state}"))
+    if not models["applied"]:
+        variables = ", ".join(models["keyVariables"]) or "none"
+        out.print(f"These would send prompts to the URLs above with the values of these environment variables as "
+                  f"API keys: {variables}. Review them; to apply them run:\n  {models['applyCommand']}",
+                  highlight=False, markup=False)
 
 
 def _finish(data: dict[str, Any], as_json: bool) -> None:
@@ -77,6 +97,9 @@ def import_openclaw(
     force_config: bool = typer.Option(False, "--force-config", help="Replace an existing clawkeep.json5 with the "
                                       "translated openclaw.json (the old file is kept as a backup)."),
     skip_config: bool = typer.Option(False, "--skip-config", help="Do not translate openclaw.json."),
+    accept_models: bool = typer.Option(False, "--accept-models", help="Apply the archive's model providers "
+                                       "(URLs, API-key variables), primary/fallback models and sessions' model "
+                                       "choices; without it they are listed, not applied."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Import sessions, transcripts, memory files and openclaw.json from an OpenClaw home."""
@@ -84,7 +107,7 @@ def import_openclaw(
         raise InputError("--force-config and --skip-config exclude each other")
     eng = engine(ctx)
     with progress_bar("importing", as_json) as bar:
-        data = eng.import_openclaw(path, agent=agent, dry_run=dry_run, progress=bar,
+        data = eng.import_openclaw(path, agent=agent, dry_run=dry_run, progress=bar, accept_models=accept_models,
                                    config="force" if force_config else "skip" if skip_config else "keep")
     _finish(data, as_json)
 

@@ -19,6 +19,7 @@ from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mc
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
+from . import tokens as _tokens_commands  # noqa: F401 - registers `clawkeep tokens …`
 from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
 from .render import as_json_data, emit, table  # noqa: F401
 
@@ -38,6 +39,7 @@ def message(
     message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
     at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601 or epoch ms."),
     session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
+    record_only: bool = typer.Option(False, "--record-only", help="Store it without answering (no model call)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send one inbound message through the router and the turn pipeline."""
@@ -55,6 +57,7 @@ def message(
             message_id=message_id,
             at=at,
             session=session,
+            record_only=record_only,
         )
         .to_json()
     )

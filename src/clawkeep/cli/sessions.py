@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import typer
 
 from .. import validation as check
 from ..api import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
+from ..api import operations as ops
 from .app import engine, err, out, sessions_app
 from .render import emit, table
 
@@ -24,11 +26,9 @@ def sessions_list(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Sessions visible to the caller."""
-    from ..routing.keys import KINDS  # noqa: PLC0415
-
     # checked here too, so the messages name the flags (the Engine names its parameters: active_minutes)
     if kind is not None:
-        check.choice(kind, "--kind", KINDS)
+        check.choice(kind, "--kind", typing.get_args(ops.SessionKind))
     check.integer(active, "--active", 0, check.MAX_INT)
     rows = engine(ctx).sessions_list(
         kind=kind, label=label, active_minutes=active, search_text=search, preview=preview, caller=caller
@@ -95,9 +95,8 @@ def sessions_search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Full-text search over user and assistant messages."""
-    from ..sessions.search import MAX_LIMIT  # noqa: PLC0415
-
-    check.integer(limit, "--limit", 1, MAX_LIMIT)  # here, so the message names the flag, not the Engine's `limit`
+    # here, so the message names the flag, not the Engine's `limit`
+    check.integer(limit, "--limit", 1, check.MAX_SESSIONS_SEARCH)
     data = engine(ctx).sessions_search(query, limit=limit, caller=caller)
     emit(
         data,
@@ -156,13 +155,15 @@ def sessions_create(
     label: str | None = typer.Option(None, "--label"),
     coding: str | None = typer.Option(None, "--coding", metavar="NAME",
                                       help="A coding session agent:<id>:coding:NAME instead (letters, digits, . _ -)."),
+    key: str | None = typer.Option(None, "--key", help="Open the session with this key (created if missing)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """A new dashboard thread, or (--coding NAME) a coding session."""
+    """A new dashboard thread, (--coding NAME) a coding session, or (--key KEY) the session of that key."""
     emit(
-        engine(ctx).sessions_create(incognito=incognito, label=label, coding=coding),
+        engine(ctx).sessions_create(incognito=incognito, label=label, coding=coding, key=key),
         as_json,
-        lambda d: out.print(f"created {d['key']} [dim]{d['sessionId']}[/dim]", highlight=False),
+        lambda d: out.print(f"{'opened' if d.get('created') is False else 'created'} {d['key']} "
+                            f"[dim]{d['sessionId']}[/dim]", highlight=False),
     )
 
 

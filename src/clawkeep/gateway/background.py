@@ -30,9 +30,7 @@ def warm_up(engine: Engine, *, watch: bool) -> dict[str, Any]:
     engine.memory_warm()
     if watch:
         engine.memory_watch()
-    from ..recall.detector import classify  # noqa: PLC0415 - compiles the rules now, not on the first turn
-
-    classify("what did we decide?")
+    engine.classify("what did we decide?")  # compiles the detector's rules now, not on the first turn
     frozen = freeze_start_up()
     return {"indexed": len(report.get("indexed", [])), "chunks": report.get("chunks"), "watching": watch,
             "frozenObjects": frozen}

@@ -8,8 +8,8 @@ import logging
 import sys
 import time
 
+from ..engine import Engine
 from ..events import TurnCompleted
-from ..runtime import Runtime
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
@@ -36,7 +36,7 @@ def configure(level: str = "info") -> None:
         logging.getLogger(name).propagate = False
 
 
-def log_turns(rt: Runtime) -> None:
+def log_turns(engine: Engine) -> None:
     """A line per turn: session key, turn id (the user message's id), mode, latency, recall."""
     log = logging.getLogger("clawkeep.turns")
 
@@ -45,4 +45,4 @@ def log_turns(rt: Runtime) -> None:
                                 "mode": event.mode, "elapsedMs": event.elapsed_ms, "recall": event.recall_status,
                                 "toolCalls": event.tool_calls, "compacted": event.compacted or None})
 
-    rt.events.subscribe(TurnCompleted, on_turn)
+    engine.subscribe(TurnCompleted, on_turn)

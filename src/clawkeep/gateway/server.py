@@ -24,7 +24,6 @@ from pydantic import ValidationError
 from ..config.gateway import TOKEN_ENV, GatewayConfig, is_loopback
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
-from ..storage import check_storage
 from . import limits, logs
 from .app import Gateway
 
@@ -119,11 +118,11 @@ def serve(engine: Engine, *, host: str | None = None, port: int | None = None,
     settings = effective_settings(engine, host, port)
     # the storage answers before the gateway says it is up: an unreachable server exits 1, a
     # refused login or a missing database exits 2, as every CLI command does
-    check_storage(engine.config.storage)
+    engine.check_storage()
     logs.configure(log_level)
     listener = _listen(settings.bind, settings.port)
     try:
-        logs.log_turns(engine.runtime)
+        logs.log_turns(engine)
         app = Gateway(engine, settings).app()
         server = _Server(uvicorn_config(app, settings))
         # the URL stays the line's last word (scripts and tests read it); the home says where data goes

@@ -18,16 +18,18 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from fastapi.responses import StreamingResponse
 
 from ..engine import Engine
 from ..errors import ClawkeepError
-from ..turns import TurnEvent
 from .calls import InFlight
 from .errors import error_body, error_response, http_message
+
+if TYPE_CHECKING:  # the type only: the events come from Engine.message_stream
+    from ..turns import TurnEvent
 
 TERMINAL = ("result", "error")
 

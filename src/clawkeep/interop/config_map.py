@@ -20,6 +20,7 @@ import json5
 from pydantic import ValidationError
 
 from ..config.model import Config, _describe_error, _unknown_keys
+from ..config.providers import BUILTIN_PROVIDERS
 from ..errors import InputError
 
 # (OpenClaw path, clawkeep path): a prefix rewrite, applied in order
@@ -95,10 +96,27 @@ NOT_CARRIED = {
     "agents.defaults.workspace": "clawkeep keeps its own workspace (<home>/workspace); OpenClaw's memory files were "
                                  "merged into it, and pointing clawkeep at OpenClaw's would let both write the "
                                  "same files",
+    "storage": "where clawkeep keeps its data is chosen here, never by an imported file (an archive could name "
+               "a database of its own): set storage.url yourself",
     "gateway": "OpenClaw's gateway (its WebSocket protocol, channels, auth) is not clawkeep's HTTP gateway; "
                "clawkeep's listens on 18790 so both can run side by side: set gateway.port / gateway.auth.token "
                "yourself if you want others",
 }
+# Keys that choose where prompts (and memory text) are sent and with which credential: an imported
+# file applies them only with --accept-models; otherwise they are reported with the command that does.
+MODEL_KEYS = (
+    "models",
+    "agents.defaults.model",
+    "agents.defaults.compaction.model",
+    "agents.defaults.compaction.memoryFlush.model",
+    "agents.defaults.memorySearch.provider",
+    "agents.defaults.memorySearch.model",
+    "agents.defaults.memorySearch.remote",
+    "plugins.entries.active-memory.config.model",
+    "plugins.entries.active-memory.config.modelFallback",
+    "plugins.entries.memory-core.config.dreaming.model",
+)
+_SECRET_WORDS = ("key", "token", "secret", "password")
 DEFAULT_REASON = "no clawkeep equivalent (an OpenClaw runtime setting outside sessions and memory)"
 TARGET_SUFFIX = ".openclaw-import.json5"
 
@@ -213,8 +231,58 @@ def _models_by_id(data: dict[str, Any]) -> None:
             provider["models"] = {m["id"]: {k: v for k, v in m.items() if k != "id"} for m in models}
 
 
-def render(data: dict[str, Any], unmapped: list[dict[str, str]], source: str) -> str:
+def without_models(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The translation minus MODEL_KEYS, and the keys taken out."""
+    kept = copy.deepcopy(data)
+    return kept, [key for key in MODEL_KEYS if _pop(kept, key.split(".")) is not None]
+
+
+def model_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """What the translation's MODEL_KEYS would make live: providers (URL, API, where the key comes
+    from: a literal key is never shown), the environment variables whose values would be sent as
+    API keys, and the model choices."""
+    providers, variables = [], []
+    for name, entry in sorted((_get(data, ["models", "providers"]) or {}).items()):
+        entry = entry if isinstance(entry, dict) else {}
+        builtin = BUILTIN_PROVIDERS.get(name, {})
+        variable = None if entry.get("apiKey") else entry.get("apiKeyEnv") or builtin.get("apiKeyEnv")
+        providers.append({"name": name, "baseUrl": entry.get("baseUrl") or builtin.get("baseUrl"),
+                          "api": entry.get("api") or builtin.get("api"), "apiKeyEnv": variable,
+                          "apiKey": "set in the file (not shown)" if entry.get("apiKey") else None,
+                          "headers": sorted(entry.get("headers") or {}),
+                          "models": sorted(entry.get("models") or {})})
+        if variable:
+            variables.append(variable)
+    remote = _get(data, "agents.defaults.memorySearch.remote".split(".")) or {}
+    variables += [value for key, value in remote.items() if key.endswith("Env") and isinstance(value, str)]
+    choices = []
+    for key in MODEL_KEYS[1:]:
+        value = _get(data, key.split("."))
+        if value is not None:
+            choices.append({"key": key, "value": _safe_value(value)})
+    return {"providers": providers, "keyVariables": sorted(set(variables)), "choices": choices}
+
+
+def _safe_value(value: Any) -> Any:
+    """A model choice as a report shows it: credentials in it are not shown, headers by name only."""
+    if not isinstance(value, dict):
+        return value
+    shown: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "headers" and isinstance(item, dict):
+            shown[key] = sorted(item)
+        elif any(word in key.lower() for word in _SECRET_WORDS) and not key.endswith("Env"):
+            shown[key] = "set (not shown)"
+        else:
+            shown[key] = item
+    return shown
+
+
+def render(data: dict[str, Any], unmapped: list[dict[str, str]], source: str, held: list[str] | None = None) -> str:
     lines = [f"// Translated from {source} by `clawkeep import openclaw`."]
+    if held:
+        lines.append("// Model settings of that file held back (import again with --accept-models to apply them):")
+        lines += [f"//   {key}" for key in held]
     if unmapped:
         lines.append("// Keys of that file with no clawkeep equivalent (left out):")
         lines += [f"//   {item['key']}: {item['reason']}" for item in unmapped]
@@ -222,15 +290,18 @@ def render(data: dict[str, Any], unmapped: list[dict[str, str]], source: str) ->
                                                  ensure_ascii=False) + "\n"
 
 
-def write_config(text: str, target: Path, *, mode: str, dry_run: bool) -> dict[str, Any]:
-    """keep: an existing file is never replaced (the translation goes beside it); force: the
-    existing file is backed up (`<name>.bak-<time>`) and replaced."""
+def write_config(text: str, target: Path, *, mode: str, dry_run: bool, ours: str | None = None) -> dict[str, Any]:
+    """keep: an existing file is never replaced (the translation goes beside it) unless it holds
+    exactly `ours` (what an earlier import wrote, unedited since); force: the existing file is
+    backed up (`<name>.bak-<time>`) and replaced."""
     if dry_run:
         return {"written": None, "action": "dry run: nothing written"}
     beside = target.with_name(target.name.removesuffix(".json5") + TARGET_SUFFIX)
     for existing in (target,) if mode == "force" else (target, beside):
         if existing.is_file() and existing.read_text(encoding="utf-8", errors="replace") == text:
             return {"written": None, "action": f"unchanged: {existing} already holds this translation"}
+    if ours is not None and target.is_file() and target.read_text(encoding="utf-8", errors="replace") == ours:
+        mode = "force"  # the file an earlier import wrote, unedited: replacing it loses nothing (a backup is kept)
     if target.exists() and mode != "force":
         beside.write_text(text, encoding="utf-8")
         return {"written": str(beside), "action": f"{target} exists and was kept; the translation is in {beside} "

@@ -24,7 +24,7 @@ from typing import Any
 from .. import validation as check
 from ..errors import InputError
 from ..redact import redact_secrets
-from ..routing.keys import escape_segment, is_session_id, new_session_id, parse_key
+from ..routing.keys import foreign_key, is_session_id, new_session_id, parse_key
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -37,36 +37,6 @@ Progress = Callable[[int], None]  # bytes read since the last call
 _ID_NAMESPACE = uuid.UUID("5b1c1a4e-6f0e-4c53-9f3a-0c1a2f6e8d11")
 MAX_ENTRY_FIELD_CHARS = 2048  # a session-entry field bigger than this (a prompt snapshot) is not kept
 MAX_ID_CHARS = 200
-
-
-# --- keys ---------------------------------------------------------------------------------
-def map_key(key: str, agent_id: str) -> tuple[str, str | None]:
-    """OpenClaw's key as a clawkeep key, and why it changed (None: it did not)."""
-    text = (key or "").strip()
-    parts = text.split(":")
-    if len(parts) >= 3 and parts[0] == "agent":
-        rest = ["thread" if p == "topic" and 0 < i < len(parts[2:]) - 1 else p for i, p in enumerate(parts[2:])]
-        why = "a Telegram topic (`:topic:<id>`) is a clawkeep thread (`:thread:<id>`)" if rest != parts[2:] else None
-        if parts[1].lower() != agent_id:
-            why = "key of another agent id than the agent directory: imported into the directory's agent"
-    elif len(parts) >= 2 and parts[0] in ("cron", "hook"):
-        rest, why = [parts[0], *parts[1:]], "clawkeep keys start with agent:<id>: (cron and hook keys too)"
-    else:
-        rest, why = [text], "clawkeep keys start with agent:<id>:"
-    rest = [p.lower() if _plain(p.lower()) else escape_segment(p.lower()) for p in rest if p] or ["main"]
-    mapped = ":".join(["agent", agent_id, *rest])
-    try:
-        parse_key(mapped)
-    except InputError:
-        mapped = f"agent:{agent_id}:{escape_segment(text.lower()) or 'main'}"
-        why = "key segments escaped to clawkeep's key alphabet"
-    if mapped != text and why is None:
-        why = "key segments escaped to clawkeep's key alphabet"
-    return mapped, why if mapped != text else None
-
-
-def _plain(segment: str) -> bool:
-    return bool(segment) and escape_segment(segment) == segment
 
 
 def _client_id(event: dict[str, Any], ordinal: int) -> str:
@@ -133,6 +103,7 @@ class SessionImport:
     report: ImportReport
     dry_run: bool
     new_session: bool
+    accept_models: bool = False  # apply OpenClaw's model override of the session (else it is only reported)
     written: int = 0
     stats: dict[str, int] = field(default_factory=lambda: {"messages": 0, "resets": 0, "compactions": 0})
     last_user_at: int | None = None
@@ -204,9 +175,9 @@ class SessionImport:
 
 
 def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: ImportReport, *,
-                   dry_run: bool, progress: Progress) -> None:
+                   dry_run: bool, progress: Progress, accept_models: bool = False) -> None:
     """One OpenClaw key, all or nothing."""
-    key, why = map_key(src.key, store.agent_id)
+    key, why = foreign_key(src.key, store.agent_id)
     if why:
         report.renamed_keys.setdefault(why, Tally()).add(f"{src.key} → {key}", src.transcripts[0].where
                                                              if src.transcripts else None)
@@ -220,7 +191,7 @@ def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: I
         return
     scans = [scan(t, progress) for t in src.transcripts]  # InputError here: nothing was written
     session, new = _target_session(rt, store, src, key, report)
-    job = SessionImport(rt, store, session, report, dry_run, new)
+    job = SessionImport(rt, store, session, report, dry_run, new, accept_models)
     job.base = (session.meta.get("activeTokens", 0), session.meta.get("activeBytes", 0))
     with store.transaction():
         if new and not dry_run:
@@ -229,7 +200,31 @@ def import_session(rt: Runtime, store: AgentStore, src: SourceSession, report: I
             _write_transcript(job, source, scanned, first=index == 0, progress=progress)
         if job.written and not dry_run:
             _finish_session(job, src)
+        elif accept_models and not dry_run:
+            _accept_override(job, src)
+    override = model_override(src.entry)
+    if override:
+        report.model_overrides.append({"session": key, "model": override, "applied": accept_models and not dry_run})
     report.sessions["imported" if new and job.written else "updated" if job.written else "unchanged"] += 1
+
+
+def model_override(entry: dict[str, Any]) -> str | None:
+    """OpenClaw's per-session model choice (`providerOverride` / `modelOverride`) as provider/model."""
+    model = entry.get("modelOverride")
+    if not isinstance(model, str) or not model.strip():
+        return None
+    provider = entry.get("providerOverride")
+    return f"{provider}/{model}" if isinstance(provider, str) and provider.strip() else model
+
+
+def _accept_override(job: SessionImport, src: SourceSession) -> None:
+    """A session imported earlier without --accept-models gets its model override now (unless
+    one was chosen here since)."""
+    override = model_override(src.entry)
+    session = job.store.get_session(job.session.session_id)
+    if override and session is not None and not session.meta.get("modelOverride"):
+        session.meta["modelOverride"] = override
+        job.store.update_session(session)
 
 
 def _target_session(rt: Runtime, store: AgentStore, src: SourceSession, key: str,
@@ -336,8 +331,8 @@ def _finish_session(job: SessionImport, src: SourceSession) -> None:
     if job.last_boundary_at:
         session.session_started_at = max(session.session_started_at, job.last_boundary_at)
     session.model = job.model or session.model
-    override = "/".join(str(p) for p in (src.entry.get("providerOverride"), src.entry.get("modelOverride")) if p)
-    if src.entry.get("modelOverride") and override:
+    override = model_override(src.entry)
+    if override and job.accept_models:  # an archive's model choice is live only when the operator says so
         session.meta["modelOverride"] = override
     session.meta["openclaw"] = {**session.meta.get("openclaw", {}),
                                 "sessionIds": sorted({*session.meta.get("openclaw", {}).get("sessionIds", []),
@@ -357,15 +352,22 @@ def iter_sizes(sessions: list[SourceSession]) -> Iterator[int]:
 
 
 def import_agent_sessions(rt: Runtime, store: AgentStore, sessions: list[SourceSession], report: ImportReport, *,
-                          dry_run: bool, progress: Progress) -> None:
+                          dry_run: bool, progress: Progress, accept_models: bool = False) -> None:
     """Each key in its own transaction; a key that fails is reported and the others go on."""
     for src in sessions:
         try:
-            import_session(rt, store, src, report, dry_run=dry_run, progress=progress)
+            import_session(rt, store, src, report, dry_run=dry_run, progress=progress, accept_models=accept_models)
         except InputError as exc:
-            report.sessions["failed"] += 1
-            report.error(src.key, f"{exc} — nothing of this session was imported")
-            progress(sum(t.size for t in src.transcripts) * 2)
+            _failed(report, src, str(exc), progress)
+        except (ValueError, TypeError, RecursionError) as exc:  # an event our checks missed: still only this key
+            _failed(report, src, f"an event could not be imported ({type(exc).__name__}: {str(exc)[:200]})",
+                    progress)
+
+
+def _failed(report: ImportReport, src: SourceSession, why: str, progress: Progress) -> None:
+    report.sessions["failed"] += 1
+    report.error(src.key, f"{why} — nothing of this session was imported")
+    progress(sum(t.size for t in src.transcripts) * 2)
 
 
 def source_path(path: Path) -> str:

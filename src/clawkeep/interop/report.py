@@ -45,6 +45,8 @@ class ImportReport:
     renamed_keys: dict[str, Tally] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
     config: dict[str, Any] | None = None
+    model_overrides: list[dict[str, Any]] = field(default_factory=list)  # sessions' own model choices
+    models: dict[str, Any] | None = None  # the model settings found, whether applied, how to apply them
 
     def count_entry(self, kind: str, n: int = 1) -> None:
         self.entries[kind] = self.entries.get(kind, 0) + n
@@ -74,4 +76,6 @@ class ImportReport:
         }
         if self.config is not None:
             data["config"] = self.config
+        if self.models is not None:
+            data["models"] = self.models
         return data

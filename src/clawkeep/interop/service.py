@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -37,19 +38,57 @@ def _paths_checked(function: Callable[..., Any]) -> Callable[..., Any]:
 
 @_paths_checked
 def import_openclaw(rt: Runtime, path: Path, *, agent: str | None, dry_run: bool, config: str,
-                    progress: ProgressFactory | None) -> ImportReport:
+                    progress: ProgressFactory | None, accept_models: bool = False) -> ImportReport:
+    """Model providers, API-key variables and model choices of the archive are applied only with
+    `accept_models`; otherwise the report lists them with the command that applies them."""
     def translate(openclaw: dict[str, Any], report: ImportReport) -> None:
         data, mapped, unmapped, notes = config_map.translate(openclaw)
         source = str(Path(path).expanduser() / "openclaw.json")
+        held_data, held = config_map.without_models(data)
+        ours = config_map.render(held_data, unmapped, source, held) if held else None
+        written = data if accept_models else held_data
         outcome: dict[str, Any] = {"action": "not written (--config skip)", "written": None}
         if config != "skip":
             target = rt.config_path or rt.home / CONFIG_FILE
-            outcome = config_map.write_config(config_map.render(data, unmapped, source), target, mode=config,
-                                              dry_run=dry_run)
+            text = ours if ours is not None and not accept_models else config_map.render(data, unmapped, source)
+            # with --accept-models, the file a plain import wrote (unedited) is replaced, not put beside
+            outcome = config_map.write_config(text, target, mode=config, dry_run=dry_run,
+                                              ours=ours if accept_models else None)
         report.config = {"source": source, **outcome, "renamed": mapped, "unmapped": unmapped, "notes": notes,
-                         "keys": sorted(_leaves(data))}
+                         "keys": sorted(_leaves(written)), "heldBack": [] if accept_models else held}
+        if held:
+            report.models = config_map.model_settings(data)
 
-    return _import_openclaw(rt, path, agent=agent, dry_run=dry_run, progress=progress, translate=translate)
+    report = _import_openclaw(rt, path, agent=agent, dry_run=dry_run, progress=progress, translate=translate,
+                              accept_models=accept_models)
+    _describe_models(rt, report, path, agent=agent, accept_models=accept_models)
+    return report
+
+
+def _describe_models(rt: Runtime, report: ImportReport, path: Path, *, agent: str | None,
+                     accept_models: bool) -> None:
+    """report.models: the model settings found (config and sessions' own choices), whether they
+    were applied, and if not the exact command that applies them."""
+    if not (report.models or report.model_overrides):
+        return
+    applied = accept_models and not report.dry_run  # with --skip-config: the sessions' choices only
+    found = {**(report.models or {"providers": [], "keyVariables": [], "choices": []}),
+             "sessionOverrides": report.model_overrides, "applied": applied}
+    if not applied:
+        found["applyCommand"] = apply_command(rt, path, agent)
+    report.models = found
+
+
+def apply_command(rt: Runtime, path: Path, agent: str | None) -> str:
+    """`clawkeep … import openclaw DIR --accept-models`: importing again writes no session twice and
+    replaces the config an earlier import wrote (unless it was edited since: see the report)."""
+    words = ["clawkeep", "--home", str(rt.home)]
+    if rt.config_path is not None and rt.config_path != rt.home / CONFIG_FILE:
+        words += ["--config", str(rt.config_path)]
+    words += ["import", "openclaw", str(Path(path).expanduser().resolve())]
+    if agent is not None:
+        words += ["--agent", agent]
+    return shlex.join([*words, "--accept-models"])
 
 
 def _leaves(data: Any, prefix: str = "") -> list[str]:

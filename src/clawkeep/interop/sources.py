@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +19,18 @@ from typing import Any
 import json5
 
 from ..errors import InputError
-from ..storage.sqlite.openclaw import OpenClawDatabase
+from ..storage.sqlite.openclaw import DatabaseError, OpenClawDatabase
 from .events import parse_time
 
 AGENT_DB = Path("agent") / "openclaw-agent.sqlite"
 SESSIONS_DIR = "sessions"
 STORE_FILE = "sessions.json"
 CONFIG_FILE = "openclaw.json"
-MAX_LINE_BYTES = 64 * 1024 * 1024  # one event; OpenClaw itself keeps an event under 4 MiB
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one event (a JSONL line or a decompressed one); OpenClaw keeps one under 4 MiB
+MAX_CONFIG_DEPTH = 64  # nesting of openclaw.json / sessions.json; OpenClaw's own files stay under 10
+_UNPACK_CHUNK = 1024 * 1024  # a compressed event is decompressed this much at a time, up to MAX_LINE_BYTES
+# a `\ud800`-`\udfff` escape: the only way a lone surrogate (not Unicode text) gets into a parsed line
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # The per-agent schema versions this reader was checked against (OpenClaw 2026.9.x writes 23).
 SUPPORTED_AGENT_SCHEMAS = (23,)
 _REQUIRED_COLUMNS = {
@@ -77,8 +80,10 @@ class SourceSession:
 class SourceAgent:
     agent_id: str
     directory: Path
+    home: Path  # the import directory: nothing leading out of it is read
     sessions: list[SourceSession] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # (kind, path)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path, why): reported as errors
 
 
 # --- the home ------------------------------------------------------------------------------
@@ -88,40 +93,113 @@ def check_home(path: Path) -> None:
         raise InputError(f"{path} does not exist; give an OpenClaw state directory (default ~/.openclaw)")
     if not path.is_dir():
         raise InputError(f"{path} is not a directory; give an OpenClaw state directory (default ~/.openclaw)")
-    if (path / CONFIG_FILE).is_file() or agent_dirs(path):
+    if (path / CONFIG_FILE).is_file() or agent_dirs(path) or linked_agent_dirs(path):
         return
+    if (path / "agents").is_symlink() and leads_out(path / "agents", path):
+        raise InputError(f"{path / 'agents'} is a symbolic link to {os.path.realpath(path / 'agents')}, outside the "
+                         "import directory: not followed; import the directory it points to, or copy it in")
     raise InputError(
         f"{path} is not an OpenClaw home: it has none of {CONFIG_FILE}, agents/<id>/{AGENT_DB.as_posix()} or "
         f"agents/<id>/{SESSIONS_DIR}/{STORE_FILE}; give the directory OpenClaw keeps its state in "
         "(default ~/.openclaw, or $OPENCLAW_STATE_DIR)")
 
 
-def agent_dirs(home: Path) -> list[Path]:
+def leads_out(path: Path, home: Path) -> bool:
+    """True when `path` is (or passes through) a symbolic link leading out of the import
+    directory `home`: such a path is refused by name, never read."""
+    try:
+        return not path.resolve().is_relative_to(home.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return True
+
+
+def _agents_root(home: Path) -> Path | None:
     root = home / "agents"
-    if not root.is_dir():
+    return root if root.is_dir() and not leads_out(root, home) else None
+
+
+def agent_dirs(home: Path) -> list[Path]:
+    """The agent directories to import: real directories only (a linked one is refused, see
+    `linked_agent_dirs`)."""
+    root = _agents_root(home)
+    if root is None:
         return []
     found = []
     for child in sorted(root.iterdir()):
-        if child.is_dir() and ((child / AGENT_DB).is_file() or (child / SESSIONS_DIR / STORE_FILE).is_file()
-                               or any((child / SESSIONS_DIR).glob("*.jsonl*"))):
+        if child.is_symlink() or not child.is_dir():
+            continue
+        if ((child / AGENT_DB).is_file() or (child / SESSIONS_DIR / STORE_FILE).is_file()
+                or any((child / SESSIONS_DIR).glob("*.jsonl*"))):
             found.append(child)
     return found
 
 
+def linked_agent_dirs(home: Path) -> list[Path]:
+    """Entries of `agents/` that are symbolic links: never followed (an archive could point one
+    anywhere on this machine)."""
+    root = _agents_root(home)
+    return sorted(child for child in root.iterdir() if child.is_symlink()) if root is not None else []
+
+
+def refused_links(home: Path) -> list[tuple[str, str]]:
+    """(path, why) for the top-level entries of the import directory that lead out of it."""
+    refused = [(str(home / name), f"a symbolic link to {os.path.realpath(home / name)}, outside the import "
+                                  "directory: not followed")
+               for name in ("agents", CONFIG_FILE) if (home / name).is_symlink() and leads_out(home / name, home)]
+    refused += [(str(link), f"agent directory is a symbolic link (to {os.path.realpath(link)}): agent directories "
+                            "are never followed; copy the directory into the import directory to import it")
+                for link in linked_agent_dirs(home)]
+    return refused
+
+
 def load_openclaw_config(home: Path) -> dict[str, Any] | None:
     path = home / CONFIG_FILE
-    return load_object(path, json5.loads, "JSON5 object") if path.is_file() else None
+    if not path.is_file() or leads_out(path, home):
+        return None
+    return load_object(path, json5.loads, "JSON5 object")
 
 
 def load_object(path: Path, parse: Callable[[str], Any], what: str) -> dict[str, Any]:
-    """A whole small file holding one JSON(5) object."""
+    """A whole small file holding one JSON(5) object, nested at most MAX_CONFIG_DEPTH levels."""
     try:
         data = parse(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a valid {what}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a {what} of OpenClaw's (allowed: at most "
+                         f"{MAX_CONFIG_DEPTH} levels)") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: must hold a {what}, not {type(data).__name__}")
+    if nesting(data) > MAX_CONFIG_DEPTH:
+        raise InputError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep; allowed: at most "
+                         f"{MAX_CONFIG_DEPTH} (OpenClaw's own files stay under 10)")
+    if has_lone_surrogate(data):
+        raise InputError(f"{path}: holds a lone surrogate escape (such as \\ud800), which is not Unicode text")
     return data
+
+
+def nesting(value: Any) -> int:
+    """How deep objects and arrays nest (counted without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 # --- JSONL, streamed -----------------------------------------------------------------------
@@ -166,8 +244,13 @@ def parse_line(raw: bytes, where: str, *, last: bool = False) -> dict[str, Any]:
     except ValueError as exc:
         hint = " (the file ends in the middle of this line: a truncated write?)" if last else ""
         raise InputError(f"{where}: not a JSON line{hint}: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply to be an OpenClaw event") from None
     if not isinstance(value, dict):
         raise InputError(f"{where}: a transcript line must be a JSON object, found {type(value).__name__}")
+    if _SURROGATE_ESCAPE.search(raw) and has_lone_surrogate(value):
+        raise InputError(f"{where}: holds a lone surrogate escape (such as \\ud800), which is not Unicode text "
+                         "and cannot be stored; OpenClaw writes valid UTF-8")
     return value
 
 
@@ -187,9 +270,20 @@ def legacy_sessions(agent: SourceAgent, known_keys: set[str]) -> None:
     directory = agent.directory / SESSIONS_DIR
     if not directory.is_dir():
         return
+    if leads_out(directory, agent.home):
+        agent.refused.append((str(directory), f"a symbolic link to {os.path.realpath(directory)}, outside the "
+                                              "import directory: not followed"))
+        return
+    files = []
+    for path in sorted(directory.iterdir()):
+        if path.is_symlink() and leads_out(path, agent.home):
+            agent.refused.append((str(path), f"a symbolic link to {os.path.realpath(path)}, outside the import "
+                                             "directory: not followed"))
+        elif path.is_file():
+            files.append(path.name)
     store_path = directory / STORE_FILE
-    store = load_object(store_path, json.loads, "JSON object of session key → entry") if store_path.is_file() else {}
-    files = sorted(p.name for p in directory.iterdir() if p.is_file())
+    store = (load_object(store_path, json.loads, "JSON object of session key → entry") if STORE_FILE in files
+             else {})
     rotations: dict[str, list[tuple[int, str]]] = {}
     plain: list[str] = []
     for name in files:
@@ -220,22 +314,24 @@ def legacy_sessions(agent: SourceAgent, known_keys: set[str]) -> None:
         if not base.endswith(".jsonl"):
             base = f"{entry['sessionId']}.jsonl"
         claimed.add(base)
-        transcripts = _file_chain(directory, base, entry["sessionId"], rotations.get(base, []))
+        transcripts = _file_chain(directory, base, entry["sessionId"], rotations.get(base, []), base in plain)
         agent.sessions.append(SourceSession(key, entry, transcripts, "legacy"))
     for base in sorted({*plain, *rotations} - claimed):
         header = _header_of(directory / (base if base in plain else rotations[base][0][1])) or {}
         session_id = str(header.get("id") or base.removesuffix(".jsonl"))
-        transcripts = _file_chain(directory, base, session_id, rotations.get(base, []))
+        transcripts = _file_chain(directory, base, session_id, rotations.get(base, []), base in plain)
         key = f"agent:{agent.agent_id}:openclaw-orphan:{base.removesuffix('.jsonl').lower()}"
         agent.sessions.append(SourceSession(key, {"sessionId": session_id, "orphan": True}, transcripts, "legacy"))
 
 
-def _file_chain(directory: Path, base: str, session_id: str,
-                rotations: list[tuple[int, str]]) -> list[Transcript]:
+def _file_chain(directory: Path, base: str, session_id: str, rotations: list[tuple[int, str]],
+                current: bool) -> list[Transcript]:
+    """The rotations of `base`, oldest first, then `base` itself when `current` (listed as a
+    regular file of the directory: never a link out of the import directory)."""
     chain = []
     for index, (stamp, name) in enumerate(sorted(rotations)):
         chain.append(_file_transcript(directory / name, session_id, "reset" if index else None, stamp))
-    if (directory / base).is_file():
+    if current:
         chain.append(_file_transcript(directory / base, session_id, "reset" if chain else None, None))
     return chain
 
@@ -254,7 +350,7 @@ def open_database(path: Path) -> OpenClawDatabase:
         db = OpenClawDatabase(path)
         version, tables = db.user_version(), db.tables()
         meta = db.schema_meta() if "schema_meta" in tables else None
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         raise InputError(f"{path}: not a readable SQLite database ({exc})") from None
     try:
         if meta is None or meta[0] != "agent":
@@ -286,7 +382,7 @@ def sqlite_sessions(agent: SourceAgent, path: Path) -> None:
             windows: dict[str, list[tuple[str, str | None, int]]] = {}
             for sid, key, reason, created in db.windows():
                 windows.setdefault(key, []).append((sid, reason, created))
-        except sqlite3.DatabaseError as exc:
+        except DatabaseError as exc:
             raise InputError(f"{path}: cannot be read ({exc})") from None
     for key, current, entry_json in nodes:
         try:
@@ -318,27 +414,55 @@ def _db_reader(path: Path, session_id: str) -> Callable[[], Iterator[tuple[str, 
                     event = parse_line(raw, where)
                     event.setdefault("timestamp", created)
                     yield where, event, len(raw)
-            except sqlite3.DatabaseError as exc:
+            except DatabaseError as exc:
                 raise InputError(f"{path}: cannot be read ({exc})") from None
 
     return read
 
 
 def _unpack(packed: bytes | None, size: int | None, where: str) -> bytes:
+    """A zstd-compressed event, decompressed a chunk at a time and refused as soon as it passes
+    MAX_LINE_BYTES (the JSONL path's cap): what a frame or the row declares is never allocated."""
     if packed is None:
         raise InputError(f"{where}: event has neither JSON nor a compressed body")
     import zstandard  # noqa: PLC0415
 
+    cap = MAX_LINE_BYTES // (1024 * 1024)
+    declared = max(int(size or 0), _frame_size(packed))
+    if declared > MAX_LINE_BYTES:
+        raise InputError(f"{where}: compressed event declares {declared} bytes; an event may be at most {cap} MiB "
+                         "(OpenClaw keeps one under 4 MiB): not decompressed")
+    chunks, total = [], 0
     try:
-        return zstandard.ZstdDecompressor().decompress(packed, max_output_size=int(size or 0) or 4 * 1024 * 1024)
+        with zstandard.ZstdDecompressor().stream_reader(packed) as reader:
+            while chunk := reader.read(_UNPACK_CHUNK):
+                total += len(chunk)
+                if total > MAX_LINE_BYTES:
+                    raise InputError(f"{where}: compressed event decompresses to more than {cap} MiB; an event may "
+                                     f"be at most {cap} MiB (OpenClaw keeps one under 4 MiB)")
+                chunks.append(chunk)
     except zstandard.ZstdError as exc:
         raise InputError(f"{where}: compressed event cannot be decoded ({exc})") from None
+    return b"".join(chunks)
 
 
-def read_agent(directory: Path) -> SourceAgent:
-    agent = SourceAgent(directory.name.lower(), directory)
+def _frame_size(packed: bytes) -> int:
+    """The content size a zstd frame header declares (0 when it declares none or is unreadable)."""
+    import zstandard  # noqa: PLC0415
+
+    try:
+        return max(zstandard.frame_content_size(packed), 0)
+    except zstandard.ZstdError:
+        return 0
+
+
+def read_agent(directory: Path, home: Path) -> SourceAgent:
+    agent = SourceAgent(directory.name.lower(), directory, home)
     database = directory / AGENT_DB
-    if database.is_file():
+    if database.is_file() and leads_out(database, home):
+        agent.refused.append((str(database), f"a symbolic link to {os.path.realpath(database)}, outside the import "
+                                             "directory: not followed"))
+    elif database.is_file():
         sqlite_sessions(agent, database)
     legacy_sessions(agent, {s.key for s in agent.sessions})
     return agent

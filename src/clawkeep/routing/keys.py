@@ -157,6 +157,36 @@ def _classify(key: str, parts: list[str]) -> ParsedKey:
     return ParsedKey(key, agent, "other", None, None, False)
 
 
+def foreign_key(key: str, agent_id: str) -> tuple[str, str | None]:
+    """Another system's session key (OpenClaw's) as a clawkeep key of `agent_id`, and why it
+    changed (None: it did not). Import and the OpenClaw plugin's sessions map keys alike."""
+    text = (key or "").strip()
+    parts = text.split(":")
+    if len(parts) >= 3 and parts[0] == "agent":
+        rest = ["thread" if p == "topic" and 0 < i < len(parts[2:]) - 1 else p for i, p in enumerate(parts[2:])]
+        why = "a Telegram topic (`:topic:<id>`) is a clawkeep thread (`:thread:<id>`)" if rest != parts[2:] else None
+        if parts[1].lower() != agent_id:
+            why = "key of another agent id than the agent directory: imported into the directory's agent"
+    elif len(parts) >= 2 and parts[0] in ("cron", "hook"):
+        rest, why = [parts[0], *parts[1:]], "clawkeep keys start with agent:<id>: (cron and hook keys too)"
+    else:
+        rest, why = [text], "clawkeep keys start with agent:<id>:"
+    rest = [p.lower() if _plain(p.lower()) else escape_segment(p.lower()) for p in rest if p] or ["main"]
+    mapped = ":".join(["agent", agent_id, *rest])
+    try:
+        parse_key(mapped)
+    except InputError:
+        mapped = f"agent:{agent_id}:{escape_segment(text.lower()) or 'main'}"
+        why = "key segments escaped to clawkeep's key alphabet"
+    if mapped != text and why is None:
+        why = "key segments escaped to clawkeep's key alphabet"
+    return mapped, why if mapped != text else None
+
+
+def _plain(segment: str) -> bool:
+    return bool(segment) and escape_segment(segment) == segment
+
+
 def dashboard_key(agent_id: str, *, incognito: bool = False) -> str:
     token = str(uuid.uuid4())
     return f"agent:{agent_id}:dashboard:{INCOGNITO_MARK + token if incognito else token}"

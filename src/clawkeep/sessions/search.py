@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
+from ..validation import MAX_SESSIONS_SEARCH
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import AgentStore, SearchRow, TextMatch, TextQuery
@@ -26,7 +27,7 @@ from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
 DEFAULT_LIMIT = 10
-MAX_LIMIT = 25
+MAX_LIMIT = MAX_SESSIONS_SEARCH
 CANDIDATES = 100  # re-ranked per store before the final cut
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
-from ..routing.keys import coding_key, dashboard_key, is_session_id, new_session_id, parse_key
+from ..config import AGENT_ID
+from ..routing.keys import coding_key, dashboard_key, foreign_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
@@ -225,6 +226,29 @@ def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int |
     except ConflictError:
         raise ConflictError(f"coding session {key!r} exists already; send into it with "
                             f"`clawkeep message --session {key} TEXT`") from None
+
+
+def open_by_key(rt: Runtime, key: str, *, label: str | None = None) -> tuple[dict[str, Any], bool]:
+    """The session with this key, created if missing (True): how another system's conversation —
+    an OpenClaw session key — gets its clawkeep session 1:1. The key is mapped as import maps
+    it; the kind follows from the key. No freshness check: opening is not a user's message."""
+    parts = key.split(":")
+    agent = parts[1].lower() if len(parts) >= 3 and parts[0] == "agent" and AGENT_ID.fullmatch(parts[1].lower()) \
+        else rt.agent_id
+    mapped, _ = foreign_key(key, agent)
+    parsed = parse_key(mapped)
+    if parsed.incognito or parsed.kind == "dashboard":
+        raise InputError(f"key {key!r}: dashboard and incognito threads are made by `sessions create` without a "
+                         "key; give the key of a conversation (e.g. agent:main:main)")
+    store = rt.store_for_key(mapped)
+    existing = store.get_session_by_key(mapped)
+    if existing is not None:
+        return session_json(existing), False
+    route = Route(mapped, parsed.agent_id, parsed.kind, parsed.chat_type, parsed.channel or "api", None, None, "chat")
+    try:
+        return session_json(create_session(rt, route, rt.now(), label=label)), True
+    except ConflictError:  # another caller opened it first
+        return session_json(store.get_session_by_key(mapped)), False
 
 
 def session_json(session: SessionRecord) -> dict[str, Any]:

@@ -19,6 +19,8 @@ class MessageRequest:
     # {"kind": "inter_session", "sourceSessionKey", "sourceTool"}; such a message is data for
     # the receiver's model, never a user's words or a slash command.
     provenance: dict[str, Any] | None = None
+    # Record without answering: another system (OpenClaw, through the plugin) already answered.
+    record_only: bool = False
 
 
 @dataclass

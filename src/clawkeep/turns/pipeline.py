@@ -96,7 +96,8 @@ def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
         return _run_command(rt, session, found, request, at, routed.conversation,
                             interactive, on_event, started)
     model = reply.session_model(rt, session)
-    recalled = reply.recall_before(rt, session, request.text, model) if interactive else None
+    recalled = reply.recall_before(rt, session, request.text, model) if interactive and not request.record_only \
+        else None
     entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
                                   client_scope=routed.conversation, provenance=request.provenance)
     if entry is None:  # the same message arrived twice at once: the other delivery recorded it
@@ -104,7 +105,8 @@ def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
     result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
                            client_message_id=request.message_id)
     if interactive or inter_session:
-        _reply(rt, session, request.text, recalled, at, result, on_event, started, inter_session=inter_session)
+        _reply(rt, session, request.text, recalled, at, result, on_event, started, inter_session=inter_session,
+               record_only=request.record_only)
     return result
 
 
@@ -122,7 +124,9 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises
             events.put(TurnEvent("error", exc))
 
-    threading.Thread(target=work, name="clawkeep-turn", daemon=True).start()
+    # the caller's context goes along (as with a non-streamed turn): a sandboxed credential's limit
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), name="clawkeep-turn", daemon=True).start()
     while True:
         event = events.get()
         yield event
@@ -131,16 +135,18 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
 
 
 def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: int, result: MessageResult,
-           on_event: EventSink | None, started: float, *, inter_session: bool = False) -> None:
+           on_event: EventSink | None, started: float, *, inter_session: bool = False,
+           record_only: bool = False) -> None:
     outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event,
-                                       inter_session=inter_session)
+                                       inter_session=inter_session, record_only=record_only)
     result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
     result.reply = outcome.reply
     result.compaction, result.flush = outcome.compaction, outcome.flush
     result.tool_calls = outcome.tool_calls or None
     result.remembered = outcome.remembered
     if outcome.record_mode:
-        result.mode, result.note = "record", reply.RECORD_MODE_NOTE
+        result.mode = "record"
+        result.note = "recorded only (recordOnly): no reply was asked for" if record_only else reply.RECORD_MODE_NOTE
     if recalled is not None:
         result.active_memory = recalled.to_json()
         if session.meta.get("verbose") == "on":

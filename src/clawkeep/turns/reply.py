@@ -381,12 +381,12 @@ def _add_usage(session: SessionRecord, result: Any, now: int) -> None:
 
 def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
                        at: int, *, on_event: Callable[[TurnEvent], None] | None = None,
-                       inter_session: bool = False) -> TurnOutcome:
+                       inter_session: bool = False, record_only: bool = False) -> TurnOutcome:
     """Everything after the user message is stored: context, memory steps, the reply.
     `inter_session`: the message came from another session (sessions_send), so nothing in it is
-    remembered as the user's."""
+    remembered as the user's. `record_only`: another system answered, so this runs as record mode."""
     store = rt.store_for_key(session.key)
-    model = session_model(rt, session)
+    model = None if record_only else session_model(rt, session)
     outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None

@@ -34,6 +34,7 @@ class SessionInfo(Shape):
     preview: str | None = None
     recent_messages: list[MessagePreview] | None = None
     incognito: bool = False  # kept in memory only (listed only when true)
+    created: bool | None = None  # `sessions create --key`: whether this call made the session
 
 
 class Usage(Shape):

@@ -39,9 +39,10 @@ from datetime import date
 from typing import Any
 
 from ...errors import InputError
-from .. import items
 from ...text.dialogue import asks_for_several, named_periods, query_words, yearless_days
 from ...text.tokens import scripts
+from ...validation import MAX_MEMORY_SEARCH
+from .. import items
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
 from .rerank import applies as rerank_applies
@@ -52,7 +53,7 @@ from .windows import MemoryHit, hits, window_rows
 __all__ = ["MAX_CANDIDATES", "MAX_LIMIT", "MAX_QUERY_CHARS", "MemoryHit", "memory_search", "validate", "vector_filter"]
 
 MAX_QUERY_CHARS = 4096
-MAX_LIMIT = 50  # results per memory_search (--limit 1-50)
+MAX_LIMIT = MAX_MEMORY_SEARCH  # results per memory_search (--limit 1-50)
 MAX_CANDIDATES = 200
 WINDOW_SHARE = 0.7
 _POOL: list[Any] = []  # [(pid, executor)]: a forked child starts its own threads

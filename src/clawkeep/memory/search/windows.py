@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from collections.abc import Callable
 from typing import Any
 
 from ...text.analyzer import analyze_document

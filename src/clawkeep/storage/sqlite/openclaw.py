@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# what a damaged or foreign file raises while it is read; the importer names it per file
+DatabaseError = sqlite3.DatabaseError
+
 
 class OpenClawDatabase:
     def __init__(self, path: Path):
