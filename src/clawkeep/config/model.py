@@ -480,7 +480,8 @@ class Config(_Model):
                 ("agents.defaults.compaction.memoryFlush.model", defaults.compaction.memory_flush.model),
                 ("plugins.entries.active-memory.config.model", recall.model),
                 ("plugins.entries.active-memory.config.modelFallback", recall.model_fallback),
-                ("plugins.entries.memory-core.config.dreaming.model", self.plugins.entries.memory_core.config.dreaming.model)]
+                ("plugins.entries.memory-core.config.dreaming.model",
+                 self.plugins.entries.memory_core.config.dreaming.model)]
         for key, ref in refs:
             if ref is None or not ref.strip():
                 continue

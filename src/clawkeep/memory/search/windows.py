@@ -458,7 +458,8 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                 if i in lines.breaks or i in lines.facts:
                     continue
                 groups.setdefault((chunk.path, _day(lines.labels[i])), {})[numbers[i]] = v
-        agg = {k: sum(sorted(g.values(), reverse=True)[:SESSION_TOP]) / min(SESSION_TOP, len(g)) for k, g in groups.items()}
+        agg = {k: sum(sorted(g.values(), reverse=True)[:SESSION_TOP]) / min(SESSION_TOP, len(g))
+               for k, g in groups.items()}
         best = max(agg.values(), default=0.0) or 1.0
         for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
             for i in range(len(ctx)):
