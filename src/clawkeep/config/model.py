@@ -197,8 +197,9 @@ class RerankRemoteConfig(_Model):
 
 class RerankConfig(_Model):
     """`memorySearch.rerank`: a cross-encoder reorders the first `candidates` results (models/rerank.py,
-    memory/search/rerank.py). Off by default: the bundled local model costs far more than the
-    50 ms a search may add on a 2-core machine (docs/rerank.md has the numbers)."""
+    memory/search/rerank.py). Off by default: the default local model costs far more than the
+    50 ms a search may add on a 2-core machine, and on LoCoMo it did not help most left-out
+    conversations (docs/rerank.md has both)."""
 
     provider: Literal["none", "local", "remote"] = "none"
     candidates: int = Field(10, ge=2, le=50)  # results scored per search (the first ones)
