@@ -138,11 +138,12 @@ def _found(hits: list[dict[str, Any]], case: dict[str, Any]) -> tuple[bool, bool
     return False, False
 
 
-def run_facts(provider: str = "local") -> dict[str, Any]:
+def run_facts(provider: str = "local", rerank: str = "none") -> dict[str, Any]:
     files, cases = fact_cases(json.loads(FACTS.read_text(encoding="utf-8")))
     home = scratch_dir("bilingual-facts-")
     try:
-        eng = Engine.open(home=home, config={"agents": {"defaults": {"memorySearch": {"provider": provider}}}})
+        eng = Engine.open(home=home, config={"agents": {"defaults": {"memorySearch": {
+            "provider": provider, "rerank": {"provider": rerank}}}}})
         workspace = Path(eng.memory_status()["workspace"])
         for rel, text in files.items():
             (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +235,15 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--provider", default="local", help="comma-separated providers (default: local)")
+    p.add_argument("--rerank-facts", action="store_true",
+                   help="only the fact recall set, with the rerank stage off and on (docs/rerank.md)")
     args = p.parse_args(argv)
+    if args.rerank_facts:
+        for rerank in ("none", "local"):
+            table, summary = fact_table(run_facts(args.provider.split(",")[0], rerank))
+            print(f"rerank {rerank}: top-{TOP} {summary['all']:.2f} (dev {summary['dev']:.2f}, held-out "
+                  f"{summary['held_out']:.2f})\n{table}\n")
+        return 0
     providers = tuple(x.strip() for x in args.provider.split(",") if x.strip())
     console.print(f"bilingual check: {', '.join(providers)}")
     print(run(providers).markdown())

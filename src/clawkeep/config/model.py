@@ -179,6 +179,51 @@ class LocalEmbeddingConfig(_Model):
         return _path_value(value)
 
 
+class RerankRemoteConfig(_Model):
+    """`rerank.remote`: a `/rerank` endpoint in the Cohere/Jina/Voyage shape."""
+
+    base_url: str | None = Field(None, alias="baseUrl", min_length=1, max_length=2048)
+    api_key: str | None = Field(None, alias="apiKey", min_length=1, max_length=4096)
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_ms: int = Field(5000, alias="timeoutMs", ge=1, le=600_000)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class RerankConfig(_Model):
+    """`memorySearch.rerank`: a cross-encoder reorders the first `candidates` results (models/rerank.py,
+    memory/search/rerank.py). Off by default: the default local model costs far more than the
+    50 ms a search may add on a 2-core machine, and on LoCoMo it did not help most left-out
+    conversations (docs/rerank.md has both)."""
+
+    provider: Literal["none", "local", "remote"] = "none"
+    candidates: int = Field(10, ge=2, le=50)  # results scored per search (the first ones)
+    # the cross-encoder's share of the fused rank (1: its order alone; 0: the search's own order)
+    weight: float = Field(0.5, ge=0, le=1)
+    model: str | None = Field(None, min_length=1, max_length=200)  # remote: the model name sent
+    model_dir: str | None = Field(None, alias="modelDir")  # local: model.onnx + tokenizer.json (default: bundled)
+    threads: int = Field(1, ge=1, le=256)  # local: onnxruntime intra-op threads
+    max_tokens: int = Field(256, alias="maxTokens", ge=32, le=512)  # local: a (query, passage) pair's tokens
+    remote: RerankRemoteConfig = Field(default_factory=RerankRemoteConfig)
+
+    @field_validator("model_dir")
+    @classmethod
+    def _dir(cls, value: str | None) -> str | None:
+        return _path_value(value)
+
+    @model_validator(mode="after")
+    def _remote_has_url(self) -> "RerankConfig":
+        if self.provider == "remote" and not self.remote.base_url:
+            raise InputError("agents.defaults.memorySearch.rerank.remote.baseUrl is not set: rerank provider "
+                             "'remote' needs the URL of a /rerank endpoint (http:// or https://)")
+        return self
+
+
 class MemorySearchConfig(_Model):
     """`agents.defaults.memorySearch`: the memory index and memory_search (M2–M6)."""
 
@@ -204,6 +249,7 @@ class MemorySearchConfig(_Model):
     vector_store: Literal["numpy", "sqlite-vec"] = Field("numpy", alias="vectorStore")
     max_file_bytes: int = Field(2 * 1024 * 1024, alias="maxFileBytes", ge=1024, le=1024**3)
     write_filters: WriteFilterConfig = Field(default_factory=WriteFilterConfig, alias="writeFilters")
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
 
     @field_validator("extra_paths")
     @classmethod
@@ -435,7 +481,8 @@ class Config(_Model):
                 ("agents.defaults.compaction.memoryFlush.model", defaults.compaction.memory_flush.model),
                 ("plugins.entries.active-memory.config.model", recall.model),
                 ("plugins.entries.active-memory.config.modelFallback", recall.model_fallback),
-                ("plugins.entries.memory-core.config.dreaming.model", self.plugins.entries.memory_core.config.dreaming.model)]
+                ("plugins.entries.memory-core.config.dreaming.model",
+                 self.plugins.entries.memory_core.config.dreaming.model)]
         for key, ref in refs:
             if ref is None or not ref.strip():
                 continue

@@ -12,22 +12,24 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..events import MemoryRefused, MemorySearched, MemoryWritten
-from ..errors import ClawkeepError, InputError, NotFoundError
-from ..redact import redact_secrets
 from ..config.active_memory import remember_across_conversations
 from ..config.memory_compat import openclaw_memory_keys
+from ..errors import ClawkeepError, InputError, NotFoundError
+from ..events import MemoryRefused, MemorySearched, MemoryWritten
+from ..redact import redact_secrets
+from ..routing.keys import is_session_id, parse_key
 from ..runtime import Runtime
-from ..visibility import Caller
 from ..timeutil import zone
 from ..validation import MAX_GET_LINES, plain_text  # MAX_GET_LINES re-exported for the tool schema
+from ..visibility import Caller
 from . import documents, items
-from .owners import visible_to
 from .index import MemoryIndex, Progress, SyncReport
+from .owners import visible_to
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search
 from .search import validate as validate_query
-from ..routing.keys import is_session_id, parse_key
+from .search.rerank import status as rerank_status
+from .search.rerank import warm as warm_reranker
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     DREAMS_FILE,
@@ -698,6 +700,7 @@ def warm(rt: Runtime) -> None:
     provider = open_index(rt).provider
     if provider is not None and hasattr(provider, "warm"):
         provider.warm()
+    warm_reranker(rt.config.agents.defaults.memory_search.rerank)
 
 
 def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
@@ -714,6 +717,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
                 "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
                           "lastEmbeddingError": None},
                 "provider": {"configured": settings.provider, "model": settings.model},
+                "rerank": rerank_status(settings.rerank),
                 "vectorStore": {"backend": settings.vector_store}, **_openclaw_keys(rt)}
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
@@ -736,6 +740,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "sources": settings.sources,
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
+        "rerank": rerank_status(settings.rerank),
         "vectorStore": {"backend": settings.vector_store, "vectorIndex": "exact"},
         **_openclaw_keys(rt),
     }

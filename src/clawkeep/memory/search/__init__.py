@@ -23,7 +23,9 @@ dated. Measured on LoCoMo (bench/memory_locomo.py): recall within 1,800 / 4,000 
 0.548 / 0.659 with whole-chunk snippets, 0.706 / 0.803 with windows.
 
 Layout: `terms` (the query's idf-weighted terms), `rank` (keyword and vector scoring, weights,
-decay, MMR), `windows` (the lines returned, MemoryHit); `memory_search` here runs them in order.
+decay, MMR), `windows` (the lines returned, MemoryHit), `rerank` (optional, off by default: a
+cross-encoder reorders the first windows of a Latin-script query, docs/rerank.md);
+`memory_search` here runs them in order.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from datetime import date
 from typing import Any
 
 from ...errors import InputError
-from ...validation import MAX_MEMORY_SEARCH
-from .. import items
 from ...text.dialogue import asks_for_several, named_periods, query_words, yearless_days
 from ...text.tokens import scripts
+from ...validation import MAX_MEMORY_SEARCH
+from .. import items
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
+from .rerank import applies as rerank_applies
+from .rerank import rerank
 from .terms import Terms
 from .windows import MemoryHit, hits, window_rows
 
@@ -187,15 +191,22 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
         _read_texts(index, scored)  # MMR compares the candidates' words
         scored = mmr(scored, settings.hybrid.mmr.lambda_, limit)
         reorder = False
-    _read_texts(index, scored[:window_rows(limit)])
+    reranking = index.settings.rerank
+    # the rerank stage reorders the first `candidates` windows: build that many, keep `limit`
+    windows = (min(MAX_LIMIT, max(limit, reranking.candidates))
+               if reranking.provider != "none" and rerank_applies(text) else limit)
+    _read_texts(index, scored[:window_rows(windows)])
     # also in vector mode, the query's words pick the lines of each result
-    found = hits(scored, terms.lines if terms else None, limit, settings.snippet_max_chars, citations, reorder,
+    found = hits(scored, terms.lines if terms else None, windows, settings.snippet_max_chars, citations, reorder,
                 line_sims, small_index=terms is not None and terms.small,
                 fact_sims=raw_line_sims, fusion=(wv, wt),
                 query_words=query_words(text), raw_sims=blended,
                 periods=named_periods(text) + yearless_days(text, today), query_scripts=scripts(text),
                 several=asks_for_several(text), status=lambda chunk: status_weight(chunk, today),
                 hidden_messages=hidden_messages)
+    if reranking.provider != "none":
+        found = rerank(text, found, lambda hit: hit.snippet, reranking,
+                       lambda hit, value: hit.meta.__setitem__("rerankScore", value))[:limit]
     for hit in found:  # a plan whose day has passed says so (the reader must not take it as current)
         if hit.meta.get("expires") and hit.meta["expires"] < today.isoformat():
             hit.meta["expired"] = hit.meta["expires"]

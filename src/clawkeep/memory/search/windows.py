@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from collections.abc import Callable
 from typing import Any
 
 from ...text.analyzer import analyze_document
@@ -56,6 +56,8 @@ class MemoryHit:
             out["messageIds"] = self.meta.get("messageIds", [])
         if self.meta.get("expired"):
             out["expired"] = self.meta["expired"]
+        if "rerankScore" in self.meta:  # the cross-encoder's score (search/rerank.py)
+            out["rerankScore"] = round(self.meta["rerankScore"], 4)
         return out
 
 
@@ -456,7 +458,8 @@ def _turn_scores(rows: list, chunk_lines: list[_Lines], query_words: frozenset[s
                 if i in lines.breaks or i in lines.facts:
                     continue
                 groups.setdefault((chunk.path, _day(lines.labels[i])), {})[numbers[i]] = v
-        agg = {k: sum(sorted(g.values(), reverse=True)[:SESSION_TOP]) / min(SESSION_TOP, len(g)) for k, g in groups.items()}
+        agg = {k: sum(sorted(g.values(), reverse=True)[:SESSION_TOP]) / min(SESSION_TOP, len(g))
+               for k, g in groups.items()}
         best = max(agg.values(), default=0.0) or 1.0
         for (_, _, chunk), lines, ctx in zip(rows, chunk_lines, out, strict=True):
             for i in range(len(ctx)):
