@@ -136,7 +136,7 @@ def test_manual_compact_compacts_in_a_small_window(home, server, window):
     eng = open_engine(home, model_config(server, window))
     first = eng.message(note(0))
     # more than the kept tail, less than the threshold (the tool schemas count too: stop short)
-    sent = [eng.message(note(i)) for i in range(1, window // 600)]
+    sent = [eng.message(note(i)) for i in range(1, window // 700)]
     assert not any(r.compaction for r in sent)  # the premise: nothing compacted automatically yet
     before, _, _ = active_tokens(eng, first.session_id)
     done = eng.message("/compact")
