@@ -321,7 +321,8 @@ class PgConnection:
                     return conn.execute(sql, params).fetchall()
             except psycopg.OperationalError as exc:
                 # a pooled connection the server dropped (a restart): a read is safe to repeat
-                if attempt == 0 and used is not None and used.broken:
+                if attempt == 0 and used is not None and _dropped(used, exc):
+                    self.db.pool.check()  # its idle siblings were dropped with it: let them go first
                     continue
                 raise translate(self.url, exc) from None
             except psycopg.Error as exc:
@@ -345,13 +346,14 @@ class PgConnection:
         prefix = self._lock_sql(pending)
         try:
             return self._locking_read(conn, prefix + sql, params, prefix.count(";"), pending)
-        except psycopg.OperationalError:
-            if not conn.broken or self._local.sent:
+        except psycopg.OperationalError as exc:
+            if self._local.sent or not _dropped(conn, exc):
                 raise
             # the turn's first statement met a connection the server dropped: no lock was
             # taken on it, so once more on a new one
-            fresh = self.db.pool.getconn()
             self.db.pool.putconn(conn)
+            self.db.pool.check()  # the server dropped the idle ones too (a restart): let them go first
+            fresh = self.db.pool.getconn()
             self._local.pinned = fresh
             return self._locking_read(fresh, prefix + sql, params, prefix.count(";"), pending)
 
@@ -474,3 +476,11 @@ def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8, conne
 def clean_text(value: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL: it becomes U+FFFD (only in derived, searchable text)."""
     return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
+
+
+def _dropped(conn: Any, exc: Exception) -> bool:
+    """The server ended this connection (a restart, pg_terminate_backend): psycopg may not mark it
+    broken before the next statement, but the error's SQLSTATE says so (08: connection exception,
+    57P01-57P03: the server shut it down)."""
+    state = getattr(exc, "sqlstate", None) or ""
+    return conn.broken or conn.closed or state.startswith("08") or state in ("57P01", "57P02", "57P03")
