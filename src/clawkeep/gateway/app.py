@@ -77,13 +77,14 @@ def _respond(result: Any) -> JSONResponse:
 
 def _message_response(result: Any) -> JSONResponse:
     """A message's result; a client message id reused for another text is a 409 conflict in the
-    error shape, the stored text quoted in the message and given as `storedText`."""
+    error shape, the stored text quoted in the message and given as `storedText`, the whole
+    MessageResult as `result` (the Python client returns it, as Engine does)."""
     data = _json(result)
     if not data.get("conflict"):
         return JSONResponse(data)
     body = errors.error_body("conflict", data["note"])
     body["error"].update(conflict=True, storedText=data["storedText"], messageId=data["messageId"],
-                         sessionKey=data["sessionKey"])
+                         sessionKey=data["sessionKey"], result=data)  # result: what Engine.message returns
     return JSONResponse(body, status_code=409)
 
 
