@@ -51,6 +51,9 @@ class _Base:
             raise errors.InputError(f"stream=True is for message only, not {name}")
         return core.build(op, core.arguments(op, args, kwargs), who, stream=stream)
 
+    def _build(self, name: str, fields: dict[str, Any], caller: Any) -> core.Call:
+        return core.build(core.operation(name), fields, self.session if caller is _UNSET else caller)
+
     def _failure(self, exc: httpx.HTTPError, call: core.Call) -> errors.ClawkeepError:
         """A transport failure as a clawkeep error naming the URL (never httpx's traceback)."""
         where = f"{self.url}{call.path}"
@@ -80,6 +83,12 @@ class Client(_Base):
         call = self._call(name, args, kwargs, caller, stream)
         if stream:
             return self._events(call)
+        response = self._send(call)
+        return core.result(call, response.status_code, response.content, self.url)
+
+    def run(self, name: str, fields: dict[str, Any], *, caller: Any = _UNSET) -> Any:
+        """Operation `name` with its own argument fields (as `Operation.run` takes them: a tool call's)."""
+        call = self._build(name, fields, caller)
         response = self._send(call)
         return core.result(call, response.status_code, response.content, self.url)
 
@@ -139,6 +148,10 @@ class AsyncClient(_Base):
     def call(self, name: str, *args: Any, caller: Any = _UNSET, stream: bool = False, **kwargs: Any) -> Any:
         call = self._call(name, args, kwargs, caller, stream)
         return self._events(call) if stream else self._result(call)
+
+    async def run(self, name: str, fields: dict[str, Any], *, caller: Any = _UNSET) -> Any:
+        """Operation `name` with its own argument fields (as `Operation.run` takes them: a tool call's)."""
+        return await self._result(self._build(name, fields, caller))
 
     def message_stream(self, text: str, **inbound: Any) -> AsyncIterator[StreamEvent]:
         return self.call("message", text, stream=True, **inbound)
