@@ -13,7 +13,7 @@ __all__ = [
     "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
-    "SessionStatus",
+    "SessionStatus", "StoreFile",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
     "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
     "DiaryEntry", "DreamsReview", "PromotedItem", "PromotionRun",
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
         ExplainReport, HarnessReport, History, HistoryMessage, IndexReport, Interval, MemoryFile, MemoryHit,
         MemoryItem, MemorySearchResult, MemoryStatus, MessagePreview, MessageResult, Metrics, PromoteReport,
         PromotedItem, PromotionRun, RecallResult, Refusal, RememberResult, ResetResult, SEND_TIMEOUT_DEFAULT_S,
-        SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, SweepReport,
+        SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, StoreFile,
+        SweepReport,
         SweepResult, SystemEventResult, Timeline, UndoReport, Usage,
     )
 

@@ -220,6 +220,21 @@ class RemBackfillArgs(Args):
     rollback_short_term: bool = False
 
 
+class StoreReadArgs(Args):
+    path: str = Field(max_length=1024, description="memory/store/<name>.md (folders allowed).")
+
+
+class StoreWriteArgs(Args):
+    path: str = Field(max_length=1024, description="memory/store/<name>.md (folders allowed).")
+    text: str = Field(description="The whole new Markdown text; empty deletes the file.")
+    base_sha256: str | None = Field(None, description="The sha256 the text was read at (\"\" for a new file): "
+                                    "if the file changed since, nothing is written (409).")
+
+
+class StoreFilesArgs(Args):
+    prefix: str = Field("memory/store", max_length=1024, description="A folder or file path (without .md).")
+
+
 class MemoryItemsArgs(Args):
     status: Literal["active", "superseded", "expired"] | None = Field(None, description="Only items in this state.")
 
@@ -435,6 +450,16 @@ def _ops() -> list[Operation]:
         Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
                   shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True,
                   http=POST("/v1/memory/index", operator=True)),
+        Operation("memory_store_read", "A key/value store file (memory/store/) whole, with its sha256.",
+                  StoreReadArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_read(a.path),
+                  http=GET("/v1/memory/store/file", "path", operator=True, positional=("path",))),
+        Operation("memory_store_write", "Replace a key/value store file (409 if it changed since base_sha256).",
+                  StoreWriteArgs, shapes.StoreFile,
+                  lambda e, a, c: e.memory_store_write(a.path, a.text, a.base_sha256), writes=True,
+                  http=PUT("/v1/memory/store/file", operator=True, positional=("path", "text", "base_sha256"))),
+        Operation("memory_store_files", "The key/value store files under a prefix, with their text.",
+                  StoreFilesArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_files(prefix=a.prefix),
+                  http=GET("/v1/memory/store", "prefix", operator=True, many=True)),
         Operation("memory_status", "Workspace, provider, vector store and index health.", MemoryStatusArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status(deep=a.deep),
                   http=GET("/v1/memory/status", "deep")),
