@@ -13,9 +13,9 @@ from typing import Any
 from ..errors import ConflictError, InputError
 from ..fileio import replace_text
 from ..runtime import Runtime
+from .items import STORE_ROOT as ROOT
 from .service import workspace
 
-ROOT = "memory/store"
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _PART = re.compile(r"[A-Za-z0-9._%+=-]+")
 
