@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clawkeep import Engine
 
 BACKENDS = ("sqlite", "postgres")
+ENGINE_BACKENDS = (*BACKENDS, "client")
 
 
 pytest_plugins = ["pg_servers"]
@@ -31,9 +33,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="storage backends the conformance suite (tests/storage/conformance) runs against, "
                           "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
                           "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
-    parser.addoption("--engine-backend", choices=BACKENDS, default="sqlite",
+    parser.addoption("--engine-backend", choices=ENGINE_BACKENDS, default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
-                          "pgvector test server (CLAWKEEP_STORAGE_URL, one schema prefix per test)")
+                          "pgvector test server (CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs "
+                          "the `engine` fixture's calls through clawkeep.Client against a real gateway process "
+                          "(tests/client_engine.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,9 +84,25 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(home: Path):
+def engine(request: pytest.FixtureRequest, home: Path):
+    if request.config.getoption("--engine-backend") == "client":
+        from client_engine import ClientEngine
+
+        with ClientEngine(home) as remote:
+            yield remote
+        return
     with Engine.open(home=home) as opened:
         yield opened
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if config.getoption("--engine-backend") != "client":
+        return
+    from client_engine import FALLBACKS, OVER_HTTP
+
+    terminalreporter.write_line(f"engine calls through clawkeep.Client: {sum(OVER_HTTP.values())} "
+                                f"({len(OVER_HTTP)} methods); run in-process (no route or argument): "
+                                f"{dict(FALLBACKS.most_common())}")
 
 
 def open_engine(home: Path, config: dict | None = None, agent: str = "main") -> Engine:

@@ -34,6 +34,10 @@ ERROR_CLASSES: dict[str, type[errors.ClawkeepError]] = {
 }
 
 
+class ArgumentsNotServed(errors.InputError):
+    """An argument the operation's HTTP route does not take (e.g. Engine's `at=` clock control)."""
+
+
 @dataclass
 class Call:
     """One operation call as HTTP: what to send, and how to read the answer."""
@@ -84,7 +88,7 @@ def arguments(op: Operation, args: tuple[Any, ...], kwargs: dict[str, Any]) -> d
         target = renamed.get(name, name)
         if target not in op.args.model_fields:
             allowed = sorted({*(renamed.keys()), *(f for f in op.args.model_fields if f not in renamed.values())})
-            raise errors.InputError(f"{op.name}: unknown argument {name!r}; allowed: {', '.join(allowed)}")
+            raise ArgumentsNotServed(f"{op.name}: unknown argument {name!r}; allowed: {', '.join(allowed)}")
         if target in fields:
             raise errors.InputError(f"{op.name}: argument {name!r} given twice")
         fields[target] = value
