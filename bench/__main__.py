@@ -9,8 +9,10 @@ property-based fuzz suite with its long profile; `--quick` runs the CI profile) 
 (memory_search / sessions_search through `clawkeep mcp`, stdio and HTTP, beside the in-process call) and
 `dreaming` (a sweep over 30 days × 200 note lines and 10k recall traces: time, peak memory) and
 `postgres` (PostgreSQL beside SQLite: append, sessions_search, memory_search, 1-3 instances) and
-`cold` (CPU and peak RSS of one cold CLI command beside the library import and OpenClaw's CLI). Each section of
-latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
+`cold` (CPU and peak RSS of one cold CLI command beside the library import and OpenClaw's CLI) and
+`client` (clawkeep.Client against the gateway beside Engine in process: message, sessions_search,
+memory_search). Each section of latest.md is replaced only by a new run of the same benchmark and says
+which mode produced it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
 NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
-         "tool-loop", "gateway", "mcp", "dreaming", "postgres", "cold")
+         "tool-loop", "gateway", "mcp", "dreaming", "postgres", "cold", "client")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 section = mcp_bench(progress, quick=args.quick)
             elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters", "tool-loop",
-                          "gateway", "dreaming"):
+                          "gateway", "dreaming", "client"):
                 from importlib import import_module
 
                 module = import_module(f".{name.replace('-', '_')}", __package__)
