@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 # whole-engine scenarios run a second time with only storage.url changed (PostgreSQL, SPEC D1)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
 	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py
+# ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
+CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +35,7 @@ test: $(STAMP) /usr/bin/chromium
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
+	$(BIN)/python -m pytest -q --engine-backend client $(CLIENT_SCENARIOS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

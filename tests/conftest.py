@@ -43,12 +43,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: reads or damages the SQLite files themselves; "
                                        "not run under --engine-backend postgres")
+    config.addinivalue_line("markers", "in_process_only: asserts the Engine's own wording of a check that the "
+                                       "HTTP API words its own way; not run under --engine-backend client")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--engine-backend") != "postgres":
+    marker = {"postgres": "sqlite_only", "client": "in_process_only"}.get(config.getoption("--engine-backend"))
+    if marker is None:
         return
-    kept = [item for item in items if item.get_closest_marker("sqlite_only") is None]
+    kept = [item for item in items if item.get_closest_marker(marker) is None]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = kept
