@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench docs venv clean
-# whole-engine scenarios run a second time with only storage.url changed (PostgreSQL, SPEC D1)
+# whole-engine scenarios run again with only storage.url changed (PostgreSQL, SPEC D1): on the pgvector
+# bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
-	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py
+	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py tests/test_memory_index.py
 # ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
 CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
@@ -35,7 +36,9 @@ test: $(STAMP) /usr/bin/chromium
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
-	$(BIN)/python -m pytest -q --engine-backend client $(CLIENT_SCENARIOS)
+	$(BIN)/python -m pytest -q --engine-backend postgres-stock $(PG_SCENARIOS)
+# ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
+CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -24,6 +24,8 @@ synchronous_commit on: every acknowledged append is on disk), as the tests use i
   the query vector precomputed (the model's embedding time left out on both sides), p50.
 - multi-instance: 1, 2, 3 processes × 10 concurrent clients on one PostgreSQL database
   (tests/multi_instance_worker.py: record-mode turns into 10 shared group chats), turns/s.
+- a server 1 ms away: record-mode turns through tests/pg_wire.py's loopback proxy, which holds
+  each round trip back 1 ms, p50 (`--delayed-turns N` runs only this row).
 """
 
 from __future__ import annotations
@@ -402,6 +404,7 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
         search = bench_sessions_search(server, sizes["search"], sizes["sessions"], progress)
         memory = bench_memory_search(server, sizes["chunks"], progress)
         instances = bench_instances(server, sizes["mi_per"])
+        delayed = bench_delayed_turns(server, sizes["turns"])
     finally:
         server.close()
     rows = [
@@ -410,6 +413,8 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
          f"{append['postgresql'] / append['sqlite NORMAL']:.2f}× / {append['postgresql'] / append['sqlite FULL']:.2f}×"],
         ["record-mode turn, `Engine.message` (turns/s)", f"{append['turn postgresql']:,.0f}",
          f"{append['turn sqlite']:,.0f}", f"{append['turn postgresql'] / append['turn sqlite']:.2f}×"],
+        [f"record-mode turn p50 (ms), 1 ms injected per round trip ({delayed['round_trips']} round trips; "
+         "target ≤ 12 ms)", fmt_ms(delayed["p50_s"]), "–", "–"],
     ]
     for cls in ("English keyword", "CJK keyword", "identifier", "natural-language question"):
         s, p = search[cls]["sqlite"], search[cls]["postgresql"]
@@ -434,14 +439,152 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
              "unit vectors, HNSW's worst case: this says how far HNSW strays on unstructured data, not its recall on "
              "real embeddings).")
     return Section("postgres", "PostgreSQL beside SQLite", [table, mi, notes],
-                   {"append": append, "search": search, "memory": memory, "instances": instances})
+                   {"append": append, "search": search, "memory": memory, "instances": instances,
+                    "delayed_turns": delayed})
+
+
+def bench_delayed_turns(server: Server, turns: int, delay_ms: float = 1.0) -> dict[str, Any]:
+    """Record-mode turns with the server `delay_ms` away: a loopback proxy (tests/pg_wire.py)
+    holds each round trip back that long, as a server on another host would. Turn p50 in ms,
+    and the round trips of one turn (issue 30: ≤ 12 ms at 1 ms, ≤ 6 round trips)."""
+    from pg_wire import WireCounter
+
+    home = scratch_dir("pg-delay-")
+    with WireCounter(server.url, delay_ms=delay_ms) as proxy:
+        config = {"storage": {"url": proxy.url, "schema": server.scratch_prefix("delay")},
+                  "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
+        with Engine.open(home=home, config=config) as eng:
+            group = {"sender": "bench", "channel": "bench", "chat_type": "group", "group": "g1"}
+            eng.message("warm up", **group)
+            times = []
+            for i in range(turns):
+                proxy.reset()
+                t0 = time.perf_counter()
+                eng.message(f"turn {i}: the deploy broke again", **group)
+                times.append(time.perf_counter() - t0)
+            trips = proxy.trips
+    shutil.rmtree(home, ignore_errors=True)
+    return {"delay_ms": delay_ms, "turns": turns, "p50_s": percentile(times, 50), "p95_s": percentile(times, 95),
+            "round_trips": trips}
+
+
+# --- exact top-k on a server without pgvector ---------------------------------------------------
+def _seed_exact_index(store: Any, url: str, n: int, dims: int) -> np.ndarray:
+    """`n` chunks with random unit vectors, COPYed into a stock-mode index (the engine's own
+    writes take ~2 round trips a chunk: too slow to seed 100k)."""
+    import psycopg
+
+    rng = np.random.default_rng(11)
+    matrix = rng.normal(size=(n, dims)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    with psycopg.connect(url) as conn:
+        _copy(conn, f"COPY {store.s}.chunks (id, path, source, start_line, end_line, hash, text, tokens, tsv) "
+                    "FROM STDIN",
+              ((i + 1, f"f{i // 1000}.md", "memory", i % 1000 + 1, i % 1000 + 1, f"h{i}", f"chunk {i}", "", "")
+               for i in range(n)))
+        _copy(conn, f"COPY {store.s}.vectors (chunk_id, vector_key, source, dims, vec) FROM STDIN",
+              ((i + 1, "bench", "memory", dims, matrix[i].tobytes()) for i in range(n)))
+        conn.execute(f"UPDATE {store.s}.vector_changes SET n = n + 1")
+        conn.execute(f"SELECT setval('{store.s}.chunks_id_seq', %s)", (n,))
+    with psycopg.connect(url, autocommit=True) as conn:  # what autovacuum does soon after a bulk load
+        conn.execute(f"VACUUM ANALYZE {store.s}.vectors")
+    return matrix
+
+
+def _sql_dot_p50(url: str, schema: str, matrix: np.ndarray, queries: np.ndarray, reps: int) -> float:
+    """The alternative: the same vectors as real[] and the dot product in SQL (unnest), p50 ms."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute(f"CREATE TABLE {schema}.vec_array (chunk_id BIGINT PRIMARY KEY, vec REAL[] NOT NULL)")
+        with conn.cursor() as cur, cur.copy(f"COPY {schema}.vec_array (chunk_id, vec) FROM STDIN") as copy:
+            for i, row in enumerate(matrix):
+                copy.write_row((i + 1, row.tolist()))
+        conn.commit()
+        times = []
+        for q in queries[:reps]:
+            t0 = time.perf_counter()
+            conn.execute(f"SELECT chunk_id FROM {schema}.vec_array ORDER BY (SELECT sum(a * b) FROM "
+                         "unnest(vec, %s::real[]) AS u(a, b)) DESC, chunk_id LIMIT 10", (q.tolist(),)).fetchall()
+            times.append((time.perf_counter() - t0) * 1000)
+    return float(np.median(times))
+
+
+def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384, reps: int = 50,
+                     sql_reps: int = 5) -> dict[str, Any]:
+    """memory vector top-k on Debian's PostgreSQL without pgvector (tests/pg_servers.py): the
+    first search of a process (loads every vector), later searches (change counter + one
+    matrix-vector product), the search after one file of 10 chunks changed (fetches those
+    only), and the same top-k computed in SQL over a real[] column; p50 ms."""
+    from pg_servers import DebianServer
+
+    from clawkeep.storage import ChunkRecord, FileRecord, VectorFilter
+
+    server = DebianServer()
+    out: dict[str, Any] = {"dims": dims}
+    try:
+        for n in sizes:
+            prefix = "xk" + uuid.uuid4().hex[:8]
+            store = open_memory_index(Path("bench/main/memory.sqlite"), StorageConfig(url=server.url, schema=prefix))
+            assert store.vector_index == "exact (no pgvector)", store.vector_index
+            matrix = _seed_exact_index(store, server.url, n, dims)
+            flt = VectorFilter("bench", ("memory",))
+            queries = matrix[np.random.default_rng(2).integers(0, n, size=reps)]
+            t0 = time.perf_counter()
+            first = store.vector_search(queries[0], 10, flt)
+            cold = (time.perf_counter() - t0) * 1000
+            warm = []
+            for q in [queries[0], *queries]:
+                t0 = time.perf_counter()
+                got = store.vector_search(q, 10, flt)
+                warm.append((time.perf_counter() - t0) * 1000)
+                want = np.argsort(-(matrix @ q), kind="stable")[:10] + 1
+                assert [c for c, _ in got] == want.tolist(), "the exact top-k differs from numpy's"
+            warm = warm[1:]
+            counter_read = []  # the one round trip of a search when nothing changed (the rest is numpy)
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                store._query("SELECT tableoid, n FROM {s}.vector_changes")
+                counter_read.append((time.perf_counter() - t0) * 1000)
+            chunks = [ChunkRecord("new.md", "memory", i + 1, i + 1, f"new {i}", f"n{i}", tokens="new")
+                      for i in range(10)]
+            store.replace_file(FileRecord("new.md", "memory", "h", 1.0, 1), chunks, matrix[:10], "bench")
+            t0 = time.perf_counter()
+            store.vector_search(queries[1], 10, flt)
+            after_change = (time.perf_counter() - t0) * 1000
+            sql = _sql_dot_p50(server.url, store.s, matrix, queries, sql_reps)
+            store.close()
+            out[n] = {"first_ms": cold, "p50_ms": float(np.median(warm)), "after_change_ms": after_change,
+                      "counter_round_trip_p50_ms": float(np.median(counter_read)),
+                      "sql_p50_ms": sql}
+            console.print(f"exact top-k, {n:,} × {dims}: {out[n]}")
+    finally:
+        server.stop()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.postgres_bench")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--search-size", type=int, default=0)
+    p.add_argument("--delayed-turns", type=int, default=0,
+                   help="only the row of N record-mode turns with 1 ms injected per round trip")
+    p.add_argument("--exact-topk", action="store_true",
+                   help="only the exact vector top-k on Debian's PostgreSQL without pgvector, 10k and 100k chunks")
     args = p.parse_args(argv)
+    if args.exact_topk:
+        print(json.dumps(bench_exact_topk(), indent=2))
+        return 0
+    if args.delayed_turns:
+        server = Server()
+        try:
+            row = bench_delayed_turns(server, args.delayed_turns)
+        finally:
+            server.close()
+        print(md_table(["turns", "injected per round trip", "round trips / turn", "turn p50 (ms)", "turn p95 (ms)"],
+                       [[str(row["turns"]), f"{row['delay_ms']:g} ms", str(row["round_trips"]), fmt_ms(row["p50_s"]),
+                         fmt_ms(row["p95_s"])]]))
+        return 0
     with make_progress() as progress:
         section = run_bench(progress, quick=args.quick, search_size=args.search_size or None)
     print(section.markdown())

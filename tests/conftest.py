@@ -14,7 +14,10 @@ import pytest
 from clawkeep import Engine
 
 BACKENDS = ("sqlite", "postgres")
-ENGINE_BACKENDS = (*BACKENDS, "client")
+# --engine-backend: postgres is the pgvector bundle; postgres-stock is Debian's PostgreSQL 15 without
+# pgvector (the memory index keeps its vectors in a plain column, exact top-k)
+# client: the `engine` fixture through clawkeep.Client against a real gateway process (tests/client_engine.py)
+ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url", "client": None}
 
 
 pytest_plugins = ["pg_servers"]
@@ -33,11 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="storage backends the conformance suite (tests/storage/conformance) runs against, "
                           "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
                           "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
-    parser.addoption("--engine-backend", choices=ENGINE_BACKENDS, default="sqlite",
+    parser.addoption("--engine-backend", choices=tuple(ENGINE_BACKENDS), default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
-                          "pgvector test server (CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs "
-                          "the `engine` fixture's calls through clawkeep.Client against a real gateway process "
-                          "(tests/client_engine.py)")
+                          "pgvector test server, postgres-stock at Debian's PostgreSQL without pgvector "
+                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs the `engine` fixture's calls "
+                          "through clawkeep.Client against a real gateway process (tests/client_engine.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,7 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    marker = {"postgres": "sqlite_only", "client": "in_process_only"}.get(config.getoption("--engine-backend"))
+    marker = {"postgres": "sqlite_only", "postgres-stock": "sqlite_only", "client": "in_process_only"}.get(
+        config.getoption("--engine-backend"))
     if marker is None:
         return
     kept = [item for item in items if item.get_closest_marker(marker) is None]
@@ -59,16 +63,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    """Under --engine-backend postgres, only storage.url changes (through the environment, so CLI
-    subprocesses see it too); each test gets its own schemas, dropped afterwards."""
-    if request.config.getoption("--engine-backend") != "postgres":
+    """Under --engine-backend postgres(-stock), only storage.url changes (through the environment,
+    so CLI subprocesses see it too); each test gets its own schemas, dropped afterwards."""
+    server = ENGINE_BACKENDS[request.config.getoption("--engine-backend")]
+    if server is None:
         yield
         return
     import uuid
 
     import psycopg
 
-    url = request.getfixturevalue("pgvector_url")
+    url = request.getfixturevalue(server)
     prefix = "e" + uuid.uuid4().hex[:12]
     monkeypatch.setenv("CLAWKEEP_STORAGE_URL", url)
     monkeypatch.setenv("CLAWKEEP_STORAGE_SCHEMA", prefix)

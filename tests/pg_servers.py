@@ -1,9 +1,10 @@
 """Real PostgreSQL servers for the tests (SPEC D1), started once per test run, stopped at its end.
 
 - `pg_url`: Debian's PostgreSQL (15) in a scratch cluster on 127.0.0.1 (`.ci/postgres.sh`):
-  the agent store (sessions, transcripts, full-text search) on a stock server.
+  the agent store (sessions, transcripts, full-text search) on a stock server, and the memory
+  index without pgvector (exact top-k; `--engine-backend postgres-stock`).
 - `pgvector_url`: the `pgserver` bundle from PyPI (PostgreSQL 16 + pgvector) on a Unix socket:
-  the memory index (pgvector HNSW) and every whole-engine scenario.
+  the memory index (pgvector HNSW) and the whole-engine scenarios (`--engine-backend postgres`).
 
 Set CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL to use servers of your own instead.
 A server that cannot start fails the tests that need it (an error, never a skip).

@@ -19,7 +19,8 @@ from clawkeep.api.operations import OPERATIONS
 COMMON = ["message", "sessions_list", "sessions_history", "sessions_search", "sessions_create", "sessions_reset",
           "sessions_fork", "session_status", "memory_search", "memory_get", "memory_remember", "memory_items",
           "memory_edit", "memory_delete", "memory_status", "memory_index", "recall", "status", "sessions_send",
-          "sessions_timeline", "memory_refusals", "dreaming_status", "dreaming_review"]
+          "sessions_timeline", "memory_refusals", "dreaming_status", "dreaming_review", "memory_correct",
+          "memory_forget", "memory_undo"]
 
 
 def model_config(server: ScriptedServer) -> dict:
@@ -210,6 +211,6 @@ def test_retries_503_with_retry_after_and_reads_on_a_dropped_connection(gateway:
 
 
 def test_every_routed_operation_is_a_method() -> None:
-    routed = {name for name, op in OPERATIONS.items() if op.http is not None}
+    routed = {op.http.method_name(name) for name, op in OPERATIONS.items() if op.http is not None}
     assert routed <= set(dir(clawkeep.Client)) and routed <= set(dir(clawkeep.AsyncClient))
-    assert set(COMMON) <= routed
+    assert set(COMMON) <= routed and routed <= set(dir(Engine))

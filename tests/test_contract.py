@@ -89,7 +89,8 @@ def test_http_app_from_the_registry_serves_the_same_shapes(engine):
 def test_tool_schemas_come_from_the_argument_models():
     tools = {name: api.OPERATIONS[name].tool_schema() for name in api.AGENT_TOOLS}
     assert set(tools) == {"sessions_list", "sessions_history", "sessions_search", "session_status",
-                          "memory_search", "memory_get", "memory_remember", "sessions_send"}
+                          "memory_search", "memory_get", "memory_remember", "memory_edit", "memory_forget",
+                          "memory_undo", "sessions_send"}
     history = tools["sessions_history"]["parameters"]
     assert history["required"] == ["sessionKey"] and "includeTools" in history["properties"]
     # every bound the engine enforces is in the schema, so a refusal names the tool's own argument

@@ -234,6 +234,13 @@ API: dict[str, Any] = {
     "memory_edit": lambda d, w: w.engine.memory_edit(d.draw(id_strategy(w.item_ids)), d.draw(TEXT),
                                                      base_text=d.draw(maybe(TEXT))),
     "memory_delete": lambda d, w: w.engine.memory_delete(d.draw(id_strategy(w.item_ids))),
+    "memory_correct": lambda d, w: w.engine.memory_correct(
+        d.draw(maybe(id_strategy(w.item_ids))), d.draw(TEXT), old_text=d.draw(maybe(TEXT)),
+        caller=d.draw(maybe(key_strategy(w)))),
+    "memory_forget": lambda d, w: w.engine.memory_forget(
+        d.draw(maybe(id_strategy(w.item_ids))), old_text=d.draw(maybe(TEXT)), caller=d.draw(maybe(key_strategy(w)))),
+    "memory_undo": lambda d, w: w.engine.memory_undo(d.draw(id_strategy(w.item_ids)),
+                                                     caller=d.draw(maybe(key_strategy(w)))),
     "memory_sweep": lambda d, w: w.engine.memory_sweep(),
     "memory_refusals": lambda d, w: w.engine.memory_refusals(days=d.draw(NUMBERS)),
     "memory_index": lambda d, w: w.engine.memory_index(force=d.draw(maybe(st.booleans()))),
@@ -242,6 +249,8 @@ API: dict[str, Any] = {
         chat_type=d.draw(maybe(st.sampled_from(["direct", "group"]))), new_session=d.draw(maybe(st.booleans()))),
     "recall": lambda d, w: w.engine.recall(d.draw(TEXT), session=d.draw(key_strategy(w))),
     "classify": lambda d, w: w.engine.classify(d.draw(TEXT)),
+    "check_session_key": lambda d, w: w.engine.check_session_key(d.draw(st.one_of(TEXT, key_strategy(w)))),
+    "check_storage": lambda d, w: w.engine.check_storage() or {},
     "status": lambda d, w: w.engine.status(),
     "metrics": lambda d, w: w.engine.metrics(),
     "dream_if_due": lambda d, w: w.engine.dream_if_due(),
@@ -275,7 +284,7 @@ API: dict[str, Any] = {
 }
 API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # methods still being added elsewhere
 # Cheap, state-free or slow calls get fewer examples; the rest share the budget evenly.
-SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3,
+SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1,
          "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
          "metrics": 0.2, "sessions_roll_over": 0.3,
          "dreaming_status": 0.2, "dreaming_review": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
@@ -283,7 +292,8 @@ SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor
 
 def test_every_public_engine_method_is_fuzzed():
     public = {name for name in dir(Engine) if not name.startswith("_") and callable(getattr(Engine, name))}
-    covered = set(API) | {"open", "close", "memory_watch", "memory_warm"}  # long-running-process helpers
+    # long-running-process helpers, and the event subscription (it takes a handler, not input)
+    covered = set(API) | {"open", "close", "memory_watch", "memory_warm", "subscribe"}
     assert public <= covered, f"add these to API in tests/test_fuzz.py: {sorted(public - covered)}"
 
 

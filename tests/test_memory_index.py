@@ -299,6 +299,19 @@ def test_failing_embedding_provider_keeps_keyword_search_and_retries(home, failu
         assert deep["vectorStore"]["vectors"] == deep["index"]["chunks"] and deep["vectorStore"]["dims"] == 8
 
 
+def test_memory_status_names_its_vector_index(home, cli, request):
+    """Which vector top-k serves the index: exact on SQLite and on a PostgreSQL without pgvector
+    (vectors in a plain column), HNSW where pgvector is installed."""
+    eng = open_engine(home, cfg())
+    (ws(eng) / "MEMORY.md").write_text("- The boat is moored at pier 4\n")
+    eng.memory_index()
+    eng.close()
+    shown = cli("memory", "status", "--json")
+    assert shown.code == 0, shown.stderr
+    expected = {"sqlite": "exact", "postgres": "pgvector-hnsw", "postgres-stock": "exact (no pgvector)"}
+    assert shown.json()["vectorStore"]["vectorIndex"] == expected[request.config.getoption("--engine-backend")]
+
+
 # --- windows, de-duplication and transcript dates (M3, M6) ------------------------------------
 
 def _chat(eng, turns, start="2025-03-01T10:00:00+00:00"):

@@ -133,13 +133,17 @@ def test_a_turn_waits_for_the_same_session_in_another_process(tmp_path, shared_d
     code = ("import time\nfrom pathlib import Path\nfrom clawkeep.config import StorageConfig\n"
             "from clawkeep.storage import open_agent_store\n"
             f"s = open_agent_store(Path('.'), 'main', StorageConfig(url={url!r}, schema={prefix!r}))\n"
+            # a turn reads its session first: the lock is taken with the turn's first statement
             "with s.session_lock('agent:main:other'):\n"
+            "    s.get_session_by_key('agent:main:other')\n"
             "    print('OTHER', flush=True)\n"
             "print('TRYING', flush=True)\n"
             "with s.session_lock('agent:main:shared'):\n"
+            "    s.get_session_by_key('agent:main:shared')\n"
             "    print('GOT', flush=True)\n")
     try:
         with store.session_lock("agent:main:shared"):
+            store.get_session_by_key("agent:main:shared")
             other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
             assert other.stdout.readline().strip() == "OTHER"  # another session: never waits for ours
             assert other.stdout.readline().strip() == "TRYING"

@@ -29,7 +29,7 @@ from scripted_server import RecordedRequest, Reply, ScriptedServer, sse_data
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = REPO / "integrations" / "openclaw"
-TOKEN = "ck-openclaw-plugin-test-token-0123456789"
+TOKEN = "ck-openclaw-plugin-test-token-0123456789"  # the gateway's operator token (the test's own checks)
 INTERNAL = "OPENCLAW_INTERNAL_CONTEXT"  # OpenClaw's own context blocks, sent as user messages
 TURN_TIMEOUT_S = 400
 
@@ -88,6 +88,7 @@ class World:
     env: dict[str, str]
     gateway: GatewayProcess
     model: ScriptedServer
+    plugin_token: str = ""  # agent-scoped: what OpenClaw is given
 
     def openclaw(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["openclaw", *args], capture_output=True, text=True, timeout=timeout, env=self.env,
@@ -124,8 +125,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     gateway = GatewayProcess(clawkeep_home, env={"CLAWKEEP_GATEWAY_TOKEN": TOKEN}, config={
         "agents": {"defaults": {"memorySearch": {"sources": ["memory", "sessions"],
                                                  "experimental": {"sessionMemory": True}}}}})
+    # OpenClaw gets an agent-scoped credential, made as the docs say (clawkeep tokens create … --json)
+    made = subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(clawkeep_home), "tokens", "create",
+                           "openclaw", "--scope", "agent:main", "--json"], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "CLAWKEEP_HOME"})
+    assert made.returncode == 0, made.stderr
+    plugin_token = json.loads(made.stdout)["token"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAWKEEP"))}
-    env.update(HOME=str(openclaw_home), PATH=f"{_openclaw_bin()}:{os.environ['PATH']}", CK_TOKEN=TOKEN, NO_COLOR="1")
+    env.update(HOME=str(openclaw_home), PATH=f"{_openclaw_bin()}:{os.environ['PATH']}", CK_TOKEN=plugin_token,
+               NO_COLOR="1")
     (openclaw_home / ".openclaw" / "openclaw.json").write_text(json.dumps({
         "agents": {"defaults": {"model": {"primary": "scripted/m1"}}},
         "models": {"mode": "merge", "providers": {"scripted": {
@@ -133,7 +141,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             "models": [{"id": "m1", "name": "Scripted", "reasoning": False, "input": ["text"], "contextWindow": 32000,
                         "maxTokens": 1024, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]}}},
     }))
-    world = World(openclaw_home, clawkeep_home, env, gateway, model)
+    world = World(openclaw_home, clawkeep_home, env, gateway, model, plugin_token)
     try:
         for step in (("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities"),
                      ("config", "set", "plugins.entries.memory-clawkeep.config.url", gateway.url),
@@ -151,6 +159,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 # --- the tests, in order -----------------------------------------------------------------------
 def test_the_plugin_is_installed_in_the_memory_slot(world: World):
     config = json.loads((world.openclaw_home / ".openclaw" / "openclaw.json").read_text())
+    assert world.plugin_token not in json.dumps(config)  # the secret stays in the environment
     assert config["plugins"]["slots"]["memory"] == "memory-clawkeep"
     assert config["plugins"]["entries"]["memory-core"]["enabled"] is False
     inspected = world.openclaw("plugins", "inspect", "memory-clawkeep", "--runtime", "--json")

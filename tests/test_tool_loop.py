@@ -67,7 +67,8 @@ def test_model_searches_memory_and_answers_from_the_result(home, server):
     first, second = server.requests[0].json(), server.requests[1].json()
     offered = {t["function"]["name"] for t in first["tools"]}
     assert offered == {"sessions_list", "sessions_history", "sessions_search", "session_status",
-                       "memory_search", "memory_get", "memory_remember", "sessions_send"}
+                       "memory_search", "memory_get", "memory_remember", "memory_edit", "memory_forget",
+                       "memory_undo", "sessions_send"}
     assert first["messages"][0]["role"] == "system" and "TypeScript" in first["messages"][0]["content"]
     call, answer = second["messages"][-2], second["messages"][-1]
     assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "memory_search"
@@ -279,7 +280,7 @@ def test_tools_allow_and_deny_pick_what_is_offered(home, server):
     eng = open_engine(home, config_for(server, tools={"allow": ["memory_*"], "deny": ["memory_remember"]}))
     result = eng.message("list sessions")
     offered = {t["function"]["name"] for t in server.requests[0].json()["tools"]}
-    assert offered == {"memory_search", "memory_get"}
+    assert offered == {"memory_search", "memory_get", "memory_edit", "memory_forget", "memory_undo"}
     assert result.tool_calls == [{"name": "sessions_list", "isError": True}]
     refused = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"][0]["content"]
     assert "'sessions_list' is not allowed in this session" in refused and "allow/deny" in refused

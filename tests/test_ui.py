@@ -518,7 +518,8 @@ def test_the_role_picker_goes_back_to_user_so_a_command_runs(browser, record_gat
     expect(page.locator("#transcript .msg.assistant .text")).to_have_text(["The plan is to ship on Friday."])
     expect(page.locator("#message-role")).to_have_value("user")
     ui.send("/status")
-    expect(page.locator(".turn-note").last).to_contain_text("status: key agent:main:dashboard:")  # run, not stored
+    status = page.locator(".turn-note.status-table").last  # run, not stored; shown as a table
+    expect(status.locator("tr", has_text="key")).to_contain_text("agent:main:dashboard:")
     expect(page.locator("#transcript .msg .text")).to_have_text(["what is the plan?", "The plan is to ship on Friday."])
     ui.close()
 

@@ -338,9 +338,8 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller)["results"]
-        kept = [hit for hit in found if (corpus == "all" or hit.get("origin") == corpus)
-                and (min_score is None or hit["score"] >= min_score)]
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
+        kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]
         return api.MemorySearchResult.model_validate({"results": kept})
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
@@ -416,6 +415,45 @@ class Engine:
         from .memory import store_files
 
         return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
+
+    def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
+                       caller: str | None = None) -> api.MemoryChange:
+        """Correct a remembered line (the model's memory_edit): the new text passes the write
+        filters and supersedes the old line, which is kept as the trail; undoable (memory_undo).
+        A calling session corrects only lines it may see and owns."""
+        from .memory import corrections
+
+        return self._correction(lambda owner: corrections.edit(
+            self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), text, owner),
+            caller, item_id=item_id, old_text=old_text, text=text)
+
+    def memory_forget(self, item_id: str | None, *, old_text: str | None = None,
+                      caller: str | None = None) -> api.MemoryChange:
+        """Retire a remembered line (kept in its file, marked forgotten; undoable)."""
+        from .memory import corrections
+
+        return self._correction(lambda owner: corrections.forget(
+            self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), owner),
+            caller, item_id=item_id, old_text=old_text)
+
+    def memory_undo(self, item_id: str, *, caller: str | None = None) -> api.MemoryChange:
+        """Undo a memory_edit or memory_forget by the `undo` id it answered with."""
+        from .memory import corrections
+
+        check.ident(item_id, "memory item id")
+        return self._correction(lambda owner: corrections.undo(self.runtime, item_id, owner), caller)
+
+    def _correction(self, work: Any, caller: str | None, *, item_id: str | None = None,
+                    old_text: str | None = None, text: str | None = None) -> api.MemoryChange:
+        if item_id is not None:
+            check.ident(item_id, "memory item id")
+        if old_text is not None:
+            check.text(old_text, "memory old text")
+        if text is not None:
+            check.text(text, "memory text")
+        check.ident(caller, "caller", optional=True)
+        owner = self.runtime.caller_session(Caller(caller)).key if caller else None
+        return api.MemoryChange.model_validate(work(owner))
 
     def memory_sweep(self) -> api.SweepResult:
         from .memory import service as memory
@@ -494,9 +532,11 @@ class Engine:
         rt = self.runtime
         store = rt.read_store()  # status of an agent without a database must not create one
         sessions = store.list_sessions()
+        server = store.server_info()
         return api.EngineStatus(
             home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
-            database=getattr(store, "path", None) if rt.has_database() else None, storage="sqlite",
+            database=getattr(store, "path", None) if rt.has_database() else None, storage=server["storage"],
+            storage_version=server["storageVersion"], pgvector=server["pgvector"],
             sessions=len(sessions), messages=sum(s.message_count for s in sessions),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
@@ -525,6 +565,25 @@ class Engine:
 
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+
+    # --- caller credentials (tokens) ---------------------------------------------------
+    def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
+                      sandboxed: bool = False) -> dict[str, Any]:
+        """A new token: its description and, under `token`, the secret (shown this once only)."""
+        from . import credentials  # noqa: PLC0415
+
+        record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
+        return {**credentials.describe(record), "token": secret}
+
+    def tokens_list(self) -> list[dict[str, Any]]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.listing(self.runtime)
+
+    def tokens_revoke(self, name: str) -> dict[str, Any]:
+        from . import credentials  # noqa: PLC0415
+
+        return credentials.revoke(self.runtime, name)
 
     def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
         """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""

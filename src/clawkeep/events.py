@@ -61,6 +61,7 @@ class MemorySearched(Event):
     query: str
     hits: tuple[dict[str, Any], ...]  # path, startLine, endLine, score, snippet
     session_key: str | None = None
+    lexical: bool = False  # ran without vectors (provider none, keyword mode): the scores are keyword scores only
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,7 @@ def _copy(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore, 
     _refuse_other_sessions(sessions, dst, agent, target.label)  # likewise
     _document_plan(source, target, src, dst, agent)  # likewise: refused documents stop it here
     _copy_sessions(src, dst, sessions, agent, progress)
+    _copy_credentials(src, dst)
     total = sum(src.count_entries(s.session_id) for s in sessions)
     done = sum(src.count_entries(s.session_id, before_seq=after + 1) for s in sessions) if after else 0
     if progress:
@@ -346,6 +347,18 @@ def _copy(source: Endpoint, target: Endpoint, src: AgentStore, dst: AgentStore, 
             progress(agent, "entries", done, total)
     _fix_forks(src, dst)
     _copy_documents(source, target, src, dst, agent)
+
+
+def _copy_credentials(src: AgentStore, dst: AgentStore) -> None:
+    """The caller tokens (their digests) travel with the store: a migrated gateway must neither come
+    up open (a loopback gateway with no token admits anyone) nor accept a token revoked at the source."""
+    copied = {c.name: c for c in dst.list_credentials()}
+    for credential in src.list_credentials():
+        there = copied.get(credential.name)
+        if there is None:
+            dst.insert_credential(credential)
+        elif credential.revoked_at is not None and there.revoked_at is None:
+            dst.revoke_credential(credential.name, credential.revoked_at)
 
 
 def _refuse_other_sessions(sessions: list[Any], dst: AgentStore, agent: str, target: str) -> None:

@@ -21,7 +21,7 @@ from .errors import NotFoundError
 from .events import EventBus
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
-from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for
+from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for, within_limit
 from .storage import AgentStore, SessionRecord, agent_store_exists, known_agent_ids, open_agent_store, open_in_memory_store
 from .timeutil import now_ms
 
@@ -179,13 +179,14 @@ class Runtime:
         return session
 
     def scope(self, caller: Caller) -> Scope:
+        """What `caller` may see (S8), within the current credential's limit (visibility.Limit)."""
         if caller.key is None:
-            return OPERATOR_SCOPE
+            return within_limit(OPERATOR_SCOPE)
         own = self.caller_session(caller)
         stores = [self.read_store_for_key(own.key)]
         if own.meta.get("incognito"):
             stores.append(self.read_store(own.agent_id))
-        return scope_for(self.config, caller, own, lambda root: descendants(root, stores))
+        return within_limit(scope_for(self.config, caller, own, lambda root: descendants(root, stores)))
 
     def log_warning(self, message: str) -> None:
         """Warnings that must not fail the operation (hooks, background sync)."""

@@ -7,19 +7,56 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from .config import Config
 from .storage import AgentStore, SessionFilter, SessionRecord
 
 
 @dataclass(frozen=True)
+class Limit:
+    """What the credential behind the current request allows beyond S8 (see `limited`):
+    `agent_id` confines every scope to one agent; `sandboxed` makes each caller sandboxed."""
+
+    agent_id: str | None = None
+    sandboxed: bool = False
+
+
+NO_LIMIT = Limit()
+# Set around one request or tool call by the surface that checked the credential (gateway, MCP);
+# worker threads started with anyio's run_sync inherit it. A context variable, not a parameter,
+# so the limit reaches every scope the engine computes without a credential argument on each API.
+_current_limit: ContextVar[Limit] = ContextVar("clawkeep_limit", default=NO_LIMIT)
+
+
+def current_limit() -> Limit:
+    return _current_limit.get()
+
+
+def set_limit(limit: Limit) -> None:
+    """Limit the rest of this context (one request's task: nothing outlives it)."""
+    _current_limit.set(limit)
+
+
+@contextmanager
+def limited(limit: Limit) -> Iterator[None]:
+    token = _current_limit.set(limit)
+    try:
+        yield
+    finally:
+        _current_limit.reset(token)
+
+
+@dataclass(frozen=True)
 class Caller:
-    """The session calling a tool; `key=None` is the operator (CLI/HTTP without --as)."""
+    """The session calling a tool; `key=None` is the operator (CLI/HTTP without --as). A caller
+    made under a sandboxed credential (`limited`) is sandboxed."""
 
     key: str | None = None
-    sandboxed: bool = False
+    sandboxed: bool = field(default_factory=lambda: _current_limit.get().sandboxed)
 
 
 @dataclass(frozen=True)
@@ -40,6 +77,16 @@ class Scope:
 
 
 OPERATOR_SCOPE = Scope(agent_id=None, session_ids=None)
+
+
+def within_limit(scope: Scope, limit: Limit | None = None) -> Scope:
+    """`scope` confined to the credential's agent: another agent's scope sees nothing."""
+    limit = limit or _current_limit.get()
+    if limit.agent_id is None or scope.agent_id == limit.agent_id:
+        return scope
+    if scope.agent_id is None:
+        return Scope(limit.agent_id, scope.session_ids, scope.own_session_id)
+    return Scope(limit.agent_id, frozenset(), scope.own_session_id)
 
 
 def effective_level(config: Config, caller: Caller) -> str:

@@ -4,7 +4,8 @@ chosen by `--backend` (default: sqlite and postgres), through the factory only.
 A backend is a `Harness`: how to open a fresh agent store, a second object on the same
 database, and a memory index. PostgreSQL runs on real servers (tests/pg_servers.py): agent
 stores on Debian's PostgreSQL, memory indexes on the pgvector bundle; each test gets its own
-schema prefix, dropped afterwards.
+schema prefix, dropped afterwards. Memory-index tests also run as `postgres-stock`: the index on
+Debian's PostgreSQL, which has no pgvector (vectors in a plain column, exact top-k).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class SqliteHarness(Harness):
 
 class PostgresHarness(Harness):
     name = "postgres"
+    vector_server = "pgvector_url"
 
     def __init__(self, root: Path, request: pytest.FixtureRequest):
         super().__init__(root, request)
@@ -64,7 +66,7 @@ class PostgresHarness(Harness):
         self.prefixes: dict[str, str] = {}
 
     def config(self, db: str, *, vectors: bool = False) -> StorageConfig:
-        url = self.request.getfixturevalue("pgvector_url" if vectors else "pg_url")
+        url = self.request.getfixturevalue(self.vector_server if vectors else "pg_url")
         prefix = self.prefixes.setdefault((url, db), f"{self.tag}_{re.sub('[^a-z0-9]', '', db.lower())[:10]}")
         return StorageConfig(url=url, schema=prefix)
 
@@ -79,12 +81,21 @@ class PostgresHarness(Harness):
                     conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
-HARNESSES = {"sqlite": SqliteHarness, "postgres": PostgresHarness}
+class StockPostgresHarness(PostgresHarness):
+    """The memory index on a PostgreSQL without pgvector."""
+
+    name = "postgres-stock"
+    vector_server = "pg_url"
+
+
+HARNESSES = {"sqlite": SqliteHarness, "postgres": PostgresHarness, "postgres-stock": StockPostgresHarness}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
-        chosen = metafunc.config.getoption("--backend")
+        chosen = list(metafunc.config.getoption("--backend"))
+        if "postgres" in chosen and "memory_store" in metafunc.fixturenames:
+            chosen.append("postgres-stock")
         metafunc.parametrize("backend_name", chosen)
 
 

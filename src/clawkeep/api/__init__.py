@@ -10,7 +10,8 @@ from . import shapes
 
 __all__ = [
     "AGENT_TOOLS", "OPERATIONS", "SEND_TIMEOUT_DEFAULT_S", "SEND_TIMEOUT_MAX_S", "Args", "BootstrapFile", "Classification", "CleanupReport", "DeleteResult",
-    "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryFile", "MemoryHit",
+    "DoctorReport", "EngineStatus", "History", "HistoryMessage", "IndexReport", "MemoryChange", "MemoryFile",
+    "MemoryHit",
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
     "SessionStatus", "StoreFile",
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
     from .shapes import (  # every result model, imported on first use (__getattr__)
         ArchivedTranscript, BackfillReport, BootstrapFile, Classification, CleanupReport, CompactionMark,
         DeleteResult, DiaryEntry, DoctorReport, DreamingStatus, DreamingToggle, DreamsReview, EngineStatus,
-        ExplainReport, HarnessReport, History, HistoryMessage, IndexReport, Interval, MemoryFile, MemoryHit,
+        ExplainReport, HarnessReport, History, HistoryMessage, IndexReport, Interval, MemoryChange, MemoryFile,
+        MemoryHit,
         MemoryItem, MemorySearchResult, MemoryStatus, MessagePreview, MessageResult, Metrics, PromoteReport,
         PromotedItem, PromotionRun, RecallResult, Refusal, RememberResult, ResetResult, SEND_TIMEOUT_DEFAULT_S,
         SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, StoreFile,

@@ -172,6 +172,26 @@ class MemoryItemArgs(Args):
     item_id: str
 
 
+_ITEM_ID = "The line's id (from memory_remember)."
+_OLD_TEXT = "Or the line's current text, as memory_search showed it."
+
+
+class MemoryCorrectArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+    text: str = Field(max_length=2000, description="The corrected fact, one line. Secrets and one-off requests "
+                      "are refused.")
+
+
+class MemoryForgetArgs(Args):
+    item_id: str | None = Field(None, description=_ITEM_ID)
+    old_text: str | None = Field(None, max_length=2000, description=_OLD_TEXT)
+
+
+class MemoryUndoArgs(Args):
+    item_id: str = Field(description="The `undo` id memory_edit or memory_forget answered with.")
+
+
 class RecallArgs(Args):
     text: str
     session: str
@@ -236,7 +256,8 @@ class StoreFilesArgs(Args):
 
 
 class MemoryItemsArgs(Args):
-    status: Literal["active", "superseded", "expired"] | None = Field(None, description="Only items in this state.")
+    status: Literal["active", "superseded", "expired", "forgotten"] | None = Field(
+        None, description="Only items in this state.")
 
 
 class MemoryStatusArgs(Args):
@@ -251,7 +272,8 @@ class Http:
     every other field goes in the JSON body. `operator`: a request naming a calling session is
     refused (403). `many`: the result is a list of `result`. `positional` and `engine_names` give the
     `Engine` method's signature over these fields (its leading positional parameters; a keyword the
-    method spells otherwise, e.g. `limit` for `max_results`), so the Python client mirrors Engine."""
+    method spells otherwise, e.g. `limit` for `max_results`) and `engine_method` its name when it is
+    not the operation's, so the Python client mirrors Engine."""
 
     method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
@@ -260,6 +282,10 @@ class Http:
     many: bool = False
     positional: tuple[str, ...] = ()
     engine_names: tuple[tuple[str, str], ...] = ()  # (engine keyword, argument field)
+    engine_method: str | None = None  # the Engine method, when it is not named like the operation
+
+    def method_name(self, operation: str) -> str:
+        return self.engine_method or operation
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -441,9 +467,25 @@ def _ops() -> list[Operation]:
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days),
                   http=GET("/v1/memory/refusals", "days", operator=True, many=True)),
-        Operation("memory_edit", "Replace a remembered item's text.", MemoryEditArgs, shapes.MemoryItem,
+        Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
+                  "superseded (memory_undo reverts). Your own lines only.",
+                  MemoryCorrectArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_correct(a.item_id, a.text, old_text=a.old_text, caller=c),
+                  tool=True, writes=True,
+                  http=POST("/v1/memory/edit", positional=("item_id", "text"), engine_method="memory_correct")),
+        Operation("memory_forget", "Forget a remembered line that is no longer true or that the user wants gone "
+                  "(memory_undo reverts). Your own lines only.",
+                  MemoryForgetArgs, shapes.MemoryChange,
+                  lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True,
+                  http=POST("/v1/memory/forget", positional=("item_id",))),
+        Operation("memory_undo", "Undo a memory_edit or memory_forget by the `undo` id it answered with.",
+                  MemoryUndoArgs, shapes.MemoryChange, lambda e, a, c: e.memory_undo(a.item_id, caller=c),
+                  tool=True, writes=True, http=POST("/v1/memory/undo", positional=("item_id",))),
+        Operation("memory_item_edit", "Replace a remembered item's text in place (the operator's edit).",
+                  MemoryEditArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True,
-                  http=PUT("/v1/memory/items/{item_id}", operator=True, positional=("item_id", "text", "base_text"))),
+                  http=PUT("/v1/memory/items/{item_id}", operator=True, positional=("item_id", "text", "base_text"),
+                           engine_method="memory_edit")),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True,
                   http=DELETE("/v1/memory/items/{item_id}", operator=True, positional=("item_id",))),
@@ -462,7 +504,7 @@ def _ops() -> list[Operation]:
                   http=GET("/v1/memory/store", "prefix", operator=True, many=True)),
         Operation("memory_status", "Workspace, provider, vector store and index health.", MemoryStatusArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status(deep=a.deep),
-                  http=GET("/v1/memory/status", "deep")),
+                  http=GET("/v1/memory/status", "deep", operator=True)),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,
                   shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session),
                   http=POST("/v1/recall", positional=("text",))),

@@ -25,6 +25,8 @@ sessions_app = typer.Typer(help="Inspect and manage sessions.", no_args_is_help=
 app.add_typer(sessions_app, name="sessions")
 memory_app = typer.Typer(help="Memory files, the memory index and memory search.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
+tokens_app = typer.Typer(help="Caller credentials: tokens with a scope (docs/security.md).", no_args_is_help=True)
+app.add_typer(tokens_app, name="tokens")
 
 # The root callback's options below, all of which take a value (a test keeps the two in step).
 GLOBAL_VALUE_OPTIONS = frozenset({"--home", "--config", "--agent"})

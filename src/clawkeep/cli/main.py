@@ -19,6 +19,7 @@ from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mc
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
+from . import tokens as _tokens_commands  # noqa: F401 - registers `clawkeep tokens …`
 from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
 from .render import as_json_data, emit, table  # noqa: F401
 

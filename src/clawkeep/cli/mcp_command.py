@@ -19,20 +19,24 @@ def mcp_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Bind address for --http (off loopback needs --token)."),
     token: str | None = typer.Option(None, "--token", envvar="CLAWKEEP_MCP_TOKEN",
                                      help="Bearer token HTTP clients must send (required off loopback)."),
+    sandboxed: bool = typer.Option(False, "--sandboxed", help="The caller is sandboxed: "
+                                   "agents.defaults.sandbox.sessionToolsVisibility applies to its tools."),
 ) -> None:
     """MCP server: sessions_list, sessions_history, sessions_search, session_status, memory_search,
-    memory_get, memory_remember and sessions_send, as the --session caller."""
+    memory_get, memory_remember, memory_edit, memory_forget, memory_undo and sessions_send, as the
+    --session caller."""
     from ..mcp import serve_http, serve_stdio  # noqa: PLC0415 - the SDK loads only for this command
     from ..mcp.server import check_http_access  # noqa: PLC0415
 
     if session is not None:
         Engine.check_session_key(session, "--session")
     if http is None:
-        serve_stdio(engine(ctx), session)
+        serve_stdio(engine(ctx), session, sandboxed=sandboxed)
         return
     check.ident(host, "--host")
     check_http_access(host, token)  # before the announcement: a refused start must not print the URL first
     opened = engine(ctx)
     err.print(f"clawkeep mcp: streamable HTTP at http://{host}:{http}/mcp"
-              + (f" as {session}" if session else " as the operator"), highlight=False)
-    serve_http(opened, session, host=host, port=http, token=token)
+              + (f" as {session}" if session else " as the operator") + (" (sandboxed)" if sandboxed else ""),
+              highlight=False)
+    serve_http(opened, session, host=host, port=http, token=token, sandboxed=sandboxed)

@@ -61,12 +61,13 @@ def memory_search(
     query: str = typer.Argument(...),
     limit: int | None = typer.Option(None, "--limit", help="1-50, default maxResults (6)."),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid | keyword | vector"),
+    corpus: str = typer.Option("all", "--corpus", help="all | memory (the Markdown files) | sessions (transcripts)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search over memory files (and indexed transcripts)."""
 
     check.integer(limit, "--limit", 1, check.MAX_MEMORY_SEARCH)  # the CLI names its flags; the Engine its parameters
-    data = engine(ctx).memory_search(query, limit=limit, mode=mode)
+    data = engine(ctx).memory_search(query, limit=limit, mode=mode, corpus=corpus)
     emit(data, as_json, lambda d: out.print(table(d["results"], ["score", "source", "snippet"])))
 
 
@@ -116,7 +117,7 @@ def memory_remember(
 @memory_app.command("items")
 def memory_items(
     ctx: typer.Context,
-    status: str | None = typer.Option(None, "--status", help="active | superseded | expired"),
+    status: str | None = typer.Option(None, "--status", help="active | superseded | expired | forgotten"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Everything remembered, one bullet line each, with ids for edit and delete."""

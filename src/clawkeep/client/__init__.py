@@ -216,7 +216,11 @@ def _signature(op: Operation) -> inspect.Signature:
         return inspect.Parameter(engine_name.get(name, name), kind, default=default, annotation=info.annotation)
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in http.positional]
+    leading = [parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in http.positional]
+    for i in range(len(leading) - 2, -1, -1):  # before a required one, Engine takes it positionally (no default)
+        if leading[i + 1].default is inspect.Parameter.empty:
+            leading[i] = leading[i].replace(default=inspect.Parameter.empty)
+    params += leading
     params += [parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in fields if name not in http.positional]
     if op.name == "message":
         params.append(inspect.Parameter("stream", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool))
@@ -231,13 +235,13 @@ def _method(op: Operation) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return self.call(op.name, *args, **kwargs)
 
-    method.__name__ = method.__qualname__ = op.name
+    method.__name__ = method.__qualname__ = op.http.method_name(op.name) if op.http else op.name
     method.__doc__ = op.summary
     method.__signature__ = _signature(op)  # type: ignore[attr-defined]
     return method
 
 
 for _op in OPERATIONS.values():
-    if _op.http is not None:
-        setattr(Client, _op.name, _method(_op))
-        setattr(AsyncClient, _op.name, _method(_op))
+    if _op.http is not None:  # named like the Engine method (memory_edit's route is Engine.memory_correct)
+        setattr(Client, _op.http.method_name(_op.name), _method(_op))
+        setattr(AsyncClient, _op.http.method_name(_op.name), _method(_op))

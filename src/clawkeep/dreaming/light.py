@@ -18,7 +18,7 @@ from ..config import Config
 from ..routing.keys import SYNTHETIC_KINDS, parse_key
 from ..errors import InputError
 from .claims import claim_hash, clean_line, concept_tags, redacted, speaker
-from .rank import DAY_MS
+from .rank import DAY_MS, lexical_relevance
 from .schedule import local_day, settings, zone_for
 from .sources import LiveSources, SourceLine, daily_notes, transcript_lines
 from .store import Entry, write_atomic
@@ -93,7 +93,10 @@ def fold(work: Working, live: LiveSources, config: Config, traces: list[dict[str
                 if entry.key in counted:
                     continue  # one search counts once for a claim, however many windows show it
                 counted.add(entry.key)
-                work.recall(entry, score=_score(hit.get("score")), query=query, day=day, at=at, session=caller,
+                score = _score(hit.get("score"))
+                if trace.get("lexical"):  # keyword scores only: read on OpenClaw's lexical-only scale
+                    score = lexical_relevance(query, line.text, score)
+                work.recall(entry, score=score, query=query, day=day, at=at, session=caller,
                             user_query=user_query)
     return used
 

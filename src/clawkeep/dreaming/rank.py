@@ -2,7 +2,7 @@
 
 For an entry with n = recalls + daily + grounded signals (OpenClaw's formulas, ours in code):
 
-    relevance     = total score / n                           weight 0.30
+    relevance     = total score / n                           weight 0.30   (keyword-only: `lexical_relevance`)
     frequency     = ln(1 + n) / ln(11)                        weight 0.24
     diversity     = distinct user queries / 5                 weight 0.15
     recency       = exp(−ln 2 · age / half-life)              weight 0.15   (age: days since last recall)
@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any
 
 from ..config import DeepPhaseConfig
+from ..text.analyzer import analyze_document
 from .store import Entry, PhaseSignal
 
 DAY_MS = 86_400_000
@@ -60,6 +61,22 @@ def _day(text: str) -> date | None:
         return date.fromisoformat(text)
     except (TypeError, ValueError):
         return None
+
+
+def lexical_relevance(query: str, line: str, keyword_score: float) -> float:
+    """The relevance of one keyword-only recall on the scale Deep's gates assume.
+
+    OpenClaw scores a search without an embedding provider as min(1, fts + 0.45·overlap +
+    0.2·density): overlap = the share of the query's distinct words found in the text, density =
+    the words found / the text's distinct words. Its gates (Deep minScore 0.8) were set on that
+    scale. clawkeep's keyword score alone is a BM25 saturation that, on a small index, stays below
+    0.5 even for the line's exact words; the same two terms bring it to OpenClaw's scale (the
+    exact words score 1). Words: the index's analyzer (stems, CJK bigrams)."""
+    asked, said = set(analyze_document(query).split()), set(analyze_document(line).split())
+    if not asked or not said:
+        return clamp(keyword_score)
+    found = len(asked & said)
+    return clamp(keyword_score + 0.45 * found / len(asked) + 0.2 * found / len(said))
 
 
 def phase_boost(signal: PhaseSignal | None, now: int) -> float:

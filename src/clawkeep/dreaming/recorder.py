@@ -36,7 +36,8 @@ def enabled(rt: Runtime) -> bool:
 def install(rt: Runtime) -> None:
     """Subscribe the recorder to the runtime's bus (the engine does this once when it opens)."""
     rt.events.subscribe(MemorySearched, lambda event: _record(rt, "search", event.query, event.hits,
-                                                              event.session_key, event.at))
+                                                              event.session_key, event.at,
+                                                              **({"lexical": True} if event.lexical else {})))
     rt.events.subscribe(RecallTraced, lambda event: _record(rt, "recall", event.query, event.hits,
                                                             event.session_key, event.at, status=event.status))
 

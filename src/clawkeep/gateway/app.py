@@ -6,8 +6,9 @@
 Arguments are the operations' typed models (so OpenAPI at /openapi.json is generated from the
 same models as the CLI's JSON and the MCP tool schemas); results are their `to_json()`; errors
 are `{"error": {"code", "message"}}` (errors.py). `X-Clawkeep-Session` names the calling session
-for visibility (like `--as`); without it the caller is the operator. A hidden session answers
-exactly like a missing one (404).
+for visibility (like `--as`); without it the caller is the credential's own (docs/security.md):
+the operator for the gateway token, the session of a session or peer token. A name may only
+narrow a token's scope. A hidden session answers exactly like a missing one (404).
 """
 
 from __future__ import annotations
@@ -18,24 +19,41 @@ import re
 import time
 import uuid
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from .. import api
+from .. import api, credentials
 from .. import validation as check
 from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
+from ..visibility import set_limit
 from . import browser, control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
 
 log = logging.getLogger("clawkeep.gateway")
-Caller = Annotated[str | None, Header(alias="X-Clawkeep-Session", description="The calling session (visibility).")]
+OPERATOR = credentials.Grant("operator")
+NO_TOKEN_RECHECK_S = 1.0  # how stale "no stored token exists" may be (Gateway._tokens_exist)
+# The credential of the request being served: set by the auth dependency, read by the route's
+# caller and operator-only checks (the dependencies and the route run in one task context).
+_grant: ContextVar[credentials.Grant] = ContextVar("clawkeep_grant", default=OPERATOR)
+
+
+async def _calling_session(request: Request, named: Annotated[str | None, Header(
+        alias="X-Clawkeep-Session", description="The calling session (visibility); may only narrow a token's "
+                                                "scope.")] = None) -> str | None:
+    """The session the request runs as: the credential's own, or the one named within it."""
+    gateway: Gateway = request.app.state.gateway
+    return _grant.get().caller(gateway.engine.runtime, named)
+
+
+Caller = Annotated[str | None, Depends(_calling_session)]
 
 
 def _whole_number(value: Any) -> Any:
@@ -104,6 +122,7 @@ class Gateway:
         self.metrics = metrics.GatewayMetrics(engine)
         self.background = Background(engine, self.settings, self.inflight) if background else None
         self.started = time.time()
+        self._any_token, self._no_token_until = False, 0.0  # see _tokens_exist
 
     # --- running operations ---------------------------------------------------------
     async def op(self, name: str, caller: str | None = None, **arguments: Any) -> JSONResponse:
@@ -124,8 +143,28 @@ class Gateway:
         return _respond(await self.inflight.run(work, *args))
 
     def operator_only(self, caller: str | None, what: str) -> None:
+        grant = _grant.get()
+        if not grant.is_operator:
+            raise _Forbidden(f"{what} is for the operator: token {grant.name!r} is scoped to {grant.kind} "
+                             f"{grant.target}")
         if caller is not None:
             raise _Forbidden(f"{what} is for the operator: send the request without X-Clawkeep-Session")
+
+    def agent_operator_only(self, caller: str | None, what: str) -> None:
+        """For the operator, or a token of the agent this gateway serves acting as that agent (no
+        calling session): the agent's own memory index (the OpenClaw plugin's `openclaw memory`)."""
+        grant = _grant.get()
+        if grant.kind == "agent" and grant.target == self.engine.runtime.agent_id and caller is None:
+            return
+        self.operator_only(caller, what)
+
+    def own_agent_only(self, what: str) -> None:
+        """Memory, new threads and routed messages belong to the agent this gateway serves: an
+        agent token of another agent may not use them."""
+        grant = _grant.get()
+        if grant.kind == "agent" and grant.target != self.engine.runtime.agent_id:
+            raise _Forbidden(f"{what}: token {grant.name!r} is for agent {grant.target!r}, this gateway serves "
+                             f"agent {self.engine.runtime.agent_id!r}")
 
     # --- the app --------------------------------------------------------------------
     def app(self) -> FastAPI:
@@ -148,7 +187,9 @@ class Gateway:
         app.add_middleware(errors.BodyLimit, max_bytes=self.settings.max_body_bytes)
         app.add_middleware(browser.BrowserGuard, settings=self.settings)  # Host, cross-site: before any route
         app.add_middleware(_Observe, gateway=self)
+        app.state.gateway = self
         guarded = [Depends(self._authorised), Depends(_known_query)]
+        _token_routes(app, self, guarded)  # before `_routes`, whose last route catches every other /v1 path
         _routes(app, self, guarded)
         control_ui.install(app)
         return app
@@ -168,12 +209,48 @@ class Gateway:
         log.info("gateway stopped", extra={"event": "stopped"})
 
     async def _authorised(self, request: Request) -> None:
+        """Who is asking: the gateway token (operator), a stored token (its scope), or nobody —
+        the operator only on a gateway with neither (a tokenless loopback gateway). Stored tokens
+        are read from the store on every request, so a revocation anywhere counts at once."""
+        grant = await self._credential(request.headers.get("authorization", ""))
+        _grant.set(grant)
+        set_limit(grant.limit())
+
+    async def _credential(self, header: str) -> credentials.Grant:
+        from anyio import to_thread  # noqa: PLC0415
+
         token = self.settings.auth.token
-        if token is None:
-            return
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-            raise _Unauthorised()
+        scheme, _, value = header.partition(" ")
+        value = value.strip()
+        if scheme.lower() == "bearer" and value:
+            if token is not None and hmac.compare_digest(value.encode("utf-8", "surrogatepass"), token.encode()):
+                return OPERATOR
+            try:
+                grant = await to_thread.run_sync(credentials.authenticate, self.engine.runtime, value)
+            except credentials.CredentialRefused as exc:
+                raise _Unauthorised(str(exc)) from None
+            if grant is not None:
+                return grant
+        if token is None and not await self._tokens_exist():
+            return OPERATOR  # no credential exists anywhere: today's open loopback gateway
+        raise _Unauthorised()
+
+    async def _tokens_exist(self) -> bool:
+        """Whether any stored token exists. Tokens are never deleted, so once one does it stays
+        true. Until then the store is asked at most every NO_TOKEN_RECHECK_S: a first token made by
+        another process (`clawkeep tokens create`) closes this open gateway within that time, one
+        made through it at once; a tokenless gateway pays no store read per request (measured:
+        +16% p50 on a cheap route with one)."""
+        if self._any_token or time.monotonic() < self._no_token_until:
+            return self._any_token
+        from anyio import to_thread  # noqa: PLC0415
+
+        self._any_token = await to_thread.run_sync(credentials.required, self.engine.runtime)
+        self._no_token_until = time.monotonic() + NO_TOKEN_RECHECK_S
+        return self._any_token
+
+    def token_created(self) -> None:
+        self._any_token = True
 
     def observe_request(self, method: str, template: str, status: int, elapsed: float, request_id: str,
                         session_key: str | None) -> None:
@@ -240,9 +317,9 @@ class _Unauthorised(ClawkeepError):
     code = "unauthorized"
     http_status = 401
 
-    def __init__(self) -> None:
-        super().__init__("missing or wrong token: send `Authorization: Bearer <token>` (gateway.auth.token or "
-                         "CLAWKEEP_GATEWAY_TOKEN)")
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "missing or wrong token: send `Authorization: Bearer <token>` (the "
+                         "gateway's token, or one from `clawkeep tokens create`)")
 
 
 class _Invalid(ClawkeepError):
@@ -273,7 +350,11 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
                            stream_reply: Annotated[bool, Query(alias="stream")] = False) -> Any:
         """One inbound message through the whole turn; `?stream=true` answers with server-sent
         events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
-        body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
+        body = await _granted_message(gw, body, caller)
+        if _grant.get().kind == "peer" and body.session is None:
+            caller = None  # routed as the token's peer, into the session routing gives it
+        else:
+            body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
         if not stream_reply:  # the operation checks the target is visible
             return _message_response(await gw.run_op("message", caller, args=body))
         if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
@@ -296,6 +377,10 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         """A new dashboard thread (`incognito`: kept in memory only, never written to disk); with
         `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists); with `key`, the
         session of that key, created if missing (`created` says whether this call made it)."""
+        gw.own_agent_only("creating a thread")
+        if _grant.get().kind in ("session", "peer"):
+            raise _Forbidden(f"creating a thread: token {_grant.get().name!r} runs as its one session; new "
+                             "dashboard threads are made by the operator or an agent token")
         if caller is not None:
             await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
         return await gw.op("sessions_create", caller, args=body)
@@ -350,6 +435,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
                             min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1,
                                                                      allow_inf_nan=False)] = None,
                             corpus: Annotated[str, Query(pattern="^(all|memory|sessions)$")] = "all") -> Any:
+        gw.own_agent_only("memory")
         return await gw.op("memory_search", caller, query=q, max_results=limit, mode=mode, min_score=min_score,
                            corpus=corpus)
 
@@ -357,15 +443,32 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     async def memory_file(path: Annotated[str, Query(max_length=1024)], caller: Caller = None,
                           from_line: Annotated[int | None, Whole, Query(alias="from", ge=1, le=check.MAX_INT)] = None,
                           lines: Annotated[int | None, Whole, Query(ge=1, le=check.MAX_GET_LINES)] = None) -> Any:
+        gw.own_agent_only("memory")
         return await gw.op("memory_get", caller, path=path, **{"from": from_line}, lines=lines)
 
     @app.post("/v1/memory/remember", dependencies=guarded, tags=["memory"], responses=_doc(api.RememberResult))
     async def remember(body: ops.MemoryRememberArgs, caller: Caller = None) -> Any:
+        gw.own_agent_only("memory")
         return await gw.op("memory_remember", caller, args=body)
 
+    @app.post("/v1/memory/edit", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def correct(body: ops.MemoryCorrectArgs, caller: Caller = None) -> Any:
+        """memory_edit: correct a line (the old one kept as superseded); a session only its own lines."""
+        return await gw.op("memory_edit", caller, args=body)
+
+    @app.post("/v1/memory/forget", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def forget(body: ops.MemoryForgetArgs, caller: Caller = None) -> Any:
+        """memory_forget: retire a line (kept, marked forgotten); a session only its own lines."""
+        return await gw.op("memory_forget", caller, args=body)
+
+    @app.post("/v1/memory/undo", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
+    async def undo_correction(body: ops.MemoryUndoArgs, caller: Caller = None) -> Any:
+        """memory_undo: undo a memory_edit or memory_forget by the `undo` id it answered with."""
+        return await gw.op("memory_undo", caller, args=body)
+
     @app.get("/v1/memory/items", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem, many=True))
-    async def memory_items(caller: Caller = None,
-                           status: Annotated[str | None, Query(pattern="^(active|superseded|expired)$")] = None) -> Any:
+    async def memory_items(caller: Caller = None, status: Annotated[
+            str | None, Query(pattern="^(active|superseded|expired|forgotten)$")] = None) -> Any:
         gw.operator_only(caller, "listing every memory item")
         return await gw.call(lambda: gw.engine.memory_items(status=status))
 
@@ -378,7 +481,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
     async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:
         gw.operator_only(caller, "editing memory")
-        return await gw.op("memory_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
+        return await gw.op("memory_item_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
 
     @app.delete("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.DeleteResult))
     async def delete_item(item_id: str, caller: Caller = None) -> Any:
@@ -388,7 +491,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.post("/v1/memory/index", dependencies=guarded, tags=["memory"], responses=_doc(api.IndexReport))
     async def memory_index(body: ops.MemoryIndexArgs | None = None, caller: Caller = None) -> Any:
         """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
-        gw.operator_only(caller, "indexing memory")
+        gw.agent_operator_only(caller, "indexing memory")
         return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
 
     # --- key/value store files (memory/store/: the LangGraph store) ---------------------
@@ -410,7 +513,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         return await gw.op("memory_store_write", None, args=body)
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
-    async def memory_status(deep: bool = False) -> Any:
+    async def memory_status(deep: bool = False, caller: Caller = None) -> Any:
+        gw.agent_operator_only(caller, "the memory index status")
         return await gw.call(lambda: gw.engine.memory_status(deep=deep))
 
     # --- dreaming (the Control UI's Dreams tab) ---------------------------------------
@@ -435,6 +539,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.get("/v1/dreaming/review", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamsReview))
     async def dreaming_review(caller: Caller = None, limit: Annotated[int, Whole, Query(ge=1, le=200)] = 20) -> Any:
         """DREAMS.md's phase blocks, the Dream Diary and the promotion runs, newest first."""
+        gw.own_agent_only("memory")
         return await gw.op("dreaming_review", caller, limit=limit)
 
     @app.post("/v1/dreaming/undo", dependencies=guarded, tags=["dreaming"], responses=_doc(api.UndoReport))
@@ -446,12 +551,18 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     # --- recall, status, metrics ------------------------------------------------------
     @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))
     async def recall(body: ops.RecallArgs, caller: Caller = None) -> Any:
-        if caller is not None:
-            await gw.run_op("session_status", caller, session_key=body.session)  # hidden = missing
+        if caller is not None or not _grant.get().is_operator:  # hidden (also beyond an agent token) = missing
+            await gw.run_op("session_status", caller, session_key=body.session)
         return await gw.op("recall", caller, args=body)
 
     @app.get("/v1/status", dependencies=guarded, tags=["status"], responses=_doc(api.EngineStatus))
     async def status() -> Any:
+        grant = _grant.get()
+        if not grant.is_operator:  # a scoped token learns what the UI needs, no engine-wide figures
+            config = gw.engine.config
+            return {"agentId": gw.engine.runtime.agent_id, "chatModel": config.agents.defaults.model.primary,
+                    "credential": {"name": grant.name, "scope": f"{grant.kind}:{grant.target}",
+                                   "sandboxed": grant.sandboxed}}
         data = _json(await gw.run_op("status"))
         data["gateway"] = {"uptimeSeconds": round(time.time() - gw.started, 1), "inFlight": gw.inflight.count,
                            "background": gw.background.report() if gw.background is not None else None}
@@ -460,6 +571,7 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.get("/v1/metrics", dependencies=guarded, tags=["status"], response_class=PlainTextResponse)
     async def prometheus() -> Response:
         """Prometheus text: request counts and latencies, turn latency, and the G5 memory metrics."""
+        gw.operator_only(None, "the metrics")
         body, content_type = await gw.inflight.run(gw.metrics.exposition)
         return Response(body, media_type=content_type)
 
@@ -478,3 +590,56 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
 class _NoRoute(ClawkeepError):
     code = "not_found"
     http_status = 404
+
+
+async def _granted_message(gw: Gateway, body: ops.MessageArgs, caller: str | None) -> ops.MessageArgs:
+    """A message as the credential may send it. A peer token's message without `session` is
+    routed as that peer (routing fields refused: they come from the token); an agent token
+    delivers into a session of its agent, or routes only on the agent this gateway serves."""
+    grant = _grant.get()
+    if grant.kind == "peer" and body.session is None:
+        ops.scoped_message(body, grant.target)  # refuses routing fields
+        channel, _, sender = grant.target.partition(":")
+        return body.model_copy(update={"channel": channel, "sender": sender, "chat_type": "direct", "account": None})
+    if grant.kind == "agent" and caller is None:
+        if body.session is not None:  # visible within the agent, or missing (404)
+            await gw.run_op("session_status", None, session_key=body.session)
+        else:
+            gw.own_agent_only("routing a message")
+    return body
+
+
+class TokenBody(BaseModel):
+    """POST /v1/tokens: the `clawkeep tokens create` arguments."""
+
+    model_config = ops.Args.model_config
+    name: str
+    scope: str
+    expires: str | None = None
+    sandboxed: bool = False
+
+
+def _token_routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:
+    """Operator-only: create, list and revoke caller credentials (the secret is shown once)."""
+
+    @app.post("/v1/tokens", dependencies=guarded, tags=["tokens"], status_code=201)
+    async def create_token(body: TokenBody, caller: Caller = None) -> Any:
+        """A new token; the answer's `token` is its secret, never shown again."""
+        gw.operator_only(caller, "creating tokens")
+        created = await gw.call(lambda: gw.engine.tokens_create(body.name, body.scope, expires=body.expires,
+                                                                 sandboxed=body.sandboxed))
+        gw.token_created()  # from now on a credential is required here
+        created.status_code = 201
+        return created
+
+    @app.get("/v1/tokens", dependencies=guarded, tags=["tokens"])
+    async def list_tokens(caller: Caller = None) -> Any:
+        """Every token: name, scope, state and times (never the secret)."""
+        gw.operator_only(caller, "listing tokens")
+        return await gw.call(gw.engine.tokens_list)
+
+    @app.delete("/v1/tokens/{name}", dependencies=guarded, tags=["tokens"])
+    async def revoke_token(name: str, caller: Caller = None) -> Any:
+        """Revoke a token: refused by every gateway on this home or database from its next request."""
+        gw.operator_only(caller, "revoking tokens")
+        return await gw.call(lambda: gw.engine.tokens_revoke(name))

@@ -1,10 +1,12 @@
 """The MCP server: one Engine, one calling session per server, the agent tools.
 
 The caller is fixed when the server starts (`--session KEY`, visibility as `--as KEY`; none =
-the operator). A tool call runs the operation in a worker thread (the engine is synchronous), and
-whatever goes wrong in it — arguments that do not fit the schema, a refused input, a hidden
-session — is an MCP tool error (`isError`) carrying the ClawkeepError's message, never a crash of
-the server.
+the operator; `--sandboxed` makes it a sandboxed caller). Over HTTP a stored token (`clawkeep
+tokens create`) may also be sent: the call then runs as that token's caller, `--session` only
+narrowing it, as the gateway's X-Clawkeep-Session does (docs/security.md). A tool call runs the
+operation in a worker thread (the engine is synchronous), and whatever goes wrong in it —
+arguments that do not fit the schema, a refused input, a hidden session — is an MCP tool error
+(`isError`) carrying the ClawkeepError's message, never a crash of the server.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from .. import credentials
 from ..api import AGENT_TOOLS, OPERATIONS
 from ..api.operations import result_json
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
+from ..visibility import Limit, limited
 from .stdio import CheckedLines, ClaimedStdin
 
 SERVER_NAME = "clawkeep"
@@ -46,20 +50,31 @@ def tool_list() -> list[types.Tool]:
     return tools
 
 
-def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str, Any] | None) -> Any:
-    """Run one agent tool as `caller` and return its JSON; ClawkeepError for anything refused."""
+def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str, Any] | None, *,
+              grant: credentials.Grant | None = None, sandboxed: bool = False) -> Any:
+    """Run one agent tool as `caller` (within `grant`, the HTTP request's token, if any) and return
+    its JSON; ClawkeepError for anything refused."""
     if name not in MCP_TOOLS:
         raise InputError(f"unknown tool {name[:100]!r}; available tools: {', '.join(MCP_TOOLS)}")
     operation = OPERATIONS[name]
-    return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
+    limit = Limit(sandboxed=sandboxed)
+    if grant is not None:
+        if name == "sessions_create" and grant.kind in ("session", "peer"):  # as the gateway's POST /v1/sessions
+            raise InputError(f"sessions_create: token {grant.name!r} runs as its one session; new sessions are "
+                             "made by the operator or an agent token")
+        caller = grant.caller(engine.runtime, caller)
+        limit = Limit(grant.limit().agent_id, grant.sandboxed or sandboxed)
+    with limited(limit):
+        return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
 
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def build_server(engine: Engine, caller: str | None = None) -> Server:
-    """An MCP server offering the agent tools, each run on `engine` as `caller`."""
+def build_server(engine: Engine, caller: str | None = None, *, sandboxed: bool = False) -> Server:
+    """An MCP server offering the agent tools, each run on `engine` as `caller` (sandboxed: a
+    sandboxed caller, so agents.defaults.sandbox.sessionToolsVisibility applies)."""
     tools = tool_list()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -67,7 +82,10 @@ def build_server(engine: Engine, caller: str | None = None) -> Server:
 
     async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            data = await anyio.to_thread.run_sync(partial(call_tool, engine, caller, params.name, params.arguments))
+            state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
+            work = partial(call_tool, engine, caller, params.name, params.arguments,
+                           grant=state.get(GRANT_STATE), sandboxed=sandboxed)
+            data = await anyio.to_thread.run_sync(work)
         except ClawkeepError as exc:
             return _error(f"{params.name} failed: {exc}")
         except Exception as exc:  # noqa: BLE001 - one failed call must not take the server down
@@ -91,10 +109,10 @@ def _version() -> str:
         return "0"
 
 
-def serve_stdio(engine: Engine, caller: str | None = None) -> None:
+def serve_stdio(engine: Engine, caller: str | None = None, *, sandboxed: bool = False) -> None:
     """Serve over this process's stdin/stdout until the client closes them. Every input line is
     checked first (mcp/stdio.py): a malformed one is answered with a JSON-RPC error, never dropped."""
-    server = build_server(engine, caller)
+    server = build_server(engine, caller, sandboxed=sandboxed)
 
     async def main(source: Any) -> None:
         lines = CheckedLines(source)
@@ -118,16 +136,15 @@ def check_http_access(host: str, token: str | None) -> None:
 
 
 def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.0.1", port: int = 8765,
-               token: str | None = None) -> None:
+               token: str | None = None, sandboxed: bool = False) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Off loopback a token is
     required, and every request must carry `Authorization: Bearer <token>`."""
     import uvicorn  # noqa: PLC0415 - only the HTTP transport needs it
 
     check_http_access(host, token)
     # plain JSON answers (no SSE stream per call): the tools send no progress notifications
-    app: Any = build_server(engine, caller).streamable_http_app(host=host, json_response=True)
-    if token:
-        app = _BearerGuard(app, token)
+    app: Any = build_server(engine, caller, sandboxed=sandboxed).streamable_http_app(host=host, json_response=True)
+    app = _CredentialGuard(app, engine, token)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     if threading.current_thread() is threading.main_thread():
         # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-sends the signal to the handler it
@@ -137,19 +154,46 @@ def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.
     server.run()
 
 
-class _BearerGuard:
-    """ASGI middleware: HTTP requests without the right bearer token get 401 and nothing else."""
+GRANT_STATE = "clawkeep_grant"  # where the guard leaves the request's credential (ASGI scope["state"])
 
-    def __init__(self, app: Any, token: str):
-        self.app, self._expected = app, f"Bearer {token}".encode()
+
+class _CredentialGuard:
+    """ASGI middleware: the request's credential, as the gateway checks it — the server's --token
+    (operator), a stored token (its scope), or none, which only a server without either admits.
+    Anything else gets 401 and nothing else. The grant goes to the tool call in scope["state"]."""
+
+    def __init__(self, app: Any, engine: Engine, token: str | None):
+        self.app, self.engine = app, engine
+        self._expected = f"Bearer {token}".encode() if token else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                body = json.dumps({"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}})
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": body.encode()})
-                return
+            try:
+                grant = await self._grant(given)
+            except credentials.CredentialRefused as exc:
+                return await _refuse(send, str(exc))
+            if grant is None:
+                return await _refuse(send, "missing or wrong bearer token")
+            scope.setdefault("state", {})[GRANT_STATE] = grant
         await self.app(scope, receive, send)
+
+    async def _grant(self, given: bytes) -> credentials.Grant | None:
+        if self._expected is not None and hmac.compare_digest(given, self._expected):
+            return credentials.Grant("operator")
+        scheme, _, value = given.decode("latin-1").partition(" ")
+        rt = self.engine.runtime
+        if scheme.lower() == "bearer" and value.strip():
+            found = await anyio.to_thread.run_sync(credentials.authenticate, rt, value.strip())
+            if found is not None:
+                return found
+        if self._expected is None and not await anyio.to_thread.run_sync(credentials.required, rt):
+            return credentials.Grant("operator")
+        return None
+
+
+async def _refuse(send: Any, message: str) -> None:
+    body = json.dumps({"error": {"code": "unauthorized", "message": message}})
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+    await send({"type": "http.response.body", "body": body.encode()})

@@ -418,10 +418,12 @@ class MirroredDocuments:
         return kept
 
     def _pull(self) -> bool:
-        head = self.store.doc_head()
-        if head <= int(self._state.get("seq", 0)):
+        # the changes themselves, not the head first: one read whether or not anything changed
+        changes = self.store.doc_changes(int(self._state.get("seq", 0)))
+        if not changes:
             return False
-        for doc in self.store.doc_changes(int(self._state.get("seq", 0))):
+        head = max(doc.seq for doc in changes)
+        for doc in changes:
             if not _safe(doc.path):
                 continue
             known = self._state["docs"].get(doc.path)

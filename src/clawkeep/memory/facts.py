@@ -428,4 +428,67 @@ def same_fact(a: str, b: str) -> bool:
     if ra.lang != rb.lang or not ra.claims or len(ra.claims) != len(rb.claims):
         return False
     key = lambda c: (c.subject, c.value, c.negated)  # noqa: E731
-    return sorted(map(key, ra.claims)) == sorted(map(key, rb.claims))
+    if sorted(map(key, ra.claims)) != sorted(map(key, rb.claims)):
+        return False
+    # "I like tea" / "I like tea but not green tea": a clause read as no claim still counts
+    return _numbers(a) == _numbers(b) and _meaning_cues(a, ra.lang) == _meaning_cues(b, rb.lang)
+
+
+# --- near-duplicates: a restatement with a little more detail (seed 001 §3.3) ------------------
+# "我喜欢喝美式" → "我喜欢喝美式咖啡", "I live in Lisbon" → "I live in Lisbon Portugal": the longer line
+# says all the shorter one says and adds a detail. What is added must not change the meaning: no
+# negation, no limit, no number (a different amount is another fact), and only a few words.
+_EN_MEANING_WORDS = frozenset("not no never nor except without but unless only if when while after before until "
+                              "instead rather than anymore longer don't doesn't didn't isn't aren't won't can't "
+                              "cannot neither".split())
+_CJK_MEANING = lazy(r"[不没沒别別無无非未否只仅僅除但却卻]|以外|以前|以后|之前|之后"
+                    r"|ない|ません|じゃ|안|못|않|말고|빼고|만")
+_NUMERAL = lazy(r"[\d零〇一二两三四五六七八九十百千万亿]")
+_NUMBER = lazy(r"\d+(?:[.,]\d+)*")
+MAX_EXTRA_WORDS = 3  # English words a refinement may add
+MAX_EXTRA_CHARS = 4  # CJK characters a refinement may add
+
+
+@lru_cache(maxsize=READ_CACHE)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(sorted(_NUMBER.findall(text)))
+
+
+def _meaning_cues(text: str, lang: str) -> set[str]:
+    """The negations and limits a line holds ("not", "only", "不", "只"…)."""
+    if lang == "en":
+        return set(_en_words(text)) & _EN_MEANING_WORDS
+    return set(_CJK_MEANING.findall(text))
+
+
+def _extends(longer: str, shorter: str, lang: str) -> bool:
+    """`longer` is `shorter` followed by a short detail that changes nothing it said."""
+    if lang == "en":
+        long_words, short_words = longer.split(), shorter.split()
+        extra = long_words[len(short_words):]
+        return (bool(short_words) and long_words[:len(short_words)] == short_words
+                and 0 < len(extra) <= MAX_EXTRA_WORDS and not set(extra) & _EN_MEANING_WORDS)
+    extra = longer[len(shorter):]
+    return (len(shorter) >= 2 and longer.startswith(shorter) and 0 < len(extra) <= MAX_EXTRA_CHARS
+            and not _CJK_MEANING.search(extra) and not _NUMERAL.search(extra))
+
+
+def refines(new_text: str, old_text: str) -> bool:
+    """Whether `new_text` restates `old_text` with a small added detail: every claim of the old line
+    is in the new one with the same subject and polarity, its value the same or extended (`_extends`),
+    and at least one extended. Lines read as no claims are compared as whole canonical text."""
+    new, old = read(new_text), read(old_text)
+    if new.lang != old.lang or len(new.claims) != len(old.claims):
+        return False
+    if not new.claims:
+        return _extends(canonical(new_text), canonical(old_text), new.lang) and _numbers(new_text) == _numbers(old_text)
+    if {c.subject for c in new.claims} != {c.subject for c in old.claims} or _numbers(new_text) != _numbers(old_text):
+        return False
+    extended = False
+    for o in old.claims:
+        match = next((n for n in new.claims if n.subject == o.subject and n.negated == o.negated
+                      and (n.value == o.value or _extends(n.value, o.value, n.lang))), None)
+        if match is None:
+            return False
+        extended = extended or match.value != o.value
+    return extended

@@ -73,7 +73,7 @@ _MEMORY_REQUEST = _any(
 )
 
 # --- operational: one-off instructions --------------------------------------------------------
-_EN_LEAD = (r"(?:(?:ok(?:ay)?|hey|so|and|also|now|then|pls|please|plz|kindly|just|quickly|quick|first|next|"
+_EN_LEAD = (r"(?:(?:ok(?:ay)?|hey|so|and|also|now|then|pls|please|plz|kindly|just|quickly|quick|first|next|to|"
             r"go\s+ahead\s+and|can\s+(?:you|u)|could\s+(?:you|u)|would\s+(?:you|u)|will\s+(?:you|u)|"
             r"would\s+you\s+mind|i\s+need\s+you\s+to|i\s+want\s+you\s+to|i'?d\s+like\s+you\s+to|"
             r"help\s+me|try\s+to|make\s+sure\s+to)[\s,]+)*")

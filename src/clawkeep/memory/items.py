@@ -28,7 +28,7 @@ from ..errors import ConflictError, InputError, NotFoundError
 from ..patterns import lazy
 from .documents import for_workspace, memory_files, read_lines, write_lines  # noqa: F401 - re-exported
 from .owners import UNKNOWN_OWNER, visible_to
-from .workspace import MEMORY_FILE, NOTES_DIR
+from .workspace import NOTES_DIR
 
 # The write filters (filters.py) and the plan reader (timeparse.py) compile a few hundred
 # patterns: they load with the first write, not with every search that reads item states.
@@ -62,6 +62,8 @@ class Item:
         return self.attrs.get("expires")
 
     def status(self, today: date) -> str:
+        if self.attrs.get("forgotten"):  # forgotten by a correction (memory_forget): retired, kept as a trail
+            return "forgotten"
         if self.superseded_by:
             return "superseded"
         if self.expires and self.expires < today.isoformat():
@@ -203,8 +205,9 @@ def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
 
 # --- supersession (M8): see facts.py ----------------------------------------------------------
 _REMEMBER_PREFIX = lazy(
-    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)(\s+that)?[:,]?\s+"
-    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*"
+    r"^\s*(please\s+)?(remember|note|don't forget|keep in mind)"
+    r"(\s+that|\s+(?:this|these|the\s+following)\s*(?=[:：]))?[:：,]?\s+"
+    r"|^\s*(?:请|麻烦)?(?:你)?(?:帮我)?(?:记住|记得|记一下|记下|别忘了)[:：，,\s]*(?:(?:这个|这些|以下|下面的?)[:：]\s*)?"
     r"|^\s*(?:覚えておいて|覚えといて|覚えて|忘れないで)(?:ください|下さい|ね|ほしい)?[、，,:：\s]+"
     r"|^\s*(?:기억해\s?(?:줘|주세요|둬|두세요)?|잊지\s?마(?:세요)?)[,，:\s]+",
     re.IGNORECASE,
@@ -300,6 +303,20 @@ def set_attr(workspace: Path, item: Item, **updates: str) -> None:
         if n < 0:
             return None  # gone meanwhile: nothing to mark
         lines[n] = line_with_attrs(lines[n], item.id, **updates)
+        return lines
+
+    for_workspace(workspace).update(item.path, change)
+
+
+def clear_attrs(workspace: Path, item: Item, *names: str) -> None:
+    """Remove the marker attributes `names` from `item`'s line (an undone correction)."""
+    def change(lines: list[str]) -> list[str] | None:
+        n = _locate(lines, item)
+        if n < 0:
+            return None
+        content, attrs = parse_marker(lines[n])
+        kept = {k: v for k, v in attrs.items() if k not in names}
+        lines[n] = content.rstrip() + render_marker({"id": item.id, **kept})
         return lines
 
     for_workspace(workspace).update(item.path, change)

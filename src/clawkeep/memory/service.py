@@ -107,7 +107,8 @@ def open_index(rt: Runtime) -> MemoryIndex:
 def _new_index(rt: Runtime) -> MemoryIndex:
     settings = rt.config.agents.defaults.memory_search
     # A copy with an update, not an assignment: that would build the section's validator.
-    sources = settings.sources if sessions_enabled(rt) else [s for s in settings.sources if s != "sessions"] or ["memory"]
+    sources = (settings.sources if sessions_enabled(rt)
+               else [s for s in settings.sources if s != "sessions"] or ["memory"])
     settings = settings.model_copy(update={"sources": list(sources)})
     store, recovered = open_store(rt, memory_database_path(rt))  # a corrupt file is moved aside, recreated
     index = MemoryIndex(workspace(rt), store, settings, _provider_factory(rt),
@@ -185,8 +186,11 @@ def answering(message_id: str | None) -> Iterator[None]:
 
 
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
-           sync: bool = True, caller: str | None = None, without_session: str | None = None) -> dict[str, Any]:
+           sync: bool = True, caller: str | None = None, without_session: str | None = None,
+           corpus: str = "all") -> dict[str, Any]:
     """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store.
+    `corpus` ("memory", "sessions" or "all") picks the sources before the limit is applied: a limit
+    of 1 over memory files is the best memory-file hit, whatever the transcripts hold.
     Transcript lines of the message being answered (`answering`) are never offered.
     `without_session`: a session id whose indexed transcript is left out entirely (recall never
     covers the current session, A5), dropped before windows so it takes no result's place."""
@@ -206,22 +210,29 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         skipped, seen = f"{TRANSCRIPT_PREFIX}{without_session}", visible
         visible = lambda chunk: chunk.path != skipped and (seen is None or seen(chunk))  # noqa: E731
     pool_for = wanted if caller is None else min(MAX_CALLER_FETCH, wanted * 4)
+    lexical = [mode == "keyword"]  # or no embedding provider: Dreaming reads such scores on another scale
 
     def run(index: MemoryIndex) -> list[Any]:
+        sources = list(index.settings.sources) if corpus == "all" else [s for s in index.settings.sources
+                                                                         if s == corpus]
+        if not sources:  # e.g. "sessions" where transcripts are not indexed: nothing to find
+            return []
         checked = _TURN_CHECKED.get()
+        lexical[0] = lexical[0] or index.provider is None
         if index.recovered:
             index.sync()
         elif sync and not checked:
             index.refresh(vectors=mode != "keyword")  # cheap staleness check (one queue read while nothing changed)
             if checked is not None:
                 checked.append(True)
-        return memory_search(index, query, limit=wanted, mode=mode, today=today(rt),
+        return memory_search(index, query, limit=wanted, mode=mode, sources=sources, today=today(rt),
                              citations=rt.config.memory.citations, visible=visible, pool_for=pool_for,
                              hidden_messages=_ANSWERING.get())
 
     results = [hit.to_json() for hit in with_index(rt, run)]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
-        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller))
+        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller,
+        lexical=lexical[0]))
     return {"results": results}
 
 
@@ -489,13 +500,16 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
     from . import facts  # noqa: PLC0415 - writes only
 
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
-        (i for i in active if facts.same_fact(fact, i.text)), None)
+        (i for i in active if facts.same_fact(fact, i.text)), None) or next(
+        (i for i in active if facts.refines(i.text, fact)), None)  # a line already saying more
     if same is not None:  # a restatement merges into the line already there (seed 001 §3.3)
         return WritePlan(fact, "duplicate", same=same)
     attrs = {"id": items.new_item_id(), "at": day.isoformat()}
     if owner is not None:
         attrs["session"] = owner
     conflicts = _conflicts(fact, active, _similarity(rt))
+    # a near-duplicate the new line adds a detail to is superseded by it (kept, linked), not kept twice
+    conflicts += [i for i in active if i not in conflicts and facts.refines(fact, i.text)]
     if conflicts:
         attrs["supersedes"] = ",".join(i.id for i in conflicts)
     event = items.is_time_bound(fact, day)
@@ -541,8 +555,8 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
 
 
-def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date
-           ) -> tuple[WritePlan, items.Item | None]:
+def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date,
+           extra: dict[str, str] | None = None, leave_out: str | None = None) -> tuple[WritePlan, items.Item | None]:
     """Append `plan`'s fact to its file, deciding again — duplicate, merge, which items it
     supersedes — against that file's text as it is written: another writer (a thread, another
     instance) may have added a contradicting fact since `plan` was made, and the write's retry on
@@ -553,17 +567,19 @@ def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, ow
         rel, heading = daily_note(ws, day.isoformat()).relative_to(ws).as_posix(), f"# {day.isoformat()}"
     else:
         rel, heading = MEMORY_FILE, MEMORY_HEADING
-    elsewhere = [i for i in writable_items(rt, owner, day) if i.path != rel]
+    elsewhere = [i for i in writable_items(rt, owner, day) if i.path != rel and i.id != leave_out]
     applied = {"plan": plan}
 
     def change(lines: list[str]) -> list[str] | None:
         here = [] if items.is_session_excerpt(lines) else items.parse_items(rel, "\n".join(lines))
+        here = [i for i in here if i.id != leave_out]  # an edited line is retired by its editor, not merged into
         now = plan_remember(rt, text, force=force, owner=owner, day=day,
                             active=writable_items(rt, owner, day, found=elsewhere + here))
         applied["plan"] = now
         if now.status != "store":
             return None
         assert now.attrs is not None and now.conflicts is not None
+        now.attrs.update(extra or {})
         for old in now.conflicts:
             if old.path == rel:  # parsed from these very lines: its line number is current
                 lines[old.line - 1] = items.line_with_attrs(lines[old.line - 1], old.id, supersededBy=now.attrs["id"])
@@ -635,8 +651,8 @@ def _similarity(rt: Runtime) -> facts.Similar | None:
 
 
 def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]]:
-    if status not in (None, "active", "superseded", "expired"):
-        raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired")
+    if status not in (None, "active", "superseded", "expired", "forgotten"):
+        raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired, forgotten")
     day = today(rt)
     skipped: dict[str, str] = {}
     found = items.all_items(workspace(rt, reading=True), skipped)
@@ -720,12 +736,15 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         "sources": settings.sources,
         "index": index_info,
         "provider": {"configured": settings.provider, "model": settings.model},
-        "vectorStore": {"backend": settings.vector_store},
+        "vectorStore": {"backend": settings.vector_store, "vectorIndex": "exact"},
         **_openclaw_keys(rt),
     }
+    server = rt.read_store().server_info()  # which backend, which server version
+    out["storage"], out["storageVersion"] = server["storage"], server["storageVersion"]
     if rt.config.storage.is_postgres:  # D4: the documents live in the database, mirrored here
         out["index"]["path"] = idx.store.path
-        out["vectorStore"] = {"backend": "pgvector"}
+        # "pgvector-hnsw", or "exact (no pgvector)" on a server without the extension
+        out["vectorStore"] = {"backend": idx.store.vector_store, "vectorIndex": idx.store.vector_index}
         out["documents"] = {"backend": "postgresql", "mirror": str(ws),
                             "conflicts": documents.for_workspace(ws).conflicts(),
                             "notMirrored": documents.for_workspace(ws).not_mirrored()}

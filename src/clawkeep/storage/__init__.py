@@ -8,7 +8,8 @@ package per backend (sqlite/) holding all of its SQL.
 from __future__ import annotations
 
 from .documents_base import Document, DocumentConflict, DocumentStore
-from .base import AgentStore, AppliedMigration, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch
+from .base import (AgentStore, AppliedMigration, CredentialRecord, EntryRecord, SearchRow, SessionFilter,  # noqa: I001
+                   SessionRecord, TextMatch)
 from .factory import (
     agent_database_path,
     agent_store_exists,
@@ -28,6 +29,7 @@ __all__ = [
     "AgentStore",
     "AppliedMigration",
     "ChunkRecord",
+    "CredentialRecord",
     "Document",
     "DocumentConflict",
     "DocumentStore",

@@ -129,6 +129,21 @@ class SessionFilter:
     limit: int | None = None
 
 
+@dataclass
+class CredentialRecord:
+    """One caller credential (a token): only the SHA-256 of its secret is ever stored. `scope` is
+    `operator`, `agent:ID`, `session:KEY` or `peer:CHANNEL:SENDER`; times are ms since the epoch."""
+
+    name: str
+    digest: str  # hex SHA-256 of the secret
+    scope: str
+    created_at: int
+    expires_at: int | None = None
+    revoked_at: int | None = None
+    last_used_at: int | None = None
+    sandboxed: bool = False
+
+
 @dataclass(frozen=True)
 class AppliedMigration:
     version: int
@@ -174,7 +189,9 @@ class AgentStore(abc.ABC):
     def session_lock(self, key: str) -> AbstractContextManager[None]:
         """Hold while a turn of session `key` runs: turns of one session never interleave, other
         sessions run in parallel. Re-entrant within a thread. (SQLite: in-process; a shared
-        database needs a lock all writers see, e.g. a PostgreSQL advisory lock.)"""
+        database needs a lock all writers see, e.g. a PostgreSQL advisory lock, which may travel
+        with the turn's first statement on this store: all the turn reads and writes through the
+        store happens while another instance's turn of that session waits.)"""
 
     @abc.abstractmethod
     def applied_migrations(self) -> list[AppliedMigration]:
@@ -189,6 +206,31 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def release_lease(self, name: str, holder: str) -> None:
         """Give the lease up early (only `holder`'s own)."""
+
+    # --- caller credentials (tokens) -------------------------------------------------
+    @abc.abstractmethod
+    def insert_credential(self, record: CredentialRecord) -> None:
+        """Store a new credential; ConflictError when its name (or digest) is taken."""
+
+    @abc.abstractmethod
+    def credential_by_digest(self, digest: str) -> CredentialRecord | None:
+        """The credential whose secret hashes to `digest` (revoked and expired ones included)."""
+
+    @abc.abstractmethod
+    def list_credentials(self) -> list[CredentialRecord]:
+        """Every credential, oldest first."""
+
+    @abc.abstractmethod
+    def has_credentials(self) -> bool:
+        """Whether any credential was ever created (revoked and expired ones count)."""
+
+    @abc.abstractmethod
+    def revoke_credential(self, name: str, at: int) -> CredentialRecord | None:
+        """Mark `name` revoked at `at` (an earlier revocation keeps its time); None if no such name."""
+
+    @abc.abstractmethod
+    def note_credential_use(self, name: str, at: int) -> None:
+        """Record when `name` was last used (callers write it at most about once a minute)."""
 
     # --- sessions -------------------------------------------------------------------
     @abc.abstractmethod
@@ -305,6 +347,11 @@ class AgentStore(abc.ABC):
     @abc.abstractmethod
     def indexed_messages(self) -> int:
         """Exactly how many messages the search index holds (status' `indexedMessages`)."""
+
+    @abc.abstractmethod
+    def server_info(self) -> dict[str, Any]:
+        """What `status` names: `storage` (the backend), `storageVersion` (e.g. "PostgreSQL 16.2",
+        "SQLite 3.45.1") and `pgvector` (its version on the server, or None)."""
 
     # --- counters -------------------------------------------------------------------
     @abc.abstractmethod

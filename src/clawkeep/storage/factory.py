@@ -75,7 +75,8 @@ def open_memory_index(path: Path | str, config: StorageConfig | None = None, *,
                       vector_store: str = "numpy", name: str | None = None) -> MemoryStore:
     """An agent's memory index (derived from its Markdown files), chosen by `storage.url` like
     the agent store. SQLite: the file `path`, `vector_store` "numpy" or "sqlite-vec". PostgreSQL:
-    the index called `name` (default: the name of `path`'s directory, the agent id), pgvector."""
+    the index called `name` (default: the name of `path`'s directory, the agent id), pgvector
+    when the server has it, else exact top-k over a plain column (postgres/vectors.py)."""
     config = config or StorageConfig()
     if config.is_postgres:
         from .postgres import PgMemoryStore  # noqa: PLC0415

@@ -124,7 +124,9 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises
             events.put(TurnEvent("error", exc))
 
-    threading.Thread(target=work, name="clawkeep-turn", daemon=True).start()
+    # the caller's context goes along (as with a non-streamed turn): a sandboxed credential's limit
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), name="clawkeep-turn", daemon=True).start()
     while True:
         event = events.get()
         yield event

@@ -61,19 +61,28 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
                         role=role, content=transcript.text_blocks(text), client_id=message_id, client_scope=scope,
                         meta={"provenance": provenance} if provenance else {})
     index_text = transcript.index_text_for(entry)  # analysed before the write lock: writers overlap here
-    try:
-        with store.transaction():
-            store.append_entry(entry, index_text=index_text)
-            fresh = _apply_message(SessionRecord(**{**session.__dict__, "meta": dict(session.meta)}),
-                                   entry, role, text, at, interactive)
-            try:
-                store.update_session(fresh)  # optimistic: our copy is usually current
-            except ConflictError:  # another process wrote the row since we read it
-                fresh = _apply_message(store.get_session(session.session_id) or session, entry, role, text, at,
-                                       interactive)
-                store.update_session(fresh)
-    except DuplicateError:
-        return None
+    current = session
+    for attempt in range(2):
+        try:
+            with store.transaction():
+                store.append_entry(entry, index_text=index_text)
+                fresh = _apply_message(SessionRecord(**{**current.__dict__, "meta": dict(current.meta)}),
+                                       entry, role, text, at, interactive)
+                try:
+                    store.update_session(fresh)  # optimistic: our copy is usually current
+                except ConflictError:  # another process wrote the row since we read it
+                    fresh = _apply_message(store.get_session(session.session_id) or session, entry, role, text, at,
+                                           interactive)
+                    store.update_session(fresh)
+            break
+        except DuplicateError:
+            return None
+        except ConflictError:
+            # a store that checks the update when the transaction commits (PostgreSQL) rolled
+            # the whole write back: once more from the row as it is now
+            if attempt:
+                raise
+            current = store.get_session(session.session_id) or session
     session.__dict__.update(fresh.__dict__)
     rt.events.publish(MessageRecorded(at, session.agent_id, session.key, session.session_id, entry.entry_id, role))
     return entry

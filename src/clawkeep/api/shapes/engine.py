@@ -24,7 +24,9 @@ class EngineStatus(Shape):
     agent_id: str
     agents: list[str]
     database: str | None = None
-    storage: str
+    storage: str  # the backend: "sqlite" or "postgres"
+    storage_version: str | None = None  # "SQLite 3.45.1", "PostgreSQL 16.2"
+    pgvector: str | None = None  # PostgreSQL: pgvector's version on the server (None: not there)
     sessions: int
     messages: int
     indexed_messages: int

@@ -16,7 +16,7 @@ class MemoryItem(Shape):
     path: str
     line: int
     text: str
-    status: Literal["active", "superseded", "expired"]
+    status: Literal["active", "superseded", "expired", "forgotten"]
 
 
 class Refusal(Shape):
@@ -34,6 +34,19 @@ class RememberResult(Shape):
     item: MemoryItem | None = None
     reason: str | None = None
     superseded: list[str] | None = None
+
+
+class MemoryChange(Shape):
+    """What a correction did (memory_edit, memory_forget, memory_undo as a session): the line now
+    standing (`item`), the one it retired (`previous`, kept as the trail) and the id to pass to
+    memory_undo (`undo`). `refused`: a write filter kept the new text out (`reason`)."""
+
+    status: Literal["edited", "forgotten", "undone", "unchanged", "refused"]
+    item: MemoryItem | None = None
+    previous: MemoryItem | None = None
+    reason: str | None = None
+    superseded: list[str] | None = None
+    undo: str | None = None
 
 
 class MemoryFile(Shape):
@@ -81,6 +94,8 @@ class MemoryStatus(Shape):
     index: dict[str, Any]
     provider: dict[str, Any]
     vector_store: dict[str, Any]
+    storage: str | None = None  # the backend: "sqlite" or "postgres" (None: no memory yet)
+    storage_version: str | None = None  # "SQLite 3.45.1", "PostgreSQL 16.2"
 
 
 class BootstrapFile(Shape):

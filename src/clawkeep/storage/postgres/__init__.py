@@ -4,6 +4,8 @@
   store and its numbered migrations, error messages that name the server;
 - sessions.py: `PgAgentStore` (sessions, transcripts, full-text index, advisory turn locks, leases);
 - memory.py: `PgMemoryStore` (memory index: files, chunks, tsvector keyword index, pgvector HNSW);
+- vectors.py: the vector mode of a memory schema (pgvector, or a plain column with an exact top-k
+  on a server without it) and that exact top-k;
 - fts.py: analysed tokens -> tsvector, `TextQuery` -> tsquery, ranking and document frequencies.
 
 Needs the optional `postgres` extra (psycopg 3, psycopg_pool). Construct stores through

@@ -13,13 +13,14 @@ import hashlib
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...errors import InputError, StorageError, StorageSettingsError
+from ...errors import ConflictError, InputError, StorageError, StorageSettingsError
 from ...validation import redact_url
 from ..base import AppliedMigration
 from ..journal import record_committed
@@ -32,6 +33,40 @@ except ImportError:  # pragma: no cover - reported by require_driver()
     psycopg = None  # type: ignore[assignment]
 
 SCHEMA_LIMIT = 63  # PostgreSQL identifiers
+# A pooled connection idle longer than this is checked (one empty query) before use; a fresher
+# one is used as is and, if the server dropped it meanwhile, a single read retries on a new one.
+IDLE_CHECK_S = 30.0
+_CONFLICT_MARK = "clawkeep-conflict:"  # update_session's failed compare-and-set, raised by the server
+_idle_since: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def _returned(conn: Any) -> None:
+    _idle_since[conn] = time.monotonic()
+
+
+def _check_if_idle(conn: Any) -> None:
+    returned = _idle_since.get(conn)  # None: a new connection, never used
+    if returned is not None and time.monotonic() - returned > IDLE_CHECK_S:
+        ConnectionPool.check_connection(conn)
+
+
+# In a SELECT over an aggregate: a cast that fails on the server with the text bound to its
+# parameter (`conflict_text`), so a compare-and-set that matched no row aborts its transaction
+# without a round trip of its own (the empty `left(…)` keeps the planner from folding it early).
+CONFLICT_CAST = "(%s || left(count(*)::text, 0))::int"
+
+
+def conflict_text(what: str) -> str:
+    return _CONFLICT_MARK + what
+
+
+def conflict_message(exc: Exception) -> str | None:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, pg_errors.InvalidTextRepresentation) and _CONFLICT_MARK in text:
+        return text.split(_CONFLICT_MARK, 1)[1].rpartition('"')[0]
+    if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == "sessions_current_key":
+        return "a session key already has a current session"
+    return None
 
 
 @dataclass(frozen=True)
@@ -116,9 +151,36 @@ class Database:
             psycopg.connect(url, connect_timeout=timeout).close()
         except psycopg.Error as exc:
             raise translate(url, exc, connecting=True) from None
+        # autocommit: a single read is one round trip (no BEGIN/COMMIT around it); transactions
+        # are explicit (`PgConnection.transaction`)
         self.pool = ConnectionPool(url, min_size=1, max_size=size, open=True, timeout=connect_timeout_ms / 1000,
-                                   kwargs={"connect_timeout": timeout}, check=ConnectionPool.check_connection,
-                                   name=f"clawkeep {redact(url)}")
+                                   kwargs={"connect_timeout": timeout, "autocommit": True}, check=_check_if_idle,
+                                   reset=_returned, name=f"clawkeep {redact(url)}")
+        self.migrated: set[tuple[str, int]] = set()  # (schema, version) checked while this pool is open
+        # Turns holding a session lock keep a connection each (`PgAgentStore._pin`); at most half
+        # the pool, so the reads they make through other stores (memory) always find one free.
+        self.pin_limit = size // 2
+        self.pins = 0
+        self.pin_guard = threading.Lock()
+
+    def try_pin(self, wait_s: float) -> Any | None:
+        """A pooled connection for one turn to keep, or None when the pins' share is taken or
+        no connection frees up within `wait_s`."""
+        with self.pin_guard:
+            if self.pins >= self.pin_limit:
+                return None
+            self.pins += 1
+        try:
+            return self.pool.getconn(timeout=wait_s)
+        except Exception:  # noqa: BLE001 - PoolTimeout, a closed pool: the caller locks another way
+            self.unpin(None)
+            return None
+
+    def unpin(self, conn: Any | None) -> None:
+        with self.pin_guard:
+            self.pins -= 1
+        if conn is not None:
+            self.pool.putconn(conn)
 
     @classmethod
     def acquire(cls, url: str, size: int, connect_timeout_ms: int) -> Database:
@@ -165,26 +227,44 @@ class PgConnection:
             raise
 
     # --- transactions -------------------------------------------------------------
+    # Round trips are what a server on another host costs (docs/postgres.md): a single read is one
+    # (autocommit, no health query), a transaction is pipelined (BEGIN travels with its first
+    # statement, COMMIT with its last), and a turn's session lock travels with the turn's first
+    # statement on the connection the turn works on (`pin`).
     def _current(self) -> Any:
         return getattr(self._local, "conn", None)
+
+    def _pinned(self) -> Any:
+        return getattr(self._local, "pinned", None)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         if self._current() is not None:
             yield
             return
+        pinned = self._pinned()
+        source = nullcontext(pinned) if pinned is not None else self.db.pool.connection()
         self._local.notes = []
         try:
-            # an explicit outer transaction, so a nested `conn.transaction()` is a savepoint
-            with self.db.pool.connection() as conn, conn.transaction():
-                self._local.conn = conn
+            with source as conn:
                 try:
-                    yield
-                finally:
-                    self._local.conn = None
+                    # BEGIN and COMMIT by hand: psycopg's own transaction() waits for each
+                    with conn.pipeline():
+                        conn.execute("BEGIN")
+                        self._send_pending_locks(conn)
+                        self._local.conn = conn
+                        try:
+                            yield
+                        finally:
+                            self._local.conn = None
+                        conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.broken:
+                        conn.rollback()
+                    raise
         except psycopg.Error as exc:
             self._local.notes = []
-            raise translate(self.url, exc) from None
+            raise self._translate(exc) from None
         except BaseException:
             self._local.notes = []
             raise
@@ -197,38 +277,93 @@ class PgConnection:
         if notes is not None:
             notes.append((what, minor))
 
-    @contextmanager
-    def _conn(self) -> Iterator[Any]:
-        """The thread's transaction connection, or a pooled one for a single read."""
-        current = self._current()
-        if current is not None:
-            yield current
-            return
-        try:
-            with self.db.pool.connection() as conn:
-                yield conn
-        except psycopg.Error as exc:
-            raise translate(self.url, exc) from None
+    def _translate(self, exc: Exception) -> Exception:
+        conflict = conflict_message(exc)
+        if conflict is not None:
+            return ConflictError(conflict)
+        if isinstance(exc, pg_errors.LockNotAvailable):
+            return self._busy_error()
+        return translate(self.url, exc)
+
+    def _busy_error(self) -> Exception:
+        return StorageError(f"PostgreSQL at {redact(self.url)}: a lock stayed busy; nothing was changed, try again")
 
     def _query(self, sql: str, params: Sequence[Any] | dict | None = None) -> list[Any]:
-        with self._conn() as conn:
+        sql = sql.replace("{s}", self.s)
+        current = self._current()
+        if current is not None:  # errors are translated where the transaction ends
+            return current.execute(sql, params).fetchall()
+        pinned = self._pinned()
+        if pinned is not None:
             try:
-                return conn.execute(sql.replace("{s}", self.s), params).fetchall()
+                return self._pinned_read(pinned, sql, params)
             except psycopg.Error as exc:
-                if self._current() is not None:
-                    raise
+                raise self._translate(exc) from None
+        for attempt in range(2):
+            used = None
+            try:
+                with self.db.pool.connection() as conn:
+                    used = conn
+                    return conn.execute(sql, params).fetchall()
+            except psycopg.OperationalError as exc:
+                # a pooled connection the server dropped (a restart): a read is safe to repeat
+                if attempt == 0 and used is not None and used.broken:
+                    continue
                 raise translate(self.url, exc) from None
+            except psycopg.Error as exc:
+                raise translate(self.url, exc) from None
+        raise AssertionError("unreachable")
 
     def _write(self, sql: str, params: Sequence[Any] | dict | None = None) -> Any:
-        """Inside `transaction()`."""
+        """Inside `transaction()`: queued in the pipeline; fetching its rows waits for them."""
         conn = self._current()
         assert conn is not None, "writes run inside transaction()"
         return conn.execute(sql.replace("{s}", self.s), params)
 
-    def _savepoint(self) -> Any:
-        """A nested transaction: an error inside undoes only it (a failed statement would otherwise
-        abort the whole PostgreSQL transaction, unlike SQLite's)."""
-        return self._current().transaction()
+    # --- locks that travel with the next statement ----------------------------------
+    lock_timeout_ms = 30_000
+
+    def _pinned_read(self, conn: Any, sql: str, params: Sequence[Any] | dict | None) -> list[Any]:
+        pending = list(getattr(self._local, "pending", None) or ())
+        if not pending:
+            return conn.execute(sql, params).fetchall()
+        # the locks and the read in one simple query (parameters bound here): one round trip
+        prefix = self._lock_sql(pending)
+        try:
+            return self._locking_read(conn, prefix + sql, params, prefix.count(";"), pending)
+        except psycopg.OperationalError:
+            if not conn.broken or self._local.sent:
+                raise
+            # the turn's first statement met a connection the server dropped: no lock was
+            # taken on it, so once more on a new one
+            fresh = self.db.pool.getconn()
+            self.db.pool.putconn(conn)
+            self._local.pinned = fresh
+            return self._locking_read(fresh, prefix + sql, params, prefix.count(";"), pending)
+
+    def _locking_read(self, conn: Any, sql: str, params: Any, skip: int, pending: list[int]) -> list[Any]:
+        with psycopg.ClientCursor(conn) as cur:
+            cur.execute(sql, params)
+            self._local.sent.extend(pending)
+            self._local.pending.clear()
+            for _ in range(skip):
+                cur.nextset()
+            return cur.fetchall()
+
+    def _lock_sql(self, idents: Sequence[int]) -> str:
+        return f"SELECT set_config('lock_timeout', '{int(self.lock_timeout_ms)}ms', true); " + "".join(
+            f"SELECT pg_advisory_lock({int(ident)}); " for ident in idents)
+
+    def _send_pending_locks(self, conn: Any) -> None:
+        """Queue the session locks asked for on this (pinned) connection before the statement
+        that follows: they wait on the server (lock_timeout bounds the wait)."""
+        pending = getattr(self._local, "pending", None)
+        if not pending or conn is not self._pinned():
+            return
+        for statement in self._lock_sql(pending).split("; ")[:-1]:
+            conn.execute(statement)
+        self._local.sent.extend(pending)
+        pending.clear()
 
     def close(self) -> None:
         if not self._closed:
@@ -241,6 +376,29 @@ class PgConnection:
         return self.migrations[-1].version if self.migrations else 0
 
     def _migrate(self) -> None:
+        """Once per store while the process keeps its pool open (stores of one server share it):
+        one read when the schema is current, else the migrations."""
+        key = (self.schema, self.schema_version)
+        if key in self.db.migrated:
+            return
+        if not self._schema_is_current():
+            self._apply_migrations()
+        self.db.migrated.add(key)
+
+    def _schema_is_current(self) -> bool:
+        try:
+            with self.db.pool.connection() as conn:
+                # behind the migration lock (a migrator's transaction is waited for), one round trip
+                newest = conn.execute(f"SELECT (SELECT max(version) FROM {self.s}.schema_migrations) "
+                                      "FROM (SELECT pg_advisory_xact_lock(%s)) AS migrating",
+                                      (lock_id("migrate", self.schema),)).fetchone()[0]
+        except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName):
+            return False
+        except psycopg.Error as exc:
+            raise translate(self.url, exc, connecting=True) from None
+        return newest == self.schema_version
+
+    def _apply_migrations(self) -> None:
         catalog = quote(self.prefix)
         latest = self.schema_version
         with self.transaction():
@@ -269,6 +427,14 @@ class PgConnection:
             self._write(f"INSERT INTO {catalog}.stores (kind, name, schema_name, created_at) VALUES (%s, %s, %s, %s) "
                         "ON CONFLICT DO NOTHING", (self.kind, self.name, self.schema, int(time.time() * 1000)))
 
+    def server_info(self) -> dict[str, Any]:
+        """What `status` names: the server's version and whether pgvector is installed there."""
+        version, vector = self._query("SELECT current_setting('server_version'), (SELECT coalesce(installed_version, "
+                                      "default_version || ' (available, not installed in this database)') "
+                                      "FROM pg_available_extensions WHERE name = 'vector')")[0]
+        return {"storage": "postgres", "storageVersion": f"PostgreSQL {str(version).split()[0]}",
+                "pgvector": vector}
+
     def applied_migrations(self) -> list[AppliedMigration]:
         rows = self._query("SELECT version, name, applied_at FROM {s}.schema_migrations ORDER BY version")
         return [AppliedMigration(*row) for row in rows]
@@ -279,13 +445,12 @@ def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8, conne
     require_driver()
     db = Database.acquire(url, pool_size, connect_timeout_ms)
     try:
-        with db.pool.connection() as conn:
-            exists = conn.execute("SELECT to_regclass(%s)", (f"{quote(prefix)}.stores",)).fetchone()[0]
-            if exists is None:
-                return []
+        with db.pool.connection() as conn:  # no catalog yet: no stores (one round trip either way)
             rows = conn.execute(f"SELECT name FROM {quote(prefix)}.stores WHERE kind = %s ORDER BY name",
                                 (kind,)).fetchall()
             return [r[0] for r in rows]
+    except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName):
+        return []
     except psycopg.Error as exc:
         raise translate(url, exc) from None
     finally:

@@ -1,5 +1,6 @@
 """PostgreSQL memory index (schema `<prefix>_memory_<id>`): files, chunks with a tsvector of the
-same analysed tokens as SQLite, vectors in pgvector.
+same analysed tokens as SQLite, vectors in pgvector (on a server without it: a plain column with
+an exact top-k in this process, see vectors.py; the schema's creation chose which).
 
 Vectors of every embedding configuration share one `vector` column (no fixed width); each
 (vector_key, dims) gets its own partial HNSW index over `vec::vector(dims)` (cosine), made the
@@ -16,11 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConflictError, StorageError
+from ...errors import ConflictError
 from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
 from ..query import TextQuery
 from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, quote
 from .fts import df_query, ranked_matches, tsvector_literal
+from .vectors import (
+    PGVECTOR,
+    bump_sql,
+    created_mode,
+    describe_exact,
+    encode,
+    exact_search,
+    migrations_for,
+    placeholder,
+    schema_mode,
+)
 
 EXACT_LIMIT = 20_000
 MAX_EF_SEARCH = 1000
@@ -67,19 +79,21 @@ class PgMemoryStore(PgConnection, MemoryStore):
     migrations = MIGRATIONS
     kind = "memory"
     vector_store = "pgvector"
+    vector_index = PGVECTOR  # or EXACT: chosen when the schema is created (vectors.py)
 
     def __init__(self, url: str, name: str, *, prefix: str = "clawkeep", pool_size: int = 8,
                  connect_timeout_ms: int = 10_000):
-        try:
-            PgConnection.__init__(self, url, prefix=prefix, name=name, pool_size=pool_size,
-                                  connect_timeout_ms=connect_timeout_ms)
-        except StorageError as exc:
-            if "vector" in str(exc) and ("extension" in str(exc) or "control file" in str(exc)):
-                raise StorageError(f"PostgreSQL at {self.path.split(' schema')[0]} has no pgvector extension, which "
-                                   "the memory index needs (CREATE EXTENSION vector failed: "
-                                   f"{exc}); install pgvector on the server (the package postgresql-NN-pgvector, "
-                                   "or from source)") from None
-            raise
+        PgConnection.__init__(self, url, prefix=prefix, name=name, pool_size=pool_size,
+                              connect_timeout_ms=connect_timeout_ms)
+
+    def _migrate(self) -> None:
+        mode, existed = schema_mode(self)
+        self.migrations = migrations_for(mode, MIGRATIONS)
+        super()._migrate()
+        self.vector_index = mode if existed else created_mode(self)
+        if self.vector_index != PGVECTOR:
+            self.vector_store = "postgresql"
+            self.migrations = migrations_for(self.vector_index, MIGRATIONS)
 
     def _check_guard(self) -> None:
         guard = getattr(self, "fingerprint_guard", None)
@@ -91,7 +105,7 @@ class PgMemoryStore(PgConnection, MemoryStore):
             raise ConflictError(f"memory index {self.path} was rebuilt by a writer with another configuration")
 
     def _bump(self) -> None:
-        self._write("SELECT nextval('{s}.generation')")
+        self._write(bump_sql(self.vector_index))
 
     # --- meta -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -137,7 +151,8 @@ class PgMemoryStore(PgConnection, MemoryStore):
             with_vectors = vectors is not None and vector_key and len(chunks)
             if with_vectors:
                 dims = int(np.asarray(vectors).shape[1])
-                self._ensure_vector_index(vector_key, dims)
+                if self.vector_index == PGVECTOR:
+                    self._ensure_vector_index(vector_key, dims)
             for i, chunk in enumerate(chunks):
                 chunk.id = self._write(
                     "INSERT INTO {s}.chunks (path, source, start_line, end_line, hash, text, weight, day, meta, "
@@ -147,8 +162,8 @@ class PgMemoryStore(PgConnection, MemoryStore):
                      tsvector_literal(chunk.tokens or ""))).fetchone()[0]
                 if with_vectors:
                     self._write("INSERT INTO {s}.vectors (chunk_id, vector_key, source, dims, vec) "
-                                "VALUES (%s, %s, %s, %s, %s::vector)",
-                                (chunk.id, vector_key, chunk.source, dims, _vector_text(vectors[i])))
+                                f"VALUES (%s, %s, %s, %s, {placeholder(self.vector_index)})",
+                                (chunk.id, vector_key, chunk.source, dims, encode(self.vector_index, vectors[i])))
                 if chunk.line_vectors and vector_key:
                     with self._current().cursor() as cur:
                         cur.executemany(f"INSERT INTO {self.s}.line_vectors (chunk_id, line, vector_key, vec) "
@@ -220,6 +235,8 @@ class PgMemoryStore(PgConnection, MemoryStore):
         return int(rows[0][0]) if rows else None
 
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+        if self.vector_index != PGVECTOR:  # the query's own width: no round trip for the stored one
+            return exact_search(self, query_vec, k, flt.vector_key, flt.sources, int(np.size(query_vec)))
         dims = self._dims(flt)
         if dims is None or k <= 0:
             return []
@@ -267,6 +284,8 @@ class PgMemoryStore(PgConnection, MemoryStore):
         return int(rows[0][0])
 
     def describe_vectors(self, flt: VectorFilter) -> dict[str, Any]:
+        if self.vector_index != PGVECTOR:
+            return describe_exact(self, flt.vector_key, self._dims(flt), self.vector_count(flt))
         version = self._query("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         return {"backend": "pgvector", "vectors": self.vector_count(flt), "dims": self._dims(flt),
                 "version": version[0][0] if version else None, "index": "hnsw (cosine)",

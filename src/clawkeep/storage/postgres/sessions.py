@@ -18,10 +18,19 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError, StorageError
 from ...locks import SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, describe_entry, has_block
+from ..base import (
+    AgentStore,
+    CredentialRecord,
+    EntryRecord,
+    SearchRow,
+    SessionFilter,
+    SessionRecord,
+    describe_entry,
+    has_block,
+)
 from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
-from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, translate
+from .connection import CONFLICT_CAST, Migration, PgConnection, clean_text, conflict_text, lock_id, translate
 from .fts import df_query, ranked_matches, tsvector_literal
 
 # Released migrations are never edited: a schema change is a new entry at the end.
@@ -88,7 +97,13 @@ MIGRATIONS = (
     Migration(3, "running totals for the metrics (counters)", (
         "CREATE TABLE {s}.counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL DEFAULT 0)",
     )),
+    Migration(4, "caller credentials: tokens stored as the SHA-256 of their secret", (
+        "CREATE TABLE {s}.credentials (name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, scope TEXT NOT NULL, "
+        "sandboxed BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, expires_at BIGINT, revoked_at BIGINT, "
+        "last_used_at BIGINT)",
+    )),
 )
+_CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 # Document writes take turns until they commit, so `seq` numbers become visible in order: a
 # mirror pulls every write after the highest seq it has seen, and a write that drew a lower
@@ -106,6 +121,8 @@ _BLANKS = "".join(chr(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 1
                                    8232, 8233, 8239, 8287, 12288))
 _NUL_ESCAPE = "\\u0000"  # JSON text PostgreSQL's jsonb refuses
 LOCK_POLL_S = (0.002, 0.05)  # first and longest wait between tries of a busy session lock
+INDEXED_TTL_S = 10.0  # how long indexed_documents() trusts what this process knows
+PIN_WAIT_S = 0.2  # a turn waits this long for a pooled connection of its own, then locks on the shared one
 
 
 class PgAgentStore(PgConnection, AgentStore, DocumentStore):
@@ -121,6 +138,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         self._lock_conn: Any = None
         self._lock_conn_guard = threading.Lock()
         self.lock_timeout_ms = lock_timeout_ms
+        self._indexed: tuple[float, int] | None = None  # (when, estimate) for indexed_documents()
         PgConnection.__init__(self, url, prefix=prefix, name=agent_id, pool_size=pool_size,
                               connect_timeout_ms=connect_timeout_ms)
 
@@ -131,25 +149,74 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     @contextmanager
     def _hold(self, key: str) -> Iterator[None]:
         # Threads of this process queue on the in-process lock; the one holding it then takes the
-        # advisory lock every instance sees (kept on one connection for all of this store's turns).
+        # advisory lock every instance sees, on the connection its turn works on (`_pin`): the
+        # lock travels with the turn's first statement and is released after its last.
         with self._session_locks.hold(key):
             with self._held_guard:
                 depth = self._held.get(key, 0)
                 self._held[key] = depth + 1
             try:
-                if depth == 0:
-                    self._advisory(key, take=True)
-                try:
+                if depth:
                     yield
-                finally:
-                    if depth == 0:
-                        self._advisory(key, take=False)
+                else:
+                    with self._pin(lock_id(self.schema, key), key):
+                        yield
             finally:
                 with self._held_guard:
                     if self._held[key] <= 1:
                         del self._held[key]
                     else:
                         self._held[key] -= 1
+
+    @contextmanager
+    def _pin(self, ident: int, key: str) -> Iterator[None]:
+        """This thread's statements run on one pooled connection while it holds a session lock."""
+        local = self._local
+        if self._pinned() is None:
+            if self._current() is not None:  # a transaction already runs elsewhere: lock beside it
+                with self._separate_lock(ident, key):
+                    yield
+                return
+            pinned = self.db.try_pin(PIN_WAIT_S)
+            if pinned is None:  # the pool is busy: the shared lock connection, as before
+                with self._separate_lock(ident, key):
+                    yield
+                return
+            local.pinned, local.pending, local.sent, local.pins = pinned, [], [], 0
+        local.pins += 1
+        local.pending.append(ident)
+        try:
+            yield
+        finally:
+            self._unpin(ident)
+
+    def _unpin(self, ident: int) -> None:
+        local = self._local
+        conn = local.pinned
+        local.pins -= 1
+        if ident in local.pending:  # never sent: no statement ran while it was held
+            local.pending.remove(ident)
+        elif ident in local.sent:
+            local.sent.remove(ident)
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (ident,))
+            except Exception:  # noqa: BLE001 - the connection is gone, and with it the lock
+                pass
+        if local.pins == 0:
+            local.pinned = None
+            self.db.unpin(conn)
+
+    def _busy_error(self) -> Exception:
+        return StorageError(f"a session is busy in another instance for more than {self.lock_timeout_ms} ms "
+                            "(storage.busyTimeoutMs); nothing was changed, try again")
+
+    @contextmanager
+    def _separate_lock(self, ident: int, key: str) -> Iterator[None]:
+        self._advisory(ident, key, take=True)
+        try:
+            yield
+        finally:
+            self._advisory(ident, key, take=False)
 
     def _lock_connection(self) -> Any:
         import psycopg  # noqa: PLC0415
@@ -158,10 +225,9 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
             self._lock_conn = psycopg.connect(self.url, autocommit=True)
         return self._lock_conn
 
-    def _advisory(self, key: str, *, take: bool) -> None:
+    def _advisory(self, ident: int, key: str, *, take: bool) -> None:
         import psycopg  # noqa: PLC0415
 
-        ident = lock_id(self.schema, key)
         deadline = time.monotonic() + self.lock_timeout_ms / 1000
         wait = LOCK_POLL_S[0]
         reconnected = False
@@ -211,6 +277,47 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def release_lease(self, name: str, holder: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.leases WHERE name = %s AND holder = %s", (name, holder))
+
+    # --- caller credentials ---------------------------------------------------------
+    @staticmethod
+    def _credential(row: Sequence[Any]) -> CredentialRecord:
+        return CredentialRecord(*row[:7], sandboxed=bool(row[7]))
+
+    def insert_credential(self, record: CredentialRecord) -> None:
+        with self.transaction():
+            try:
+                with self._savepoint():
+                    self._write(f"INSERT INTO {{s}}.credentials ({_CREDENTIAL_COLUMNS}) "
+                                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                                (record.name, record.digest, record.scope, record.created_at, record.expires_at,
+                                 record.revoked_at, record.last_used_at, record.sandboxed))
+            except pg_errors.UniqueViolation:
+                raise ConflictError(f"a token named {record.name!r} already exists") from None
+            self._note(f"created token {record.name}")
+
+    def credential_by_digest(self, digest: str) -> CredentialRecord | None:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM {{s}}.credentials WHERE digest = %s", (digest,))
+        return self._credential(rows[0]) if rows else None
+
+    def list_credentials(self) -> list[CredentialRecord]:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM {{s}}.credentials ORDER BY created_at, name")
+        return [self._credential(r) for r in rows]
+
+    def has_credentials(self) -> bool:
+        return bool(self._query("SELECT 1 FROM {s}.credentials LIMIT 1"))
+
+    def revoke_credential(self, name: str, at: int) -> CredentialRecord | None:
+        with self.transaction():
+            rows = self._write(f"UPDATE {{s}}.credentials SET revoked_at = coalesce(revoked_at, %s) WHERE name = %s "
+                               f"RETURNING {_CREDENTIAL_COLUMNS}", (at, name)).fetchall()
+            if rows:
+                self._note(f"revoked token {name}")
+        return self._credential(rows[0]) if rows else None
+
+    def note_credential_use(self, name: str, at: int) -> None:
+        with self.transaction():
+            self._write("UPDATE {s}.credentials SET last_used_at = %s WHERE name = %s", (at, name))
+            self._note("token use", minor=True)
 
     # --- counters -------------------------------------------------------------------
     def add_counters(self, deltas: dict[str, int]) -> None:
@@ -309,28 +416,33 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def insert_session(self, record: SessionRecord) -> None:
         marks = ", ".join("%s" for _ in _SESSION_COLUMNS)
         with self.transaction():
-            try:
-                with self._savepoint():
-                    self._write(f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks})",
-                                self._session_values(record))
-            except pg_errors.UniqueViolation:
-                raise ConflictError(f"session key {record.key!r} already has a current session") from None
+            inserted = self._write(f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_COLUMNS)}) VALUES ({marks}) "
+                                   "ON CONFLICT DO NOTHING RETURNING 1", self._session_values(record)).fetchall()
+            if not inserted:
+                raise ConflictError(f"session key {record.key!r} already has a current session")
             self._note(f"created session {record.key} ({record.session_id})")
 
     def update_session(self, record: SessionRecord) -> None:
         columns = [c for c in _SESSION_COLUMNS if c not in ("session_id", "version")]
         values = dict(zip(_SESSION_COLUMNS, self._session_values(record), strict=True))
         assignments = ", ".join(f"{c} = %s" for c in columns)
+        # No round trip of its own: the compare-and-set is checked on the server (a row that
+        # matched nothing fails the statement), so the update travels with the COMMIT. A
+        # ConflictError comes from the transaction's next round trip, which rolls it all back.
+        changed = conflict_text(f"session {record.session_id} was changed by another writer; reload and retry")
+        taken = conflict_text(f"session key {record.key!r} already has a current session")
         with self.transaction():
-            try:
-                with self._savepoint():
-                    cursor = self._write(f"UPDATE {{s}}.sessions SET {assignments}, version = version + 1 "
-                                         "WHERE session_id = %s AND version = %s",
-                                         [values[c] for c in columns] + [record.session_id, record.version])
-            except pg_errors.UniqueViolation:
-                raise ConflictError(f"session key {record.key!r} already has a current session") from None
-            if cursor.rowcount != 1:
-                raise ConflictError(f"session {record.session_id} was changed by another writer; reload and retry")
+            self._write(f"WITH u AS (UPDATE {{s}}.sessions SET {assignments}, version = version + 1 "
+                        "WHERE session_id = %s AND version = %s "
+                        # a current session of the same key: refused like SQLite's unique index
+                        "AND (%s::bigint IS NOT NULL OR NOT EXISTS (SELECT 1 FROM {s}.sessions o WHERE o.key = %s "
+                        "AND o.archived_at IS NULL AND o.session_id <> %s)) RETURNING 1) "
+                        f"SELECT CASE WHEN count(*) = 1 THEN 0 WHEN EXISTS (SELECT 1 FROM {{s}}.sessions o "
+                        "WHERE o.key = %s AND o.archived_at IS NULL AND o.session_id <> %s AND %s::bigint IS NULL) "
+                        f"THEN {CONFLICT_CAST} ELSE {CONFLICT_CAST} END FROM u",
+                        [values[c] for c in columns] + [record.session_id, record.version, record.archived_at,
+                                                        record.key, record.session_id, record.key, record.session_id,
+                                                        record.archived_at, taken, changed])
             self._note(f"updated session {record.key}", minor=True)
         record.version += 1
 
@@ -388,24 +500,25 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                            client_id=client_id, client_scope=client_scope)
 
     def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+        values = (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role, entry.timestamp,
+                  json.dumps(entry.content, ensure_ascii=False), json.dumps(entry.meta, ensure_ascii=False),
+                  entry.client_scope if entry.client_id else None, entry.client_id)
+        insert = ("INSERT INTO {s}.entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta, "
+                  "client_scope, client_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                  "ON CONFLICT DO NOTHING RETURNING seq, session_id")  # a duplicate id: no row, the rest goes on
         with self.transaction():
-            try:
-                with self._savepoint():
-                    row = self._write(
-                        "INSERT INTO {s}.entries (entry_id, session_id, parent_entry_id, type, role, ts, content, "
-                        "meta, client_scope, client_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                        "RETURNING seq",
-                        (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role,
-                         entry.timestamp, json.dumps(entry.content, ensure_ascii=False),
-                         json.dumps(entry.meta, ensure_ascii=False),
-                         entry.client_scope if entry.client_id else None, entry.client_id)).fetchone()
-            except pg_errors.UniqueViolation:
+            if index_text and index_text.strip():  # the entry and its index row in one statement
+                rows = self._write(f"WITH e AS ({insert}), i AS (INSERT INTO {{s}}.entry_index (id, session_id, "
+                                   "tokens, tsv) SELECT seq, session_id, %s, %s::tsvector FROM e) SELECT seq FROM e",
+                                   (*values, index_text, tsvector_literal(index_text))).fetchall()
+            else:
+                rows = self._write(insert, values).fetchall()
+            if not rows:
                 what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
-                raise DuplicateError(f"{what} already exists") from None
-            entry.seq = row[0]
+                raise DuplicateError(f"{what} already exists")
+            entry.seq = rows[0][0]
             if index_text and index_text.strip():
-                self._write("INSERT INTO {s}.entry_index (id, session_id, tokens, tsv) VALUES (%s, %s, %s, %s)",
-                            (entry.seq, entry.session_id, index_text, tsvector_literal(index_text)))
+                self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
             self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
 
@@ -510,7 +623,14 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return dict(zip(unique, (int(c) for c in counts), strict=True))
 
     def indexed_documents(self) -> int:
-        return int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0])
+        # an estimate that scales idf: this process's newest seq, or the table's max(id) read
+        # again once it is INDEXED_TTL_S old (other instances' messages)
+        now = time.monotonic()
+        known = self._indexed
+        if known is None or now - known[0] > INDEXED_TTL_S:
+            known = (now, int(self._query("SELECT coalesce(max(id), 0) FROM {s}.entry_index")[0][0]))
+            self._indexed = known
+        return known[1]
 
     def indexed_messages(self) -> int:
         # no row-count record as FTS5 keeps: a count, on demand (status), over the index's own rows

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
@@ -15,7 +15,16 @@ from typing import Any
 
 from ...errors import ConflictError, DuplicateError
 from ...locks import FileSessionLocks, SessionLocks
-from ..base import AgentStore, EntryRecord, SearchRow, SessionFilter, SessionRecord, TextMatch, describe_entry
+from ..base import (
+    AgentStore,
+    CredentialRecord,
+    EntryRecord,
+    SearchRow,
+    SessionFilter,
+    SessionRecord,
+    TextMatch,
+    describe_entry,
+)
 from ..query import TextQuery
 from . import bm25
 from .connection import SqliteConnection, storage_error
@@ -77,7 +86,13 @@ MIGRATIONS = (
         "CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL, "
         "version INTEGER NOT NULL DEFAULT 0)",
     )),
+    Migration(6, "caller credentials: tokens stored as the SHA-256 of their secret", (
+        "CREATE TABLE IF NOT EXISTS credentials (name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, "
+        "scope TEXT NOT NULL, sandboxed INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, "
+        "expires_at INTEGER, revoked_at INTEGER, last_used_at INTEGER)",
+    )),
 )
+_CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 
 _SESSION_COLUMNS = (
     "session_id",
@@ -201,6 +216,45 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
     def release_lease(self, name: str, holder: str) -> None:
         with self.transaction():
             self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    # --- caller credentials ---------------------------------------------------------
+    @staticmethod
+    def _credential(row: Sequence[Any]) -> CredentialRecord:
+        return CredentialRecord(*row[:7], sandboxed=bool(row[7]))
+
+    def insert_credential(self, record: CredentialRecord) -> None:
+        with self.transaction():
+            try:
+                self._write(f"INSERT INTO credentials ({_CREDENTIAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (record.name, record.digest, record.scope, record.created_at, record.expires_at,
+                             record.revoked_at, record.last_used_at, int(record.sandboxed)))
+            except sqlite3.IntegrityError:
+                raise ConflictError(f"a token named {record.name!r} already exists") from None
+            self._note(f"created token {record.name}")
+
+    def credential_by_digest(self, digest: str) -> CredentialRecord | None:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials WHERE digest = ?", (digest,))
+        return self._credential(rows[0]) if rows else None
+
+    def list_credentials(self) -> list[CredentialRecord]:
+        rows = self._query(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials ORDER BY created_at, name")
+        return [self._credential(r) for r in rows]
+
+    def has_credentials(self) -> bool:
+        return bool(self._query("SELECT 1 FROM credentials LIMIT 1"))
+
+    def revoke_credential(self, name: str, at: int) -> CredentialRecord | None:
+        with self.transaction():
+            self._write("UPDATE credentials SET revoked_at = coalesce(revoked_at, ?) WHERE name = ?", (at, name))
+            rows = self._write(f"SELECT {_CREDENTIAL_COLUMNS} FROM credentials WHERE name = ?", (name,)).fetchall()
+            if rows:
+                self._note(f"revoked token {name}")
+        return self._credential(rows[0]) if rows else None
+
+    def note_credential_use(self, name: str, at: int) -> None:
+        with self.transaction():
+            self._write("UPDATE credentials SET last_used_at = ? WHERE name = ?", (at, name))
+            self._note("token use", minor=True)
 
     def _probe_write_path(self) -> None:
         self._conn.execute(_WRITE_PATH_PROBE).fetchall()
@@ -594,6 +648,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         # so this over-counts by the non-message entries, which only flattens idf slightly.
         return self._committed_read(
             "indexed", lambda: self._query("SELECT coalesce(max(rowid), 0) FROM entries_fts")[0][0])
+
+    def server_info(self) -> dict[str, Any]:
+        return {"storage": "sqlite", "storageVersion": f"SQLite {sqlite3.sqlite_version}", "pgvector": None}
 
     def indexed_messages(self) -> int:
         # FTS5's averages record (row 1 of %_data) starts with the table's row count: exact, and

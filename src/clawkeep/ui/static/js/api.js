@@ -29,6 +29,9 @@ function headers(extra = {}) {
   return out;
 }
 
+export const hasToken = () => Boolean(localStorage.getItem(TOKEN_KEY));
+export function forgetToken() { localStorage.removeItem(TOKEN_KEY); }
+
 let pendingToken = null; // one prompt for every request that was refused at the same time
 
 function askForToken() {

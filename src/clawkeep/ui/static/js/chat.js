@@ -310,9 +310,9 @@ async function finish(result) {
   await open(key, { focus: false });
   if (location.hash !== `#/chat/${encodeURIComponent(key)}`) history.replaceState(null, "", `#/chat/${encodeURIComponent(key)}`);
   const box = $("transcript");
-  if (result.command) box.append(note(commandText(result)));
+  if (result.command) box.append(commandNote(result));
   else if (result.mode === "record" && result.role === "user") box.append(note("Recorded — record mode, nobody replies."));
-  if (result.remembered) box.append(note(`Memory: ${result.remembered.status}${result.remembered.reason ? ` — ${result.remembered.reason}` : ""}`));
+  if (result.remembered) box.append(rememberedNote(result.remembered));
   if (result.compaction?.compacted) box.append(note("The conversation was compacted."));
   scrollToEnd();
   announce(result.reply ? `Assistant: ${result.reply.slice(0, 400)}` : "Message recorded");
@@ -325,11 +325,38 @@ function commandText(result) {
     return c.compacted ? `Compacted ${plural(c.compactedMessages, "earlier message")}; ${c.keptMessages} kept as they were.`
       : `Not compacted: ${String(c.reason).replace(/^not compacted:\s*/i, "")}.`;
   }
-  if (result.status) {
-    return `${result.command}: ${Object.entries(result.status).filter(([, v]) => typeof v !== "object")
-      .map(([k, v]) => `${k} ${v}`).join(" · ")}`;
-  }
   return result.command;
+}
+
+// A command's status (/status, /dreaming status …) as a two-column table, nested values flattened
+// to dotted names ("usage.totalTokens"), not one run-on line.
+function commandNote(result) {
+  const status = result.status;
+  if (!status || result.reset || "compacted" in status) return note(commandText(result));
+  const rows = statusRows(status).map(([name, value]) =>
+    h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, value)));
+  return h("figure", { class: "turn-note status-table", role: "status" },
+    h("table", {}, h("caption", {}, `/${result.command}`), h("tbody", {}, rows)));
+}
+
+function statusRows(value, prefix = "") {
+  return Object.entries(value).flatMap(([key, v]) => {
+    const name = prefix + key;
+    if (v && typeof v === "object" && !Array.isArray(v)) return statusRows(v, `${name}.`);
+    if (Array.isArray(v)) return [[name, v.map((x) => (typeof x === "object" ? JSON.stringify(x) : String(x))).join(", ") || "—"]];
+    return [[name, v === null || v === undefined || v === "" ? "—" : String(v)]];
+  });
+}
+
+// What a record-mode "remember …" did: the line itself, where it went and what it replaced.
+function rememberedNote(r) {
+  if (r.status === "refused") return note(`Not remembered (refused): ${r.reason || "a write filter refused it"}`);
+  const item = r.item || {};
+  const lead = r.status === "duplicate" ? "Already remembered" : "Remembered";
+  const replaced = r.superseded?.length ? ` — replaces ${plural(r.superseded.length, "earlier line")}` : "";
+  return h("p", { class: "turn-note remembered", role: "status" },
+    `${lead}: `, h("q", { class: "remembered-text" }, item.text || ""), ` in ${item.path || "memory"}${replaced} · `,
+    h("a", { href: "#/memory" }, "see Memory"));
 }
 
 const note = (text) => h("p", { class: "turn-note", role: "status" }, text);

@@ -9,6 +9,8 @@ import * as sidebar from "./sidebar.js";
 import * as status from "./status.js";
 
 const VIEWS = ["chat", "search", "memory", "dreams", "status"];
+const OPERATOR_VIEWS = ["memory", "dreams", "status"]; // their routes answer 403 to a scoped token
+let credential = null; // the signed-in scoped token (GET /v1/status), null for the operator
 
 function parseHash() {
   const [path, query] = (location.hash.replace(/^#\/?/, "") || "chat").split("?");
@@ -20,7 +22,8 @@ function parseHash() {
   } catch {
     bad = true; // malformed percent-encoding (URIError): said in the view, not thrown
   }
-  return { view: VIEWS.includes(view) ? view : "chat", arg, bad, params: new URLSearchParams(query || "") };
+  const allowed = VIEWS.includes(view) && !(credential && OPERATOR_VIEWS.includes(view));
+  return { view: allowed ? view : "chat", arg, bad, params: new URLSearchParams(query || "") };
 }
 
 function show(view) {
@@ -104,6 +107,23 @@ async function newCodingSession() {
   announce(`New coding session ${session.key}`);
 }
 
+// A scoped token sees only what its scope may: the operator's views and (for a session or peer
+// token, which runs as its one session) the new-thread buttons are not offered.
+function showCredential(found) {
+  credential = found;
+  $("signed-in").hidden = !api.hasToken();
+  $("signed-in-as").textContent = found ? `${found.name} · ${found.scope}${found.sandboxed ? " · sandboxed" : ""}`
+    : "operator";
+  document.body.dataset.scope = found ? found.scope.split(":")[0] : "operator";
+  for (const link of document.querySelectorAll("nav.views a")) {
+    link.hidden = Boolean(found) && OPERATOR_VIEWS.includes(link.dataset.view);
+  }
+  const oneSession = Boolean(found) && ["session", "peer"].includes(document.body.dataset.scope);
+  $("new-thread").hidden = oneSession;
+  $("new-incognito").hidden = oneSession;
+  $("new-coding").hidden = oneSession;
+}
+
 function guard(work) {
   return (...args) => Promise.resolve(work(...args)).catch((error) => { console.error(error); toast(error.message || String(error)); });
 }
@@ -113,6 +133,7 @@ async function start() {
   memory.init();
   dreams.init();
   status.init();
+  $("sign-out").addEventListener("click", () => { api.forgetToken(); location.reload(); });
   $("new-thread").addEventListener("click", guard(() => newThread(false)));
   $("new-incognito").addEventListener("click", guard(() => newThread(true)));
   $("new-coding").addEventListener("click", guard(newCodingSession));
@@ -135,7 +156,9 @@ async function start() {
   $("session-groups").addEventListener("click", (event) => { if (event.target.closest("a")) closeDrawer(); });
   window.addEventListener("hashchange", guard(route));
   window.addEventListener("unhandledrejection", (event) => toast(event.reason?.message || String(event.reason)));
-  chat.setStatus(await api.get("/v1/status"));
+  const engineStatus = await api.get("/v1/status");
+  chat.setStatus(engineStatus);
+  showCredential(engineStatus.credential || null);
   await sidebar.refresh();
   setInterval(() => { if (!document.hidden) sidebar.refresh().catch(() => {}); }, 15000);
   await route();

@@ -89,10 +89,13 @@ function itemFacts(item) {
   if (item.at) out.push(`remembered ${item.at}`);
   if (item.seen) out.push(`last said ${item.seen}`);
   if (item.from) out.push(`from ${item.from}`);
+  if (item.edits) out.push(`corrects ${item.edits}`);
   if (item.status === "superseded" && item.supersededBy) {
     const next = items.find((other) => other.id === item.supersededBy);
     out.push(h("a", { href: "#/memory", class: "successor", onclick: (event) => { event.preventDefault(); goTo(item.supersededBy); } },
       `superseded by “${next ? next.text : item.supersededBy}”`));
+  } else if (item.status === "forgotten") {
+    out.push(h("span", { class: "forgotten-on" }, `forgotten ${item.forgotten}${item.forgottenBy ? ` by ${item.forgottenBy}` : ""}`));
   } else if (item.status === "expired") {
     out.push(h("span", { class: "expired-on" }, `expired on ${item.expires}`));
   } else if (item.expires) {
