@@ -214,3 +214,19 @@ def test_every_routed_operation_is_a_method() -> None:
     routed = {op.http.method_name(name) for name, op in OPERATIONS.items() if op.http is not None}
     assert routed <= set(dir(clawkeep.Client)) and routed <= set(dir(clawkeep.AsyncClient))
     assert set(COMMON) <= routed and routed <= set(dir(Engine))
+
+
+def test_async_client_retries_a_503_with_retry_after(home: Path) -> None:
+    with Engine.open(home=home) as engine:
+        status = engine.memory_status().to_json()  # a real answer, replayed by the scripted server
+
+    async def run(url: str) -> object:
+        async with clawkeep.AsyncClient(url) as ck:
+            return await ck.memory_status()
+
+    with ScriptedServer() as server:
+        busy = {"error": {"code": "storage", "message": "busy"}}
+        server.add(Reply(status=503, headers={"Retry-After": "0"}, json=busy), Reply(json=status))
+        got = asyncio.run(run(server.url))
+        assert got.to_json() == status and len(server.requests) == 2
+        assert server.requests[1].path == "/v1/memory/status"
