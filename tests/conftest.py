@@ -39,8 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--engine-backend", choices=tuple(ENGINE_BACKENDS), default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
                           "pgvector test server, postgres-stock at Debian's PostgreSQL without pgvector "
-                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs the `engine` fixture's calls "
-                          "through clawkeep.Client against a real gateway process (tests/client_engine.py)")
+                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs the `engine` "
+                          "fixture's calls through clawkeep.Client against a real gateway process "
+                          "(tests/client_engine.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -109,7 +110,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from client_engine import FALLBACKS, OVER_HTTP
 
     terminalreporter.write_line(f"engine calls through clawkeep.Client: {sum(OVER_HTTP.values())} "
-                                f"({len(OVER_HTTP)} methods); run in-process (no route or argument): "
+                                f"{dict(OVER_HTTP.most_common())}; run in-process (no route or argument): "
                                 f"{dict(FALLBACKS.most_common())}")
 
 
