@@ -5,6 +5,7 @@ thread and finds it from another — on an Engine and through clawkeep.Client.""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
@@ -104,9 +105,10 @@ def test_notes_are_markdown_and_search_is_clawkeeps(target) -> None:
 def test_ttl_hides_expired_items_and_refresh_extends(target) -> None:
     store, engine = target
     kv = ClawkeepStore(store)
-    kv.put(("cache",), "short", {"v": 1}, ttl=0.0001)  # minutes: expired at once
+    kv.put(("cache",), "short", {"v": 1}, ttl=0.0005)  # minutes: 30 ms
     kv.put(("cache",), "long", {"v": 2}, ttl=60)
     kv.put(("cache",), "kept", {"v": 3})
+    time.sleep(0.05)
     assert kv.get(("cache",), "short") is None
     assert [i.key for i in kv.search(("cache",))] == ["long", "kept"]
     before = _expiry(engine, "long")
