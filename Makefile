@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
 PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
 	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py tests/test_memory_index.py
+# ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
+CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +37,8 @@ test: $(STAMP) /usr/bin/chromium
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 	$(BIN)/python -m pytest -q --engine-backend postgres-stock $(PG_SCENARIOS)
+# ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
+CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

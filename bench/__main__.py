@@ -10,9 +10,11 @@ property-based fuzz suite with its long profile; `--quick` runs the CI profile) 
 `dreaming` (a sweep over 30 days × 200 note lines and 10k recall traces: time, peak memory) and
 `postgres` (PostgreSQL beside SQLite: append, sessions_search, memory_search, 1-3 instances) and
 `pg-instances` (1/2/3 gateway processes on one PostgreSQL server over HTTP: turns/s, latency, CPU per turn of
-the gateways and of the server beside one SQLite gateway; turn p50 with 1 ms per round trip) and
-`cold` (CPU and peak RSS of one cold CLI command beside the library import and OpenClaw's CLI). Each section of
-latest.md is replaced only by a new run of the same benchmark and says which mode produced it.
+the gateways and of the server beside one SQLite gateway; turn p50 with 1 ms per round trip),
+`cold` (CPU and peak RSS of one cold CLI command beside the library import and OpenClaw's CLI) and
+`client` (clawkeep.Client against the gateway beside Engine in process: message, sessions_search,
+memory_search). Each section of latest.md is replaced only by a new run of the same benchmark and says
+which mode produced it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from .common import RESULTS, SCRATCH, Section, console, load_average, machine_info, machine_line, make_progress
 
 NAMES = ("append", "search", "locomo", "recall", "memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters",
-         "tool-loop", "gateway", "mcp", "dreaming", "postgres", "pg-instances", "cold")
+         "tool-loop", "gateway", "mcp", "dreaming", "postgres", "pg-instances", "cold", "client")
 ALIASES = {"perf": ("append", "search"), "all": NAMES}
 TITLE = "# clawkeep benchmarks"
 
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 section = mcp_bench(progress, quick=args.quick)
             elif name in ("memory-locomo", "memory-perf", "bilingual", "fuzz", "write-filters", "tool-loop",
-                          "gateway", "dreaming", "pg-instances"):
+                          "gateway", "dreaming", "pg-instances", "client"):
                 from importlib import import_module
 
                 module = import_module(f".{name.replace('-', '_')}", __package__)

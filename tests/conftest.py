@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,8 @@ from clawkeep import Engine
 BACKENDS = ("sqlite", "postgres")
 # --engine-backend: postgres is the pgvector bundle; postgres-stock is Debian's PostgreSQL 15 without
 # pgvector (the memory index keeps its vectors in a plain column, exact top-k)
-ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url"}
+# client: the `engine` fixture through clawkeep.Client against a real gateway process (tests/client_engine.py)
+ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url", "client": None}
 
 
 pytest_plugins = ["pg_servers"]
@@ -37,18 +39,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--engine-backend", choices=tuple(ENGINE_BACKENDS), default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
                           "pgvector test server, postgres-stock at Debian's PostgreSQL without pgvector "
-                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test)")
+                          "(CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs the `engine` "
+                          "fixture's calls through clawkeep.Client against a real gateway process "
+                          "(tests/client_engine.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: reads or damages the SQLite files themselves; "
                                        "not run under --engine-backend postgres")
+    config.addinivalue_line("markers", "in_process_only: asserts the Engine's own wording of a check that the "
+                                       "HTTP API words its own way; not run under --engine-backend client")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if ENGINE_BACKENDS[config.getoption("--engine-backend")] is None:
+    marker = {"postgres": "sqlite_only", "postgres-stock": "sqlite_only", "client": "in_process_only"}.get(
+        config.getoption("--engine-backend"))
+    if marker is None:
         return
-    kept = [item for item in items if item.get_closest_marker("sqlite_only") is None]
+    kept = [item for item in items if item.get_closest_marker(marker) is None]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = kept
@@ -85,9 +93,25 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(home: Path):
+def engine(request: pytest.FixtureRequest, home: Path):
+    if request.config.getoption("--engine-backend") == "client":
+        from client_engine import ClientEngine
+
+        with ClientEngine(home) as remote:
+            yield remote
+        return
     with Engine.open(home=home) as opened:
         yield opened
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if config.getoption("--engine-backend") != "client":
+        return
+    from client_engine import FALLBACKS, OVER_HTTP
+
+    terminalreporter.write_line(f"engine calls through clawkeep.Client: {sum(OVER_HTTP.values())} "
+                                f"{dict(OVER_HTTP.most_common())}; run in-process (no route or argument): "
+                                f"{dict(FALLBACKS.most_common())}")
 
 
 def open_engine(home: Path, config: dict | None = None, agent: str = "main") -> Engine:

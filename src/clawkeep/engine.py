@@ -396,6 +396,26 @@ class Engine:
         check.ident(item_id, "memory item id")
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
+    # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
+    def memory_store_read(self, path: str) -> api.StoreFile:
+        """A store file whole, with the sha256 a write names to detect a concurrent writer."""
+        from .memory import store_files
+
+        return api.StoreFile.model_validate(store_files.read(self.runtime, path))
+
+    def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
+        """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
+        from .memory import store_files
+
+        check.text(text, "store text", optional=True)
+        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256))
+
+    def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
+        """The store files under `prefix`, each with its text."""
+        from .memory import store_files
+
+        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
+
     def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
                        caller: str | None = None) -> api.MemoryChange:
         """Correct a remembered line (the model's memory_edit): the new text passes the write

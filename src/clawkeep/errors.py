@@ -28,6 +28,20 @@ class NotFoundError(InputError):
     http_status = 404
 
 
+class ForbiddenError(InputError):
+    """The request is the operator's to make: it was sent as a calling session."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class UnauthorizedError(InputError):
+    """The gateway refused the token (or needs one and none was sent)."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
 class StorageSettingsError(InputError):
     """The storage settings name a server that refuses them (login, rights, database): the CLI
     exits 2 (the settings need fixing); a server answers 503, since its client did nothing wrong."""
@@ -47,6 +61,13 @@ class StorageError(ClawkeepError):
     """The database cannot be opened, read or written (corrupt, locked, unreadable)."""
 
     code = "storage"
+    http_status = 503
+
+
+class UnavailableError(ClawkeepError):
+    """A gateway cannot be reached, timed out, or answered something that is not its API (the Python client)."""
+
+    code = "unavailable"
     http_status = 503
 
 

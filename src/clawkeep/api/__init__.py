@@ -14,7 +14,7 @@ __all__ = [
     "MemoryHit",
     "MemoryItem", "MemorySearchResult", "MemoryStatus", "MessagePreview", "MessageResult", "Metrics", "Operation",
     "RecallResult", "RememberResult", "ResetResult", "SearchHit", "SearchResult", "SendResult", "SessionInfo",
-    "SessionStatus",
+    "SessionStatus", "StoreFile",
     "Shape", "SweepResult", "SystemEventResult", "Usage",
     "BackfillReport", "DreamingStatus", "DreamingToggle", "ExplainReport", "HarnessReport", "PromoteReport",
     "DiaryEntry", "DreamsReview", "PromotedItem", "PromotionRun",
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
         MemoryHit,
         MemoryItem, MemorySearchResult, MemoryStatus, MessagePreview, MessageResult, Metrics, PromoteReport,
         PromotedItem, PromotionRun, RecallResult, Refusal, RememberResult, ResetResult, SEND_TIMEOUT_DEFAULT_S,
-        SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, SweepReport,
+        SEND_TIMEOUT_MAX_S, SearchHit, SearchResult, SendResult, SessionInfo, SessionStatus, Shape, StoreFile,
+        SweepReport,
         SweepResult, SystemEventResult, Timeline, UndoReport, Usage,
     )
 

@@ -8,6 +8,7 @@ calling session (visibility, S8) or None for the operator.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -239,6 +240,89 @@ class RemBackfillArgs(Args):
     rollback_short_term: bool = False
 
 
+class StoreReadArgs(Args):
+    path: str = Field(max_length=1024, description="memory/store/<name>.md (folders allowed).")
+
+
+class StoreWriteArgs(Args):
+    path: str = Field(max_length=1024, description="memory/store/<name>.md (folders allowed).")
+    text: str = Field(description="The whole new Markdown text; empty deletes the file.")
+    base_sha256: str | None = Field(None, description="The sha256 the text was read at (\"\" for a new file): "
+                                    "if the file changed since, nothing is written (409).")
+
+
+class StoreFilesArgs(Args):
+    prefix: str = Field("memory/store", max_length=1024, description="A folder or file path (without .md).")
+
+
+class MemoryItemsArgs(Args):
+    status: Literal["active", "superseded", "expired", "forgotten"] | None = Field(
+        None, description="Only items in this state.")
+
+
+class MemoryStatusArgs(Args):
+    deep: StrictBool = Field(False, description="Also probe the embedding provider and the vector store.")
+
+
+@dataclass(frozen=True)
+class Http:
+    """Where an operation lives on the HTTP gateway. `path` names its parameters by argument field
+    (`{session_key}`); `query` lists the fields sent in the query string, each as `field` or
+    `field:param` when the parameter is spelt otherwise (default: the field's camelCase alias);
+    every other field goes in the JSON body. `operator`: a request naming a calling session is
+    refused (403). `many`: the result is a list of `result`. `positional` and `engine_names` give the
+    `Engine` method's signature over these fields (its leading positional parameters; a keyword the
+    method spells otherwise, e.g. `limit` for `max_results`) and `engine_method` its name when it is
+    not the operation's, so the Python client mirrors Engine."""
+
+    method: Literal["GET", "POST", "PUT", "DELETE"]
+    path: str
+    query: tuple[str, ...] = ()
+    operator: bool = False
+    many: bool = False
+    positional: tuple[str, ...] = ()
+    engine_names: tuple[tuple[str, str], ...] = ()  # (engine keyword, argument field)
+    engine_method: str | None = None  # the Engine method, when it is not named like the operation
+
+    def method_name(self, operation: str) -> str:
+        return self.engine_method or operation
+
+    @property
+    def path_fields(self) -> tuple[str, ...]:
+        return tuple(re.findall(r"{(\w+)}", self.path))
+
+    def query_params(self, args: type[Args]) -> dict[str, str]:
+        """Each query field and its parameter name."""
+        names = {}
+        for entry in self.query:
+            field, _, param = entry.partition(":")
+            names[field] = param or args.model_fields[field].alias or field
+        return names
+
+    def body_fields(self, args: type[Args]) -> tuple[str, ...]:
+        taken = set(self.path_fields) | set(self.query_params(args))
+        return tuple(name for name in args.model_fields if name not in taken)
+
+
+def GET(path: str, *query: str, **rest: Any) -> Http:  # noqa: N802 - reads like the route table
+    return Http("GET", path, query, **rest)
+
+
+def POST(path: str, **rest: Any) -> Http:  # noqa: N802
+    return Http("POST", path, **rest)
+
+
+def PUT(path: str, **rest: Any) -> Http:  # noqa: N802
+    return Http("PUT", path, **rest)
+
+
+def DELETE(path: str, **rest: Any) -> Http:  # noqa: N802
+    return Http("DELETE", path, **rest)
+
+
+_SESSION = (("session", "session_key"),)  # Engine's sessions_* methods call the key `session`
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str
@@ -248,6 +332,7 @@ class Operation:
     call: Callable[[Any, Any, str | None], Any]  # (engine, args, caller) -> result
     tool: bool = False  # offered to the reply model and over MCP (SPEC §P "Agent tools")
     writes: bool = False
+    http: Http | None = None  # None: not an HTTP route (CLI, MCP or the model's tools only)
 
     def run(self, engine: Any, args: Args | dict[str, Any], caller: str | None = None) -> Any:
         parsed = args if isinstance(args, self.args) else self.args.model_validate(args)
@@ -316,86 +401,128 @@ def _visible_message(engine: Any, args: MessageArgs, caller: str | None) -> Mess
 def _ops() -> list[Operation]:
     return [
         Operation("message", "Send one inbound message through the turn.", MessageArgs, shapes.MessageResult,
-                  lambda e, a, c: e.message(**_visible_message(e, a, c).model_dump()), writes=True),
+                  lambda e, a, c: e.message(**_visible_message(e, a, c).model_dump()), writes=True,
+                  http=POST("/v1/messages", positional=("text",))),
         Operation("sessions_list", "List the sessions the caller may see.", SessionsListArgs, shapes.SessionInfo,
                   lambda e, a, c: e.sessions_list(
                       kind=a.kind, label=a.label, agent_id=a.agent_id, active_minutes=a.active_minutes,
                       search_text=a.search, preview=a.preview, recent_messages=a.recent_messages, caller=c),
-                  tool=True),
+                  tool=True,
+                  http=GET("/v1/sessions", "kind", "label", "agent_id", "active_minutes:active", "search", "preview",
+                           "recent_messages", many=True, engine_names=(("search_text", "search"),))),
         Operation("sessions_history", "Read a session's current interval (or the one a message lies in), sanitised.",
                   SessionsHistoryArgs, shapes.History,
                   lambda e, a, c: e.sessions_history(a.session_key, message_id=a.message_id,
-                                                     include_tools=a.include_tools, caller=c), tool=True),
+                                                     include_tools=a.include_tools, caller=c), tool=True,
+                  http=GET("/v1/sessions/{session_key}/history", "message_id", "include_tools",
+                           positional=("session_key",), engine_names=_SESSION)),
         Operation("sessions_timeline", "A session's intervals with their reset boundaries and compactions.",
                   SessionsTimelineArgs, shapes.Timeline,
-                  lambda e, a, c: e.sessions_timeline(a.session_key, caller=c)),
+                  lambda e, a, c: e.sessions_timeline(a.session_key, caller=c),
+                  http=GET("/v1/sessions/{session_key}/timeline", positional=("session_key",), engine_names=_SESSION)),
         Operation("sessions_search", "Full-text search over past conversations the caller may see.",
                   SessionsSearchArgs, shapes.SearchResult,
-                  lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True),
+                  lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True,
+                  http=GET("/v1/search", "query:q", "limit", positional=("query",))),
         Operation("session_status", "Times, counters, next reset and usage of a session.", SessionStatusArgs,
-                  shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True),
+                  shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True,
+                  http=GET("/v1/sessions/{session_key}", positional=("session_key",), engine_names=_SESSION)),
         Operation("sessions_send", "Send a message into another session and (unless timeoutSeconds is 0) wait for "
                   "its reply; the two sessions may then go back and forth until one answers REPLY_SKIP.",
                   SessionsSendArgs, shapes.SendResult,
                   lambda e, a, c: e.sessions_send(a.session_key, a.message, timeout_seconds=a.timeout_seconds,
-                                                  caller=c), tool=True, writes=True),
+                                                  caller=c), tool=True, writes=True,
+                  http=POST("/v1/sessions/{session_key}/send", positional=("session_key", "message"),
+                            engine_names=_SESSION)),
         Operation("sessions_reset", "Close the session's current interval.", SessionRefArgs, shapes.ResetResult,
-                  lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True),
+                  lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True,
+                  http=POST("/v1/sessions/{session_key}/reset", positional=("session_key",), engine_names=_SESSION)),
         Operation("sessions_fork", "A new dashboard thread continuing from the session.", SessionRefArgs,
-                  shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True),
+                  shapes.SessionInfo, lambda e, a, c: e.sessions_fork(a.session_key, caller=c), writes=True,
+                  http=POST("/v1/sessions/{session_key}/fork", positional=("session_key",), engine_names=_SESSION)),
         Operation("sessions_create", "A new dashboard thread (incognito: never stored), a named coding session, or "
                   "the session of a key (opened, created if missing).", SessionsCreateArgs, shapes.SessionInfo,
                   lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding, key=a.key,
                                                     caller=c),
-                  writes=True),
+                  writes=True,
+                  http=POST("/v1/sessions")),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
                   lambda e, a, c: e.memory_search(a.query, limit=a.max_results, mode=a.mode, min_score=a.min_score,
-                                                  corpus=a.corpus, caller=c), tool=True),
+                                                  corpus=a.corpus, caller=c), tool=True,
+                  http=GET("/v1/memory/search", "query:q", "max_results:limit", "min_score", "corpus", "mode",
+                           positional=("query",), engine_names=(("limit", "max_results"),))),
         Operation("memory_get", "Read lines of a memory file inside the workspace.", MemoryGetArgs,
                   shapes.MemoryFile,
                   lambda e, a, c: e.memory_get(a.path, from_line=a.from_line, lines=a.lines, caller=c),
-                  tool=True),
+                  tool=True,
+                  http=GET("/v1/memory/file", "path", "from_line", "lines", positional=("path",))),
         Operation("memory_remember", "Write one durable fact (or a dated plan) to memory; filters apply.",
                   MemoryRememberArgs, shapes.RememberResult, lambda e, a, c: e.memory_remember(a.text, caller=c),
-                  tool=True, writes=True),
-        Operation("memory_items", "The remembered items with their status.", NoArgs, shapes.MemoryItem,
-                  lambda e, a, c: e.memory_items()),
+                  tool=True, writes=True,
+                  http=POST("/v1/memory/remember", positional=("text",))),
+        Operation("memory_items", "The remembered items with their status.", MemoryItemsArgs, shapes.MemoryItem,
+                  lambda e, a, c: e.memory_items(status=a.status),
+                  http=GET("/v1/memory/items", "status", operator=True, many=True)),
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
-                  MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days)),
+                  MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days),
+                  http=GET("/v1/memory/refusals", "days", operator=True, many=True)),
         Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
                   "superseded (memory_undo reverts). Your own lines only.",
                   MemoryCorrectArgs, shapes.MemoryChange,
                   lambda e, a, c: e.memory_correct(a.item_id, a.text, old_text=a.old_text, caller=c),
-                  tool=True, writes=True),
+                  tool=True, writes=True,
+                  http=POST("/v1/memory/edit", positional=("item_id", "text"), engine_method="memory_correct")),
         Operation("memory_forget", "Forget a remembered line that is no longer true or that the user wants gone "
                   "(memory_undo reverts). Your own lines only.",
                   MemoryForgetArgs, shapes.MemoryChange,
-                  lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True),
+                  lambda e, a, c: e.memory_forget(a.item_id, old_text=a.old_text, caller=c), tool=True, writes=True,
+                  http=POST("/v1/memory/forget", positional=("item_id",))),
         Operation("memory_undo", "Undo a memory_edit or memory_forget by the `undo` id it answered with.",
                   MemoryUndoArgs, shapes.MemoryChange, lambda e, a, c: e.memory_undo(a.item_id, caller=c),
-                  tool=True, writes=True),
+                  tool=True, writes=True, http=POST("/v1/memory/undo", positional=("item_id",))),
         Operation("memory_item_edit", "Replace a remembered item's text in place (the operator's edit).",
                   MemoryEditArgs, shapes.MemoryItem,
-                  lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True),
+                  lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True,
+                  http=PUT("/v1/memory/items/{item_id}", operator=True, positional=("item_id", "text", "base_text"),
+                           engine_method="memory_edit")),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
-                  lambda e, a, c: e.memory_delete(a.item_id), writes=True),
+                  lambda e, a, c: e.memory_delete(a.item_id), writes=True,
+                  http=DELETE("/v1/memory/items/{item_id}", operator=True, positional=("item_id",))),
         Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
-                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True),
-        Operation("memory_status", "Workspace, provider, vector store and index health.", NoArgs,
-                  shapes.MemoryStatus, lambda e, a, c: e.memory_status()),
+                  shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True,
+                  http=POST("/v1/memory/index", operator=True)),
+        Operation("memory_store_read", "A key/value store file (memory/store/) whole, with its sha256.",
+                  StoreReadArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_read(a.path),
+                  http=GET("/v1/memory/store/file", "path", operator=True, positional=("path",))),
+        Operation("memory_store_write", "Replace a key/value store file (409 if it changed since base_sha256).",
+                  StoreWriteArgs, shapes.StoreFile,
+                  lambda e, a, c: e.memory_store_write(a.path, a.text, a.base_sha256), writes=True,
+                  http=PUT("/v1/memory/store/file", operator=True, positional=("path", "text", "base_sha256"))),
+        Operation("memory_store_files", "The key/value store files under a prefix, with their text.",
+                  StoreFilesArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_files(prefix=a.prefix),
+                  http=GET("/v1/memory/store", "prefix", operator=True, many=True)),
+        Operation("memory_status", "Workspace, provider, vector store and index health.", MemoryStatusArgs,
+                  shapes.MemoryStatus, lambda e, a, c: e.memory_status(deep=a.deep),
+                  http=GET("/v1/memory/status", "deep", operator=True)),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,
-                  shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session)),
-        Operation("status", "The engine's state.", NoArgs, shapes.EngineStatus, lambda e, a, c: e.status()),
+                  shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session),
+                  http=POST("/v1/recall", positional=("text",))),
+        Operation("status", "The engine's state.", NoArgs, shapes.EngineStatus, lambda e, a, c: e.status(),
+                  http=GET("/v1/status")),
         Operation("dreaming_status", "Dreaming's schedule, last sweep, lock and counts.", NoArgs,
-                  shapes.DreamingStatus, lambda e, a, c: e.dreaming_status()),
+                  shapes.DreamingStatus, lambda e, a, c: e.dreaming_status(),
+                  http=GET("/v1/dreaming", operator=True)),
         Operation("dreaming_enable", "Switch Dreaming on or off (the overrides file).", DreamingEnableArgs,
-                  shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True),
+                  shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True,
+                  http=PUT("/v1/dreaming", operator=True, positional=("enabled",))),
         Operation("dreaming_review", "What Dreaming did: DREAMS.md's phase blocks, the diary, each promotion run.",
                   DreamingReviewArgs, shapes.DreamsReview,
-                  lambda e, a, c: e.dreaming_review(limit=a.limit, caller=c)),
+                  lambda e, a, c: e.dreaming_review(limit=a.limit, caller=c),
+                  http=GET("/v1/dreaming/review", "limit")),
         Operation("dream", "Run a Dreaming sweep now (Light → REM → Deep, or one phase).", DreamArgs,
-                  shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True),
+                  shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True,
+                  http=POST("/v1/dreaming/sweep", operator=True)),
         Operation("memory_promote", "The ranked promotion candidates and Deep's would-be decisions.", PromoteArgs,
                   shapes.PromoteReport, lambda e, a, c: e.memory_promote(**a.model_dump())),
         Operation("memory_promote_apply", "Run Light and Deep now: promote the candidates passing the gates.",
@@ -404,7 +531,8 @@ def _ops() -> list[Operation]:
         Operation("memory_promote_explain", "Each signal, gate and decision for the candidates a query names.",
                   PromoteExplainArgs, shapes.ExplainReport, lambda e, a, c: e.memory_promote_explain(a.query)),
         Operation("memory_promote_undo", "Undo a promotion run or one promoted item.", PromoteUndoArgs,
-                  shapes.UndoReport, lambda e, a, c: e.memory_promote_undo(a.target), writes=True),
+                  shapes.UndoReport, lambda e, a, c: e.memory_promote_undo(a.target), writes=True,
+                  http=POST("/v1/dreaming/undo", operator=True, positional=("target",))),
         Operation("rem_harness", "Preview REM's themes and Deep's promotions (or read historical notes).",
                   RemHarnessArgs, shapes.HarnessReport,
                   lambda e, a, c: e.rem_harness(path=a.path, grounded=a.grounded)),

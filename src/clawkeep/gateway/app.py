@@ -95,13 +95,14 @@ def _respond(result: Any) -> JSONResponse:
 
 def _message_response(result: Any) -> JSONResponse:
     """A message's result; a client message id reused for another text is a 409 conflict in the
-    error shape, the stored text quoted in the message and given as `storedText`."""
+    error shape, the stored text quoted in the message and given as `storedText`, the whole
+    MessageResult as `result` (the Python client returns it, as Engine does)."""
     data = _json(result)
     if not data.get("conflict"):
         return JSONResponse(data)
     body = errors.error_body("conflict", data["note"])
     body["error"].update(conflict=True, storedText=data["storedText"], messageId=data["messageId"],
-                         sessionKey=data["sessionKey"])
+                         sessionKey=data["sessionKey"], result=data)  # result: what Engine.message returns
     return JSONResponse(body, status_code=409)
 
 
@@ -492,6 +493,24 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
         """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
         gw.agent_operator_only(caller, "indexing memory")
         return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
+
+    # --- key/value store files (memory/store/: the LangGraph store) ---------------------
+    @app.get("/v1/memory/store", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile, many=True))
+    async def store_files(caller: Caller = None,
+                          prefix: Annotated[str, Query(max_length=1024)] = "memory/store") -> Any:
+        gw.operator_only(caller, "reading the key/value store")
+        return await gw.op("memory_store_files", None, prefix=prefix)
+
+    @app.get("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
+    async def store_read(path: Annotated[str, Query(max_length=1024)], caller: Caller = None) -> Any:
+        gw.operator_only(caller, "reading the key/value store")
+        return await gw.op("memory_store_read", None, path=path)
+
+    @app.put("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
+    async def store_write(body: ops.StoreWriteArgs, caller: Caller = None) -> Any:
+        """Replace a store file whole (empty text deletes it); 409 when it changed since `baseSha256`."""
+        gw.operator_only(caller, "writing the key/value store")
+        return await gw.op("memory_store_write", None, args=body)
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
     async def memory_status(deep: bool = False, caller: Caller = None) -> Any:

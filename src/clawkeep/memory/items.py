@@ -322,6 +322,9 @@ def clear_attrs(workspace: Path, item: Item, *names: str) -> None:
     for_workspace(workspace).update(item.path, change)
 
 
+STORE_ROOT = "memory/store"  # adapters' key/value files (memory/store_files.py): searched, but not remembered items
+
+
 def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[Item]:
     """Every item of every memory file. A file that cannot be read as UTF-8 text is skipped (and
     named in `skipped` with the reason): one bad note never blocks listing, editing or remembering.
@@ -334,7 +337,7 @@ def all_items(workspace: Path, skipped: dict[str, str] | None = None) -> list[It
             if skipped is not None:
                 skipped[rel] = str(exc)
             continue
-        if is_session_excerpt(lines):
+        if is_session_excerpt(lines) or rel.startswith(STORE_ROOT + "/"):
             continue
         items += parse_items(rel, "\n".join(lines))
     return items

@@ -28,7 +28,7 @@ _HOMES: dict[str, str] = {
     "SearchHit": "search", "SearchResult": "search", "MemoryHit": "search", "MemorySearchResult": "search",
     "MemoryItem": "memory", "Refusal": "memory", "RememberResult": "memory", "MemoryFile": "memory",
     "DeleteResult": "memory", "SweepResult": "memory", "IndexReport": "memory", "MemoryStatus": "memory",
-    "BootstrapFile": "memory", "MemoryChange": "memory",
+    "BootstrapFile": "memory", "MemoryChange": "memory", "StoreFile": "memory",
     "Metrics": "engine", "EngineStatus": "engine", "DoctorReport": "engine",
     "DreamingStatus": "dreaming", "DreamingToggle": "dreaming", "SweepReport": "dreaming",
     "PromoteReport": "dreaming", "ExplainReport": "dreaming", "HarnessReport": "dreaming",
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         MemoryItem,
         MemoryStatus,
         Refusal,
+        StoreFile,
         RememberResult,
         SweepResult,
     )

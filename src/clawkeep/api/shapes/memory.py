@@ -58,6 +58,15 @@ class MemoryFile(Shape):
     truncated: bool = False
 
 
+class StoreFile(Shape):
+    """A file of memory/store/ (an adapter's key/value store, e.g. a LangGraph namespace), read whole."""
+
+    path: str
+    text: str
+    sha256: str  # of the text; "" while the file does not exist
+    exists: bool
+
+
 class DeleteResult(Shape):
     deleted: str
     path: str
