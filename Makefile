@@ -38,8 +38,6 @@ test: $(STAMP) /usr/bin/chromium
 	$(BIN)/python -m pytest -q --engine-backend postgres $(PG_SCENARIOS)
 	$(BIN)/python -m pytest -q --engine-backend postgres-stock $(PG_SCENARIOS)
 	$(BIN)/python -m pytest -q --engine-backend client $(CLIENT_SCENARIOS)
-# ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
-CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
