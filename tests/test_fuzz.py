@@ -257,6 +257,13 @@ API: dict[str, Any] = {
         expires=d.draw(maybe(st.one_of(IDISH, st.sampled_from(["30d", "1h", "0d", "-1d"])))),
         sandboxed=d.draw(maybe(st.booleans()))),
     "tokens_list": lambda d, w: w.engine.tokens_list(),
+    "memory_store_read": lambda d, w: w.engine.memory_store_read(
+        d.draw(st.one_of(IDISH, st.sampled_from(["memory/store/a.md", "memory/store/../../x.md", "MEMORY.md"])))),
+    "memory_store_write": lambda d, w: w.engine.memory_store_write(
+        d.draw(st.one_of(IDISH, st.sampled_from(["memory/store/a.md", "memory/store/b/c.md", "/etc/x.md"]))),
+        d.draw(TEXT), d.draw(maybe(IDISH))),
+    "memory_store_files": lambda d, w: w.engine.memory_store_files(
+        prefix=d.draw(st.one_of(IDISH, st.sampled_from(["memory/store", "memory", "../"])))),
     "tokens_revoke": lambda d, w: w.engine.tokens_revoke(d.draw(IDISH)),
     "status": lambda d, w: w.engine.status(),
     "metrics": lambda d, w: w.engine.metrics(),
