@@ -39,8 +39,15 @@ MAX_POSITION = 16383  # tsvector positions stop here
 MAX_TOKENS = 60_000  # a tsvector is at most 1 MB: a longer document is indexed by its first tokens
 K1, B = 1.2, 0.75  # FTS5's bm25 constants (the SQLite backend ranks with them)
 CANDIDATES_PER_PHRASE = 300  # newest matches read per phrase: a phrase in fewer rows gives all of them
-DF_FRESH_S = 5.0  # a document frequency counted this recently (document_frequency) is not counted again
+# A phrase's document frequency is reused this long (an idf at most this stale): counting it reads
+# every matching row's heap tuple, the one cost of a ranking that grows with the number of matches.
+DF_FRESH_S = 60.0
+# A cut phrase's newest matches are read through the id index (newest first, each row's tsvector
+# tested) when df² > SCAN_FACTOR · CANDIDATES_PER_PHRASE · N, that is when testing the ≈ cut · N / df
+# newest rows costs less than visiting all df matches the GIN index lists; else through GIN.
+SCAN_FACTOR = 2.5
 STATS_FRESH_S = 300.0  # row count and average row length are read again after this long
+MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
 AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
 
 
@@ -130,6 +137,7 @@ class Ranker:
         self._lock = threading.Lock()
         self._df: dict[str, tuple[float, int]] = {}  # tsquery -> (when counted, rows holding it)
         self._average: tuple[float, float] | None = None  # (when read, tokens per row)
+        self._last_total = 0  # N when the average was read
 
     # --- document frequencies ----------------------------------------------------------
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
@@ -140,11 +148,16 @@ class Ranker:
             return {}
         sql, params = df_query(self.table, unique)
         counts = [int(c) for c in self._rows(sql, params)[0]]
+        self._remember(dict(zip(params, counts, strict=True)))
+        return dict(zip(unique, counts, strict=True))
+
+    def _remember(self, counts: dict[str, int]) -> None:
         now = time.monotonic()
         with self._lock:
-            for literal, count in zip(params, counts, strict=True):
+            if len(self._df) > MAX_KEPT_DFS:  # bounded: dropped wholesale, counted again when asked
+                self._df.clear()
+            for literal, count in counts.items():
                 self._df[literal] = (now, count)
-        return dict(zip(unique, counts, strict=True))
 
     def _fresh_df(self, literal: str) -> int | None:
         with self._lock:
@@ -154,59 +167,72 @@ class Ranker:
             return known[1]
 
     def _average_length(self) -> float:
+        """Tokens per row (the newest AVERAGE_SAMPLE rows'), and N for choosing plans, read at
+        most every STATS_FRESH_S: both move slowly, and bm25 only needs them roughly."""
         with self._lock:
             if self._average is not None and time.monotonic() - self._average[0] < STATS_FRESH_S:
                 return self._average[1]
         # tokens are separated by single spaces: a row's length is its spaces plus one
-        found = self._rows(f"SELECT avg(length(tokens) - length(replace(tokens, ' ', '')) + 1) FROM "
-                           f"(SELECT tokens FROM {self.table} ORDER BY id DESC LIMIT {AVERAGE_SAMPLE}) s", ())
+        found = self._rows(f"SELECT avg(length(tokens) - length(replace(tokens, ' ', '')) + 1), ({self._total_sql}) "
+                           f"FROM (SELECT tokens FROM {self.table} ORDER BY id DESC LIMIT {AVERAGE_SAMPLE}) s", ())
         average = float(found[0][0] or 1.0)
         with self._lock:
-            self._average = (time.monotonic(), average)
+            self._average, self._last_total = (time.monotonic(), average), int(found[0][1] or 0)
         return average
 
     # --- ranking -----------------------------------------------------------------------
     def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = ()) -> Ranked:
-        """The best `limit` rows matching `query` and `where` (a condition on alias `m`)."""
+        """The best `limit` rows matching `query` and `where` (a condition on alias `m`; `where`
+        set means a scope: the id-index path is never taken, it would test rows out of scope)."""
         phrases = query_phrases(query)
         if not phrases or limit <= 0:
             return Ranked([], True)
         average = self._average_length()
-        sql, params, literals = self._candidates_sql(phrases, where, where_params)
+        literals = list(dict.fromkeys(p.tsquery for p in phrases))
+        known = {literal: self._fresh_df(literal) for literal in literals}
+        sql, params = self._candidates_sql(known, where, where_params)
         found = self._rows(sql, params)
-        total, dfs = int(found[0][0]), [int(d) for d in found[0][1]]
-        by_literal = dict(zip(literals, dfs, strict=True))
+        total, counted = int(found[0][0]), [int(c) for c in found[0][1]]
+        unknown = [literal for literal, df in known.items() if df is None]
+        self._remember(dict(zip(unknown, counted, strict=True)))
+        dfs = {**{k: int(v) for k, v in known.items() if v is not None}, **dict(zip(unknown, counted, strict=True))}
         candidates = [(int(r[2]), r[3]) for r in found if r[2] is not None]
-        weights = [idf(total, by_literal[p.tsquery]) for p in phrases]
+        weights = [idf(total, dfs[p.tsquery]) for p in phrases]
         scored = sorted((score_row(tokens, phrases, weights, average), rid, tokens) for rid, tokens in candidates)
         page = [(rid, score, tokens) for score, rid, tokens in scored[:limit]]
         # a row outside the candidates holds only phrases that were cut (more matches than read)
         ceiling = -sum(w * (K1 + 1) for p, w in zip(phrases, weights, strict=True)
-                       if by_literal[p.tsquery] > CANDIDATES_PER_PHRASE)
+                       if dfs[p.tsquery] > CANDIDATES_PER_PHRASE)
         exact = ceiling == 0 or (len(page) == limit and page[-1][1] < ceiling)
         return Ranked(page, exact)
 
-    def _candidates_sql(self, phrases: list[Phrase], where: str,
-                        where_params: Sequence[Any]) -> tuple[str, list[Any], list[str]]:
-        literals = list(dict.fromkeys(p.tsquery for p in phrases))
-        counts, count_params = [], []
-        for literal in literals:
-            known = self._fresh_df(literal)
-            if known is None:  # a bare GIN count: no row's tsvector is read
+    def _candidates_sql(self, known: dict[str, int | None], where: str,
+                        where_params: Sequence[Any]) -> tuple[str, list[Any]]:
+        """One statement: N, the document frequency of each phrase not `known` (bare GIN
+        counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
+        newest that many) with their tokens."""
+        total = max(self._last_total, 1)
+        counts, picks, count_params, pick_params = [], [], [], []
+        for literal, df in known.items():
+            if df is None:
                 counts.append(f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)")
                 count_params.append(literal)
-            else:
-                counts.append(str(int(known)))
-        picks, pick_params = [], []
-        for literal in literals:
-            picks.append(f"(SELECT id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where} "
-                         f"ORDER BY m.id DESC LIMIT {CANDIDATES_PER_PHRASE})")
+            elif df == 0:
+                continue
+            select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}"
+            if df is not None and df <= CANDIDATES_PER_PHRASE:
+                picks.append(select + ")")
+            elif df is not None and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
+                picks.append(select + f" ORDER BY m.id DESC LIMIT {CANDIDATES_PER_PHRASE})")
+            else:  # `+ 0`: the id index cannot give this order, so the planner goes through GIN
+                picks.append(select + f" ORDER BY m.id + 0 DESC LIMIT {CANDIDATES_PER_PHRASE})")
             pick_params += [literal, *where_params]
-        sql = (f"WITH n AS MATERIALIZED (SELECT ({self._total_sql}) AS total, ARRAY[{', '.join(counts)}]::bigint[] "
-               f"AS dfs), c AS (SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u) "
-               f"SELECT n.total, n.dfs, r.id, r.tokens FROM n LEFT JOIN (SELECT i.id, i.tokens FROM c "
-               f"JOIN {self.table} i ON i.id = c.id) r ON TRUE")
-        return sql, [*count_params, *pick_params], literals
+        head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[]"
+        if not picks:
+            return f"{head}, NULL, NULL FROM ({self._total_sql}) AS n(total)", count_params
+        found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
+        return (f"{head}, r.id, r.tokens FROM ({self._total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens "
+                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id) r ON TRUE"), [*count_params, *pick_params]
 
 
 def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:
