@@ -217,10 +217,8 @@ class Ranker:
             if df is None:
                 counts.append(f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)")
                 count_params.append(literal)
-            elif df == 0:
-                continue
             select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}"
-            if df is not None and df <= CANDIDATES_PER_PHRASE:
+            if df is not None and df <= CANDIDATES_PER_PHRASE:  # (a remembered df may have grown: all rows still)
                 picks.append(select + ")")
             elif df is not None and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
                 picks.append(select + f" ORDER BY m.id DESC LIMIT {CANDIDATES_PER_PHRASE})")
@@ -228,8 +226,6 @@ class Ranker:
                 picks.append(select + f" ORDER BY m.id + 0 DESC LIMIT {CANDIDATES_PER_PHRASE})")
             pick_params += [literal, *where_params]
         head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[]"
-        if not picks:
-            return f"{head}, NULL, NULL FROM ({self._total_sql}) AS n(total)", count_params
         found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
         return (f"{head}, r.id, r.tokens FROM ({self._total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens "
                 f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id) r ON TRUE"), [*count_params, *pick_params]
