@@ -47,6 +47,7 @@ DF_FRESH_S = 60.0
 # newest rows costs less than visiting all df matches the GIN index lists; else through GIN.
 SCAN_FACTOR = 2.5
 STATS_FRESH_S = 300.0  # row count and average row length are read again after this long
+FEW_CANDIDATES = 50  # up to this many expected candidates, a search reads their rows with them
 MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
 AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
 
@@ -124,6 +125,7 @@ def idf(total: int, hits: int) -> float:
 class Ranked:
     rows: list[tuple[int, float, str]]  # (id, score, tokens), best first, ties by id
     exact: bool  # no row left out by the candidate cut could have reached these
+    extra: dict[int, tuple[Any, ...]] | None = None  # `with_rows`' columns by id, when they came along
 
 
 class Ranker:
@@ -181,16 +183,22 @@ class Ranker:
         return average
 
     # --- ranking -----------------------------------------------------------------------
-    def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = ()) -> Ranked:
+    def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = (),
+             with_rows: tuple[str, str] | None = None) -> Ranked:
         """The best `limit` rows matching `query` and `where` (a condition on alias `m`; `where`
-        set means a scope: the id-index path is never taken, it would test rows out of scope)."""
+        set means a scope: the id-index path is never taken, it would test rows out of scope).
+
+        `with_rows` = (columns, joins on alias `i`): read with the candidates when they are
+        expected to be few (at most FEW_CANDIDATES), saving the statement that would fetch them."""
         phrases = query_phrases(query)
         if not phrases or limit <= 0:
             return Ranked([], True)
         average = self._average_length()
         literals = list(dict.fromkeys(p.tsquery for p in phrases))
         known = {literal: self._fresh_df(literal) for literal in literals}
-        sql, params = self._candidates_sql(known, where, where_params)
+        expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
+        extra = with_rows if with_rows is not None and expected <= max(FEW_CANDIDATES, limit) else None
+        sql, params = self._candidates_sql(known, where, where_params, extra)
         found = self._rows(sql, params)
         total, counted = int(found[0][0]), [int(c) for c in found[0][1]]
         unknown = [literal for literal, df in known.items() if df is None]
@@ -204,10 +212,10 @@ class Ranker:
         ceiling = -sum(w * (K1 + 1) for p, w in zip(phrases, weights, strict=True)
                        if dfs[p.tsquery] > CANDIDATES_PER_PHRASE)
         exact = ceiling == 0 or (len(page) == limit and page[-1][1] < ceiling)
-        return Ranked(page, exact)
+        return Ranked(page, exact, {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None} if extra else None)
 
-    def _candidates_sql(self, known: dict[str, int | None], where: str,
-                        where_params: Sequence[Any]) -> tuple[str, list[Any]]:
+    def _candidates_sql(self, known: dict[str, int | None], where: str, where_params: Sequence[Any],
+                        extra: tuple[str, str] | None = None) -> tuple[str, list[Any]]:
         """One statement: N, the document frequency of each phrase not `known` (bare GIN
         counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
         newest that many) with their tokens."""
@@ -227,8 +235,9 @@ class Ranker:
             pick_params += [literal, *where_params]
         head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[]"
         found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
-        return (f"{head}, r.id, r.tokens FROM ({self._total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens "
-                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id) r ON TRUE"), [*count_params, *pick_params]
+        columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
+        return (f"{head}, r.* FROM ({self._total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "
+                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id{joins}) r ON TRUE"), [*count_params, *pick_params]
 
 
 def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:

@@ -500,25 +500,38 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                                                             "SELECT coalesce(max(id), 0) FROM {s}.entry_index")
         return ranker
 
-    def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int) -> Ranked:
+    def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int, *, rows: bool = False) -> Ranked:
+        with_rows = (", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(",")) + ", s.key",
+                     "JOIN {s}.entries e ON e.seq = i.id JOIN {s}.sessions s ON s.session_id = e.session_id"
+                     ) if rows else None
         if session_ids is None:
-            return self._ranker().rank(query, limit)
+            return self._ranker().rank(query, limit, with_rows=with_rows)
         ids = list(session_ids)
         if not ids:
             return Ranked([], True)
         # the caller's visibility applies before each phrase's candidate cut and the limit
-        return self._ranker().rank(query, limit, " AND m.session_id = ANY(%s)", (ids,))
+        return self._ranker().rank(query, limit, " AND m.session_id = ANY(%s)", (ids,), with_rows)
 
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
-        matches = self.rank_matches(query, session_ids=session_ids, limit=limit)
+        ranked = self._rank(query, session_ids, limit, rows=True)
+        matches = [TextMatch(seq, score, tokens) for seq, score, tokens in ranked.rows]
+        if ranked.extra is not None:  # the rows came with the candidates (few of them)
+            for m in matches:
+                self._fill(m, ranked.extra.get(m.seq))
         self.load_rows(matches)
         return [m.row for m in matches if m.row is not None]
 
     def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
         return [TextMatch(seq, score, tokens) for seq, score, tokens in self._rank(query, session_ids, limit).rows]
 
+    def _fill(self, match: TextMatch, row: Sequence[Any] | None) -> None:
+        if row is not None and row[0] is not None:
+            match.row = SearchRow(self._entry(row[:_ENTRY_WIDTH]), row[_ENTRY_WIDTH], match.score, match.tokens or "")
+        else:  # deleted since it was ranked
+            match.tokens = None
+
     def load_rows(self, matches: Sequence[TextMatch]) -> None:
-        missing = [m for m in matches if m.row is None]
+        missing = [m for m in matches if m.row is None and m.tokens is not None]
         if not missing:
             return
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
@@ -526,11 +539,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
             f"SELECT {cols}, s.key FROM {{s}}.entries e JOIN {{s}}.sessions s ON s.session_id = e.session_id "
             "WHERE e.seq = ANY(%s)", ([m.seq for m in missing],))}
         for m in missing:
-            row = found.get(m.seq)
-            if row is not None:
-                m.row = SearchRow(self._entry(row[:_ENTRY_WIDTH]), row[_ENTRY_WIDTH], m.score, m.tokens or "")
-            else:  # deleted since it was ranked
-                m.tokens = None
+            self._fill(m, found.get(m.seq))
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         counts = self._ranker().document_frequency(tokens)
