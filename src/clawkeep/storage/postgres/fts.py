@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,23 +96,21 @@ def query_phrases(query: TextQuery) -> list[Phrase]:
     return [Phrase(tuple(p), t.prefix) for t in query.terms for p in t.phrases if p]
 
 
-def occurrences(tokens: list[str], counts: Counter[str], wanted: Phrase) -> int:
+def occurrences(tokens: list[str], wanted: Phrase) -> int:
     """How often `wanted` occurs in the token stream (FTS5's phrase frequency)."""
-    whole = wanted.tokens[:-1] if wanted.prefix else wanted.tokens
-    if any(tok not in counts for tok in whole):
-        return 0
-    if len(wanted.tokens) == 1:
-        if not wanted.prefix:
-            return counts[wanted.tokens[0]]
-        return sum(n for tok, n in counts.items() if tok.startswith(wanted.tokens[0]))
-    first, span, last = wanted.tokens[0], len(wanted.tokens), wanted.tokens[-1]
-    found = 0
-    for at, tok in enumerate(tokens[:len(tokens) - span + 1]):
-        if tok != first or tuple(tokens[at:at + span - 1]) != wanted.tokens[:-1]:
-            continue
-        end = tokens[at + span - 1]
-        found += end.startswith(last) if wanted.prefix else end == last
-    return found
+    first, span = wanted.tokens[0], len(wanted.tokens)
+    if span == 1:
+        return sum(1 for tok in tokens if tok.startswith(first)) if wanted.prefix else tokens.count(first)
+    head, last = list(wanted.tokens[:-1]), wanted.tokens[-1]
+    found, at = 0, -1
+    while True:
+        try:
+            at = tokens.index(first, at + 1)
+        except ValueError:
+            return found
+        if at + span <= len(tokens) and tokens[at:at + span - 1] == head:
+            end = tokens[at + span - 1]
+            found += end.startswith(last) if wanted.prefix else end == last
 
 
 def idf(total: int, hits: int) -> float:
@@ -243,11 +240,10 @@ class Ranker:
 def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:
     """FTS5's bm25 of one row (lower is better)."""
     words = tokens.split()
-    counts = Counter(words)
     norm = K1 * (1 - B + B * len(words) / average)
     score = 0.0
     for wanted, weight in zip(phrases, weights, strict=True):
-        tf = occurrences(words, counts, wanted)
+        tf = occurrences(words, wanted)
         if tf:
             score += weight * ((tf * (K1 + 1)) / (tf + norm))
     return -score
