@@ -90,6 +90,16 @@ class Phrase:
     def tsquery(self) -> str:
         return phrase(self.tokens, self.prefix)
 
+    @property
+    def padded(self) -> str:
+        return " " + "  ".join(self.tokens) + " "
+
+    @property
+    def searchable_as_text(self) -> bool:
+        """True when counting `padded` in the space-padded token string gives the phrase's
+        frequency: no prefix, and no occurrence can overlap the next (no repeated first token)."""
+        return not self.prefix and self.tokens[0] not in self.tokens[1:]
+
 
 def query_phrases(query: TextQuery) -> list[Phrase]:
     """One phrase per alternative of each term, repeats kept (FTS5 ranks each as its own)."""
@@ -131,8 +141,11 @@ class Ranker:
     `rows(sql, params)` runs a read; `total_sql` gives N (cheap: read each time). The average
     row length and recently counted document frequencies are kept per store instance."""
 
-    def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str) -> None:
-        self.table, self._rows, self._total_sql = table, rows, total_sql
+    def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
+                 total_kept: bool = False) -> None:
+        """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
+        too slow to run with every search (a count)."""
+        self.table, self._rows, self._total_sql, self._total_kept = table, rows, total_sql, total_kept
         self._lock = threading.Lock()
         self._df: dict[str, tuple[float, int]] = {}  # tsquery -> (when counted, rows holding it)
         self._average: tuple[float, float] | None = None  # (when read, tokens per row)
@@ -181,9 +194,10 @@ class Ranker:
 
     # --- ranking -----------------------------------------------------------------------
     def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = (),
-             with_rows: tuple[str, str] | None = None) -> Ranked:
-        """The best `limit` rows matching `query` and `where` (a condition on alias `m`; `where`
-        set means a scope: the id-index path is never taken, it would test rows out of scope).
+             with_rows: tuple[str, str] | None = None, *, narrow: bool = True) -> Ranked:
+        """The best `limit` rows matching `query` and `where` (a condition on alias `m`). A
+        `narrow` one (a scope: few of the rows) never takes the id-index path, which would test
+        the rows out of scope too; a broad one (memory sources) may.
 
         `with_rows` = (columns, joins on alias `i`): read with the candidates when they are
         expected to be few (at most FEW_CANDIDATES), saving the statement that would fetch them."""
@@ -195,7 +209,8 @@ class Ranker:
         known = {literal: self._fresh_df(literal) for literal in literals}
         expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
         extra = with_rows if with_rows is not None and expected <= max(FEW_CANDIDATES, limit) else None
-        sql, params = self._candidates_sql(known, where, where_params, extra)
+        sql, params = self._candidates_sql(known, where if narrow or not where else "", where_params, extra,
+                                           broad_where=where if where and not narrow else "")
         found = self._rows(sql, params)
         total, counted = int(found[0][0]), [int(c) for c in found[0][1]]
         unknown = [literal for literal, df in known.items() if df is None]
@@ -212,7 +227,7 @@ class Ranker:
         return Ranked(page, exact, {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None} if extra else None)
 
     def _candidates_sql(self, known: dict[str, int | None], where: str, where_params: Sequence[Any],
-                        extra: tuple[str, str] | None = None) -> tuple[str, list[Any]]:
+                        extra: tuple[str, str] | None = None, broad_where: str = "") -> tuple[str, list[Any]]:
         """One statement: N, the document frequency of each phrase not `known` (bare GIN
         counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
         newest that many) with their tokens."""
@@ -222,7 +237,7 @@ class Ranker:
             if df is None:
                 counts.append(f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)")
                 count_params.append(literal)
-            select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}"
+            select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}{broad_where}"
             if df is not None and df <= CANDIDATES_PER_PHRASE:  # (a remembered df may have grown: all rows still)
                 picks.append(select + ")")
             elif df is not None and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
@@ -230,20 +245,29 @@ class Ranker:
             else:  # `+ 0`: the id index cannot give this order, so the planner goes through GIN
                 picks.append(select + f" ORDER BY m.id + 0 DESC LIMIT {CANDIDATES_PER_PHRASE})")
             pick_params += [literal, *where_params]
+        if self._total_kept:
+            total_sql = f"SELECT {int(self._last_total)}"
+        else:
+            total_sql = self._total_sql
         head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[]"
         found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
         columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
-        return (f"{head}, r.* FROM ({self._total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "
+        return (f"{head}, r.* FROM ({total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "
                 f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id{joins}) r ON TRUE"), [*count_params, *pick_params]
 
 
 def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:
     """FTS5's bm25 of one row (lower is better)."""
-    words = tokens.split()
-    norm = K1 * (1 - B + B * len(words) / average)
+    if all(p.searchable_as_text for p in phrases):  # counted in the string, never split (long chunks)
+        padded = " " + tokens.replace(" ", "  ") + " "  # doubled: neighbouring occurrences share no space
+        norm = K1 * (1 - B + B * (tokens.count(" ") + 1) / average)
+        counts = [padded.count(p.padded) for p in phrases]
+    else:
+        words = tokens.split()
+        norm = K1 * (1 - B + B * len(words) / average)
+        counts = [occurrences(words, p) for p in phrases]
     score = 0.0
-    for wanted, weight in zip(phrases, weights, strict=True):
-        tf = occurrences(words, wanted)
+    for tf, weight in zip(counts, weights, strict=True):
         if tf:
             score += weight * ((tf * (K1 + 1)) / (tf + norm))
     return -score

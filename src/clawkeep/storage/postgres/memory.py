@@ -203,12 +203,14 @@ class PgMemoryStore(PgConnection, MemoryStore):
     def _ranker(self) -> Ranker:
         ranker = self.__dict__.get("_text_ranker")
         if ranker is None:
+            # N: a count of the chunks (kept, re-read every few minutes; it moves only on reindexing)
             ranker = self.__dict__["_text_ranker"] = Ranker("{s}.chunks", self._query,
-                                                            "SELECT count(*) FROM {s}.chunks")
+                                                            "SELECT count(*) FROM {s}.chunks", total_kept=True)
         return ranker
 
     def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
-        return self._ranker().rank(query, limit, " AND m.source = ANY(%s)", (list(sources),)).rows
+        # sources: nearly every chunk is in a searched one, so not a narrowing scope
+        return self._ranker().rank(query, limit, " AND m.source = ANY(%s)", (list(sources),), narrow=False).rows
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         return self._ranker().document_frequency(tokens)
