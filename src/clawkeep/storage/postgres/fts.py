@@ -178,19 +178,23 @@ class Ranker:
                 return None
             return known[1]
 
-    def _average_length(self) -> float:
-        """Tokens per row (the newest AVERAGE_SAMPLE rows'), and N for choosing plans, read at
-        most every STATS_FRESH_S: both move slowly, and bm25 only needs them roughly."""
+    def _kept_average(self) -> float | None:
+        """Tokens per row as last read, or None once older than STATS_FRESH_S."""
         with self._lock:
             if self._average is not None and time.monotonic() - self._average[0] < STATS_FRESH_S:
                 return self._average[1]
-        # tokens are separated by single spaces: a row's length is its spaces plus one
-        found = self._rows(f"SELECT avg(length(tokens) - length(replace(tokens, ' ', '')) + 1), ({self._total_sql}) "
-                           f"FROM (SELECT tokens FROM {self.table} ORDER BY id DESC LIMIT {AVERAGE_SAMPLE}) s", ())
-        average = float(found[0][0] or 1.0)
+            return None
+
+    def _stats_sql(self) -> str:
+        """The average row length (of the newest AVERAGE_SAMPLE rows: tokens are separated by
+        single spaces, so a row's length is its spaces plus one) and N, as two columns."""
+        return (f"(SELECT avg(length(tokens) - length(replace(tokens, ' ', '')) + 1) FROM (SELECT tokens FROM "
+                f"{self.table} ORDER BY id DESC LIMIT {AVERAGE_SAMPLE}) s), ({self._total_sql})")
+
+    def _keep_stats(self, average: Any, total: Any) -> float:
         with self._lock:
-            self._average, self._last_total = (time.monotonic(), average), int(found[0][1] or 0)
-        return average
+            self._average, self._last_total = (time.monotonic(), float(average or 1.0)), int(total or 0)
+            return self._average[1]
 
     # --- ranking -----------------------------------------------------------------------
     def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = (),
@@ -204,19 +208,23 @@ class Ranker:
         phrases = query_phrases(query)
         if not phrases or limit <= 0:
             return Ranked([], True)
-        average = self._average_length()
+        average = self._kept_average()  # None: read again, in the ranking's statement
         literals = list(dict.fromkeys(p.tsquery for p in phrases))
         known = {literal: self._fresh_df(literal) for literal in literals}
         expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
         extra = with_rows if with_rows is not None and expected <= max(FEW_CANDIDATES, limit) else None
         sql, params = self._candidates_sql(known, where if narrow or not where else "", where_params, extra,
-                                           broad_where=where if where and not narrow else "")
+                                           broad_where=where if where and not narrow else "",
+                                           stats=average is None)
         found = self._rows(sql, params)
-        total, counted = int(found[0][0]), [int(c) for c in found[0][1]]
+        if average is None:
+            average = self._keep_stats(found[0][2], found[0][3])
+        total = int(found[0][0]) if not self._total_kept else max(self._last_total, 1)
+        counted = [int(c) for c in found[0][1]]
         unknown = [literal for literal, df in known.items() if df is None]
         self._remember(dict(zip(unknown, counted, strict=True)))
         dfs = {**{k: int(v) for k, v in known.items() if v is not None}, **dict(zip(unknown, counted, strict=True))}
-        candidates = [(int(r[2]), r[3]) for r in found if r[2] is not None]
+        candidates = [(int(r[4]), r[5]) for r in found if r[4] is not None]
         weights = [idf(total, dfs[p.tsquery]) for p in phrases]
         scored = sorted((score_row(tokens, phrases, weights, average), rid, tokens) for rid, tokens in candidates)
         page = [(rid, score, tokens) for score, rid, tokens in scored[:limit]]
@@ -224,14 +232,15 @@ class Ranker:
         ceiling = -sum(w * (K1 + 1) for p, w in zip(phrases, weights, strict=True)
                        if dfs[p.tsquery] > CANDIDATES_PER_PHRASE)
         exact = ceiling == 0 or (len(page) == limit and page[-1][1] < ceiling)
-        return Ranked(page, exact, {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None} if extra else None)
+        return Ranked(page, exact, {int(r[4]): tuple(r[6:]) for r in found if r[4] is not None} if extra else None)
 
     def _candidates_sql(self, known: dict[str, int | None], where: str, where_params: Sequence[Any],
-                        extra: tuple[str, str] | None = None, broad_where: str = "") -> tuple[str, list[Any]]:
+                        extra: tuple[str, str] | None = None, broad_where: str = "",
+                        stats: bool = False) -> tuple[str, list[Any]]:
         """One statement: N, the document frequency of each phrase not `known` (bare GIN
         counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
         newest that many) with their tokens."""
-        total = max(self._last_total, 1)
+        total = self._last_total  # as last read (0 before the first: the GIN path then)
         counts, picks, count_params, pick_params = [], [], [], []
         for literal, df in known.items():
             if df is None:
@@ -240,7 +249,7 @@ class Ranker:
             select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}{broad_where}"
             if df is not None and df <= CANDIDATES_PER_PHRASE:  # (a remembered df may have grown: all rows still)
                 picks.append(select + ")")
-            elif df is not None and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
+            elif df is not None and total and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
                 picks.append(select + f" ORDER BY m.id DESC LIMIT {CANDIDATES_PER_PHRASE})")
             else:  # `+ 0`: the id index cannot give this order, so the planner goes through GIN
                 picks.append(select + f" ORDER BY m.id + 0 DESC LIMIT {CANDIDATES_PER_PHRASE})")
@@ -249,7 +258,7 @@ class Ranker:
             total_sql = f"SELECT {int(self._last_total)}"
         else:
             total_sql = self._total_sql
-        head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[]"
+        head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[], {self._stats_sql() if stats else 'NULL, NULL'}"
         found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
         columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
         return (f"{head}, r.* FROM ({total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "

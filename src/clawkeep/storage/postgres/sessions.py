@@ -513,16 +513,17 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return self._ranker().rank(query, limit, " AND m.session_id = ANY(%s)", (ids,), with_rows)
 
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
+        matches = self.rank_matches(query, session_ids=session_ids, limit=limit)
+        self.load_rows(matches)
+        return [m.row for m in matches if m.row is not None]
+
+    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
         ranked = self._rank(query, session_ids, limit, rows=True)
         matches = [TextMatch(seq, score, tokens) for seq, score, tokens in ranked.rows]
         if ranked.extra is not None:  # the rows came with the candidates (few of them)
             for m in matches:
                 self._fill(m, ranked.extra.get(m.seq))
-        self.load_rows(matches)
-        return [m.row for m in matches if m.row is not None]
-
-    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
-        return [TextMatch(seq, score, tokens) for seq, score, tokens in self._rank(query, session_ids, limit).rows]
+        return matches
 
     def _fill(self, match: TextMatch, row: Sequence[Any] | None) -> None:
         if row is not None and row[0] is not None:
