@@ -124,7 +124,9 @@ def occurrences(tokens: list[str], wanted: Phrase) -> int:
 
 
 def idf(total: int, hits: int) -> float:
-    value = math.log((total - hits + 0.5) / (hits + 0.5)) if total else 0.0
+    """FTS5's idf (at least 1e-6). N may be older than a df (kept for minutes): never below it."""
+    total = max(total, hits)
+    value = math.log((total - hits + 0.5) / (hits + 0.5))
     return value if value > 0.0 else 1e-6
 
 
