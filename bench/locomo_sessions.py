@@ -14,17 +14,23 @@ category and overall. Evidence ids are normalised (`D8:6; D9:17` -> both, `D:11:
 D11:26); ids that never occur in the conversation count as misses, so the question count
 matches BASELINES.md (1,033).
 
+On PostgreSQL: with CLAWKEEP_STORAGE_URL set (and CLAWKEEP_STORAGE_SCHEMA unset), each
+conversation gets its own schema prefix on that server (`locomo_<random>`, dropped afterwards),
+so the same protocol measures the PostgreSQL backend's ranking (docs/postgres.md).
+
 A raw-FTS5 reference (unicode61 over `Speaker: text`, question words OR-joined, bm25) is
 recomputed here with the same metric code, to check the metric against BASELINES.md.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
 import statistics
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import timedelta
@@ -122,6 +128,29 @@ def _mean(values: list[float]) -> float:
     return statistics.mean(values) if values else float("nan")
 
 
+def _storage_config(schemas: list[str]) -> dict[str, Any] | None:
+    """A fresh schema prefix on CLAWKEEP_STORAGE_URL's server for one conversation (None: SQLite)."""
+    url = os.environ.get("CLAWKEEP_STORAGE_URL")
+    if not url:
+        return None
+    schemas.append(f"locomo_{uuid.uuid4().hex[:10]}")
+    return {"storage": {"url": url, "schema": schemas[-1]}}
+
+
+def _drop_schemas(schemas: list[str]) -> None:
+    url = os.environ.get("CLAWKEEP_STORAGE_URL")
+    if not url or not schemas:
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for prefix in schemas:
+            for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                        (prefix + "%",)).fetchall():
+                conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    schemas.clear()
+
+
 def run_locomo(progress: Progress, quick: bool = False) -> Section:
     conversations = load_locomo()
     if quick:
@@ -131,6 +160,7 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
     per_half: dict[str, dict[int, dict[str, list[float]]]] = {
         half: defaultdict(lambda: defaultdict(list)) for half in ("dev", "held-out")}
     conv_rows = []
+    schemas: list[str] = []
     latencies: list[float] = []
     all_missing: list[str] = []
     total_turns = sum(len(s.turns) for c in conversations for s in c.sessions)
@@ -140,7 +170,7 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
     for conv in conversations:
         home = scratch_dir(f"locomo-{conv.conv_id}-")
         try:
-            eng = Engine.open(home=home)
+            eng = Engine.open(home=home, config=_storage_config(schemas))
             start = time.perf_counter()
             texts, resets = ingest(eng, conv)
             ingest_seconds = time.perf_counter() - start
@@ -174,6 +204,7 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
                               fmt_ms(percentile(conv_lat, 50)), fmt_ms(percentile(conv_lat, 95))])
         finally:
             shutil.rmtree(home, ignore_errors=True)
+            _drop_schemas(schemas)
 
     metrics = ["r@5", "r@10"] + [f"r@{b}c" for b in BUDGETS]
 

@@ -104,3 +104,16 @@ def test_a_second_handle_sees_every_committed_change(backend):
     assert talk[0].id not in {r[0] for r in rows} and len(rows) == 1
     both = mine.keyword_search(TextQuery.words("kayak"), sources=["memory", "sessions"], limit=10)
     assert talk[0].id in {r[0] for r in both} and len(both) == 2
+
+
+def test_keyword_search_after_the_index_grew_past_what_was_counted(memory_store):
+    """A backend may keep the chunk count between searches (PostgreSQL does, for minutes): a
+    term now in more chunks than that count still ranks (no error), rarest-first as before."""
+    first = put(memory_store, "a.md", "kayak trip to Lofoten")
+    assert [r[0] for r in memory_store.keyword_search(TextQuery.words("kayak"), sources=["memory"], limit=5)] == [
+        first[0].id]
+    grown = put(memory_store, "b.md", *[f"kayak day {i}" for i in range(12)])
+    assert memory_store.document_frequency(["kayak"]) == {"kayak": 13}  # as memory search asks first
+    rows = memory_store.keyword_search(TextQuery.words("kayak", "lofoten"), sources=["memory"], limit=20)
+    assert rows[0][0] == first[0].id  # the only chunk holding the rarer word comes first
+    assert {r[0] for r in rows} == {first[0].id} | {c.id for c in grown}

@@ -123,3 +123,56 @@ def test_indexed_messages_is_an_exact_count(store, corpus):
     with store.transaction():
         store.delete_session("sb")
     assert store.indexed_messages() == 4  # sa's four messages
+
+
+# --- ranking bounded by the page (PostgreSQL ranks each phrase's newest matches, see fts.py) ---
+COMMON_ROWS = 320  # more rows holding the common word than a backend may read of it per search
+
+
+@pytest.fixture
+def crowded(store):
+    """A few old rows holding a rare word, then many newer rows holding only a common one."""
+    s = session("agent:main:crowd", session_id="sc")
+    store.insert_session(s)
+    rare = [append_text(store, "sc", text).entry_id for text in (
+        "the walrus report is due", "walrus walrus migration report", "report on the walrus colony size")]
+    with store.transaction():
+        for i in range(COMMON_ROWS):
+            append_text(store, "sc", f"weekly report number {i} filed")
+    return rare
+
+
+def test_a_page_is_the_same_top_k_whatever_the_number_of_matches(store, crowded):
+    query = q("walrus report")
+    before = found(store, query, limit=3)
+    assert set(before) == set(crowded)  # the rare word's rows first, however old
+    with store.transaction():
+        for i in range(COMMON_ROWS):  # as many newer matches again, holding only the common word
+            append_text(store, "sc", f"monthly report draft {i}")
+    assert found(store, query, limit=3) == before
+
+
+def test_rows_holding_more_terms_rank_first_and_bm25_order_holds(store, crowded):
+    rows = store.search(q("walrus report"), session_ids=None, limit=5)
+    ids = [r.entry.entry_id for r in rows]
+    assert ids[:3] == [crowded[1], crowded[0], crowded[2]]  # twice the rare word, then the shorter row
+    assert [r.score for r in rows] == sorted(r.score for r in rows)
+    assert rows[3].score > rows[2].score  # a common-word-only row scores worse than any rare-word row
+
+
+def test_cjk_fragment_found_among_many_matches_of_its_parts(store):
+    s = session("agent:main:cjk", session_id="sj")
+    store.insert_session(s)
+    target = append_text(store, "sj", "下周去上海出差，记得带护照").entry_id
+    with store.transaction():
+        for i in range(COMMON_ROWS):  # newer rows holding each of the fragment's characters, never the fragment
+            append_text(store, "sj", f"出差报告第{i}份，海上天气")
+    assert found(store, q("上海出差"), limit=1) == [target]
+    assert found(store, q("上海"), limit=5) == [target]
+
+
+def test_a_word_searched_before_it_existed_is_found_once_written(store, corpus):
+    assert found(store, q("narwhal")) == []
+    assert store.document_frequency(["narwhal"]) == {"narwhal": 0}
+    row = append_text(store, "sa", "a narwhal was seen")
+    assert found(store, q("narwhal")) == [row.entry_id]

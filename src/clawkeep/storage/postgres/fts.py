@@ -8,19 +8,47 @@ through a PostgreSQL parser or dictionary: what is indexed is exactly what SQLit
 A `TextQuery` renders as a tsquery: a phrase is `a <-> b <-> c`, a prefix phrase ends in `:*`,
 terms are OR-ed. Lexemes are always quoted, so user text never becomes tsquery syntax.
 
-Ranking (lower is better, like FTS5's bm25): minus the sum over the query's terms of
-idf(term) × ts_rank(document, term, normalised by length), with each term's document frequency
-counted by the GIN index in the same statement.
+Ranking (lower is better) is FTS5's bm25, the SQLite backend's formula, bounded by the page
+asked for rather than by the number of matches (`Ranker`): one statement reads, per query
+phrase, its newest CANDIDATES_PER_PHRASE matches (a GIN lookup and a top-N by id, no row's
+rank computed) with their analysed tokens, and each phrase's document frequency; Python then
+scores these candidates by
+
+    score(row) = -Σ_phrase idf · tf·(k1+1) / (tf + k1·(1 − b + b·|row| / avg|row|)),
+    idf = ln((N − n + 0.5) / (n + 0.5)), at least 1e-6;  k1 = 1.2, b = 0.75
+
+counting tf and |row| in the tokens. A phrase in at most CANDIDATES_PER_PHRASE rows gives all
+of them, so the ranking is exact whenever the page's last score beats the most a row holding
+only the query's commoner (cut) phrases could score; otherwise the newest of those rows stand
+in for all of them (`Ranked.exact` says which).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..query import TextQuery, TextTerm
 
 MAX_POSITION = 16383  # tsvector positions stop here
 MAX_TOKENS = 60_000  # a tsvector is at most 1 MB: a longer document is indexed by its first tokens
+K1, B = 1.2, 0.75  # FTS5's bm25 constants (the SQLite backend ranks with them)
+CANDIDATES_PER_PHRASE = 300  # newest matches read per phrase: a phrase in fewer rows gives all of them
+# A phrase's document frequency is reused this long (an idf at most this stale): counting it reads
+# every matching row's heap tuple, the one cost of a ranking that grows with the number of matches.
+DF_FRESH_S = 60.0
+# A cut phrase's newest matches are read through the id index (newest first, each row's tsvector
+# tested) when df² > SCAN_FACTOR · CANDIDATES_PER_PHRASE · N, that is when testing the ≈ cut · N / df
+# newest rows costs less than visiting all df matches the GIN index lists; else through GIN.
+SCAN_FACTOR = 2.5
+STATS_FRESH_S = 300.0  # row count and average row length are read again after this long
+FEW_CANDIDATES = 50  # up to this many expected candidates, a search reads their rows with them
+MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
+AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
 
 
 def lexeme(token: str) -> str:
@@ -53,19 +81,207 @@ def query_literal(query: TextQuery) -> str:
     return " | ".join(term_query(t) for t in query.terms)
 
 
-def ranked_matches(table: str, query: TextQuery, where: str) -> tuple[str, list[str]]:
-    """SQL for (id, score, tokens) of the rows of `table` (columns id, tsv, tokens) matching
-    `query` and `where` (a condition on alias `m`, its parameters bound right after the query
-    literal: `params[n_terms]`), best first — a `LIMIT %s` follows."""
-    terms = [term_query(t) for t in query.terms]
-    # each df is a bare GIN count (no row's tsvector is read, so nothing is detoasted)
-    counts = ", ".join(f"(SELECT count(*) FROM {table} WHERE tsv @@ %s::tsquery) AS d{i}" for i in range(len(terms)))
-    idf = " + ".join(f"ln(1 + (n.total - n.d{i} + 0.5) / (n.d{i} + 0.5)) * ts_rank(m.tsv, %s::tsquery, 1)"
-                     for i in range(len(terms)))
-    sql = (f"WITH n AS MATERIALIZED (SELECT {counts}, (SELECT coalesce(max(id), 0) FROM {table}) AS total), "
-           f"m AS (SELECT id, tsv, tokens FROM {table} m WHERE m.tsv @@ %s::tsquery{where}) "
-           f"SELECT m.id, -({idf}) AS score, m.tokens FROM m, n ORDER BY score, m.id")
-    return sql, [*terms, query_literal(query), *terms]
+@dataclass(frozen=True)
+class Phrase:
+    tokens: tuple[str, ...]
+    prefix: bool
+
+    @property
+    def tsquery(self) -> str:
+        return phrase(self.tokens, self.prefix)
+
+    @property
+    def padded(self) -> str:
+        return " " + "  ".join(self.tokens) + " "
+
+    @property
+    def searchable_as_text(self) -> bool:
+        """True when counting `padded` in the space-padded token string gives the phrase's
+        frequency: no prefix, and no occurrence can overlap the next (no repeated first token)."""
+        return not self.prefix and self.tokens[0] not in self.tokens[1:]
+
+
+def query_phrases(query: TextQuery) -> list[Phrase]:
+    """One phrase per alternative of each term, repeats kept (FTS5 ranks each as its own)."""
+    return [Phrase(tuple(p), t.prefix) for t in query.terms for p in t.phrases if p]
+
+
+def occurrences(tokens: list[str], wanted: Phrase) -> int:
+    """How often `wanted` occurs in the token stream (FTS5's phrase frequency)."""
+    first, span = wanted.tokens[0], len(wanted.tokens)
+    if span == 1:
+        return sum(1 for tok in tokens if tok.startswith(first)) if wanted.prefix else tokens.count(first)
+    head, last = list(wanted.tokens[:-1]), wanted.tokens[-1]
+    found, at = 0, -1
+    while True:
+        try:
+            at = tokens.index(first, at + 1)
+        except ValueError:
+            return found
+        if at + span <= len(tokens) and tokens[at:at + span - 1] == head:
+            end = tokens[at + span - 1]
+            found += end.startswith(last) if wanted.prefix else end == last
+
+
+def idf(total: int, hits: int) -> float:
+    """FTS5's idf (at least 1e-6). N may be older than a df (kept for minutes): never below it."""
+    total = max(total, hits)
+    value = math.log((total - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+@dataclass
+class Ranked:
+    rows: list[tuple[int, float, str]]  # (id, score, tokens), best first, ties by id
+    exact: bool  # no row left out by the candidate cut could have reached these
+    extra: dict[int, tuple[Any, ...]] | None = None  # `with_rows`' columns by id, when they came along
+
+
+class Ranker:
+    """bm25 over a page's candidates for one table (columns id, tsv, tokens) of one store.
+
+    `rows(sql, params)` runs a read; `total_sql` gives N (cheap: read each time). The average
+    row length and recently counted document frequencies are kept per store instance."""
+
+    def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
+                 total_kept: bool = False) -> None:
+        """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
+        too slow to run with every search (a count)."""
+        self.table, self._rows, self._total_sql, self._total_kept = table, rows, total_sql, total_kept
+        self._lock = threading.Lock()
+        self._df: dict[str, tuple[float, int]] = {}  # tsquery -> (when counted, rows holding it)
+        self._average: tuple[float, float] | None = None  # (when read, tokens per row)
+        self._last_total = 0  # N when the average was read
+
+    # --- document frequencies ----------------------------------------------------------
+    def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
+        """Rows holding each token (one GIN count each, one statement); kept DF_FRESH_S for the
+        ranking that usually follows (sessions_search selects terms by df, then ranks)."""
+        unique = list(dict.fromkeys(t for t in tokens if t))
+        if not unique:
+            return {}
+        sql, params = df_query(self.table, unique)
+        counts = [int(c) for c in self._rows(sql, params)[0]]
+        self._remember(dict(zip(params, counts, strict=True)))
+        return dict(zip(unique, counts, strict=True))
+
+    def _remember(self, counts: dict[str, int]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._df) > MAX_KEPT_DFS:  # bounded: dropped wholesale, counted again when asked
+                self._df.clear()
+            for literal, count in counts.items():
+                self._df[literal] = (now, count)
+
+    def _fresh_df(self, literal: str) -> int | None:
+        with self._lock:
+            known = self._df.get(literal)
+            if known is None or time.monotonic() - known[0] > DF_FRESH_S:
+                return None
+            return known[1]
+
+    def _kept_average(self) -> float | None:
+        """Tokens per row as last read, or None once older than STATS_FRESH_S."""
+        with self._lock:
+            if self._average is not None and time.monotonic() - self._average[0] < STATS_FRESH_S:
+                return self._average[1]
+            return None
+
+    def _stats_sql(self) -> str:
+        """The average row length (of the newest AVERAGE_SAMPLE rows: tokens are separated by
+        single spaces, so a row's length is its spaces plus one) and N, as two columns."""
+        return (f"(SELECT avg(length(tokens) - length(replace(tokens, ' ', '')) + 1) FROM (SELECT tokens FROM "
+                f"{self.table} ORDER BY id DESC LIMIT {AVERAGE_SAMPLE}) s), ({self._total_sql})")
+
+    def _keep_stats(self, average: Any, total: Any) -> float:
+        with self._lock:
+            self._average, self._last_total = (time.monotonic(), float(average or 1.0)), int(total or 0)
+            return self._average[1]
+
+    # --- ranking -----------------------------------------------------------------------
+    def rank(self, query: TextQuery, limit: int, where: str = "", where_params: Sequence[Any] = (),
+             with_rows: tuple[str, str] | None = None, *, narrow: bool = True) -> Ranked:
+        """The best `limit` rows matching `query` and `where` (a condition on alias `m`). A
+        `narrow` one (a scope: few of the rows) never takes the id-index path, which would test
+        the rows out of scope too; a broad one (memory sources) may.
+
+        `with_rows` = (columns, joins on alias `i`): read with the candidates when they are
+        expected to be few (at most FEW_CANDIDATES), saving the statement that would fetch them."""
+        phrases = query_phrases(query)
+        if not phrases or limit <= 0:
+            return Ranked([], True)
+        average = self._kept_average()  # None: read again, in the ranking's statement
+        literals = list(dict.fromkeys(p.tsquery for p in phrases))
+        known = {literal: self._fresh_df(literal) for literal in literals}
+        expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
+        extra = with_rows if with_rows is not None and expected <= max(FEW_CANDIDATES, limit) else None
+        sql, params = self._candidates_sql(known, where if narrow or not where else "", where_params, extra,
+                                           broad_where=where if where and not narrow else "",
+                                           stats=average is None)
+        found = self._rows(sql, params)
+        if average is None:
+            average = self._keep_stats(found[0][2], found[0][3])
+        total = int(found[0][0]) if not self._total_kept else max(self._last_total, 1)
+        counted = [int(c) for c in found[0][1]]
+        unknown = [literal for literal, df in known.items() if df is None]
+        self._remember(dict(zip(unknown, counted, strict=True)))
+        dfs = {**{k: int(v) for k, v in known.items() if v is not None}, **dict(zip(unknown, counted, strict=True))}
+        candidates = [(int(r[4]), r[5]) for r in found if r[4] is not None]
+        weights = [idf(total, dfs[p.tsquery]) for p in phrases]
+        scored = sorted((score_row(tokens, phrases, weights, average), rid, tokens) for rid, tokens in candidates)
+        page = [(rid, score, tokens) for score, rid, tokens in scored[:limit]]
+        # a row outside the candidates holds only phrases that were cut (more matches than read)
+        ceiling = -sum(w * (K1 + 1) for p, w in zip(phrases, weights, strict=True)
+                       if dfs[p.tsquery] > CANDIDATES_PER_PHRASE)
+        exact = ceiling == 0 or (len(page) == limit and page[-1][1] < ceiling)
+        return Ranked(page, exact, {int(r[4]): tuple(r[6:]) for r in found if r[4] is not None} if extra else None)
+
+    def _candidates_sql(self, known: dict[str, int | None], where: str, where_params: Sequence[Any],
+                        extra: tuple[str, str] | None = None, broad_where: str = "",
+                        stats: bool = False) -> tuple[str, list[Any]]:
+        """One statement: N, the document frequency of each phrase not `known` (bare GIN
+        counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
+        newest that many) with their tokens."""
+        total = self._last_total  # as last read (0 before the first: the GIN path then)
+        counts, picks, count_params, pick_params = [], [], [], []
+        for literal, df in known.items():
+            if df is None:
+                counts.append(f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)")
+                count_params.append(literal)
+            select = f"(SELECT m.id FROM {self.table} m WHERE m.tsv @@ %s::tsquery{where}{broad_where}"
+            if df is not None and df <= CANDIDATES_PER_PHRASE:  # (a remembered df may have grown: all rows still)
+                picks.append(select + ")")
+            elif df is not None and total and not where and df * df > SCAN_FACTOR * CANDIDATES_PER_PHRASE * total:
+                picks.append(select + f" ORDER BY m.id DESC LIMIT {CANDIDATES_PER_PHRASE})")
+            else:  # `+ 0`: the id index cannot give this order, so the planner goes through GIN
+                picks.append(select + f" ORDER BY m.id + 0 DESC LIMIT {CANDIDATES_PER_PHRASE})")
+            pick_params += [literal, *where_params]
+        if self._total_kept:
+            total_sql = f"SELECT {int(self._last_total)}"
+        else:
+            total_sql = self._total_sql
+        head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[], {self._stats_sql() if stats else 'NULL, NULL'}"
+        found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
+        columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
+        return (f"{head}, r.* FROM ({total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "
+                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id{joins}) r ON TRUE"), [*count_params, *pick_params]
+
+
+def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:
+    """FTS5's bm25 of one row (lower is better)."""
+    if all(p.searchable_as_text for p in phrases):  # counted in the string, never split (long chunks)
+        padded = " " + tokens.replace(" ", "  ") + " "  # doubled: neighbouring occurrences share no space
+        norm = K1 * (1 - B + B * (tokens.count(" ") + 1) / average)
+        counts = [padded.count(p.padded) for p in phrases]
+    else:
+        words = tokens.split()
+        norm = K1 * (1 - B + B * len(words) / average)
+        counts = [occurrences(words, p) for p in phrases]
+    score = 0.0
+    for tf, weight in zip(counts, weights, strict=True):
+        if tf:
+            score += weight * ((tf * (K1 + 1)) / (tf + norm))
+    return -score
 
 
 def df_query(table: str, tokens: Sequence[str]) -> tuple[str, list[str]]:

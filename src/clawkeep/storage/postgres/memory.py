@@ -21,7 +21,7 @@ from ...errors import ConflictError
 from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
 from ..query import TextQuery
 from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, quote
-from .fts import df_query, ranked_matches, tsvector_literal
+from .fts import Ranker, tsvector_literal
 from .vectors import (
     PGVECTOR,
     bump_sql,
@@ -215,18 +215,20 @@ class PgMemoryStore(PgConnection, MemoryStore):
         return int(self._query("SELECT count(*) FROM {s}.chunks")[0][0])
 
     # --- search -----------------------------------------------------------------
+    def _ranker(self) -> Ranker:
+        ranker = self.__dict__.get("_text_ranker")
+        if ranker is None:
+            # N: a count of the chunks (kept, re-read every few minutes; it moves only on reindexing)
+            ranker = self.__dict__["_text_ranker"] = Ranker("{s}.chunks", self._query,
+                                                            "SELECT count(*) FROM {s}.chunks", total_kept=True)
+        return ranker
+
     def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
-        ranked, params = ranked_matches("{s}.chunks", query, " AND m.source = ANY(%s)")
-        n = len(query.terms)
-        rows = self._query(f"{ranked} LIMIT %s", [*params[:n + 1], list(sources), *params[n + 1:], int(limit)])
-        return [(int(r[0]), float(r[1]), r[2]) for r in rows]
+        # sources: nearly every chunk is in a searched one, so not a narrowing scope
+        return self._ranker().rank(query, limit, " AND m.source = ANY(%s)", (list(sources),), narrow=False).rows
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
-        unique = list(dict.fromkeys(t for t in tokens if t))
-        if not unique:
-            return {}
-        sql, params = df_query("{s}.chunks", unique)
-        return dict(zip(unique, (int(c) for c in self._query(sql, params)[0]), strict=True))
+        return self._ranker().document_frequency(tokens)
 
     # --- vectors ----------------------------------------------------------------
     def _dims(self, flt: VectorFilter) -> int | None:

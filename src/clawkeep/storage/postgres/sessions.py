@@ -25,13 +25,14 @@ from ..base import (
     SearchRow,
     SessionFilter,
     SessionRecord,
+    TextMatch,
     describe_entry,
     has_block,
 )
 from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
 from .connection import CONFLICT_CAST, Migration, PgConnection, clean_text, conflict_text, lock_id, translate
-from .fts import df_query, ranked_matches, tsvector_literal
+from .fts import Ranked, Ranker, tsvector_literal
 
 # Released migrations are never edited: a schema change is a new entry at the end.
 MIGRATIONS = (
@@ -595,30 +596,58 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return count + sum(1 for r in rows if has_block(self._entry(r).content, block_types))
 
     # --- search ---------------------------------------------------------------------
+    def _ranker(self) -> Ranker:
+        ranker = self.__dict__.get("_text_ranker")
+        if ranker is None:
+            ranker = self.__dict__["_text_ranker"] = Ranker("{s}.entry_index", self._query,
+                                                            "SELECT coalesce(max(id), 0) FROM {s}.entry_index")
+        return ranker
+
+    def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int, *, rows: bool = False) -> Ranked:
+        with_rows = (", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(",")) + ", s.key",
+                     "JOIN {s}.entries e ON e.seq = i.id JOIN {s}.sessions s ON s.session_id = e.session_id"
+                     ) if rows else None
+        if session_ids is None:
+            return self._ranker().rank(query, limit, with_rows=with_rows)
+        ids = list(session_ids)
+        if not ids:
+            return Ranked([], True)
+        # the caller's visibility applies before each phrase's candidate cut and the limit
+        return self._ranker().rank(query, limit, " AND m.session_id = ANY(%s)", (ids,), with_rows)
+
     def search(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[SearchRow]:
-        where, scope = "", []
-        if session_ids is not None:
-            ids = list(session_ids)
-            if not ids:
-                return []
-            where, scope = " AND m.session_id = ANY(%s)", [ids]  # before the ranking and the limit
-        ranked, params = ranked_matches("{s}.entry_index", query, where)
-        n = len(query.terms)  # bind order: the df counts, the match query, the scope, the per-term ranks
-        params = [*params[:n + 1], *scope, *params[n + 1:]]
+        matches = self.rank_matches(query, session_ids=session_ids, limit=limit)
+        self.load_rows(matches)
+        return [m.row for m in matches if m.row is not None]
+
+    def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
+        ranked = self._rank(query, session_ids, limit, rows=True)
+        matches = [TextMatch(seq, score, tokens) for seq, score, tokens in ranked.rows]
+        if ranked.extra is not None:  # the rows came with the candidates (few of them)
+            for m in matches:
+                self._fill(m, ranked.extra.get(m.seq))
+        return matches
+
+    def _fill(self, match: TextMatch, row: Sequence[Any] | None) -> None:
+        if row is not None and row[0] is not None:
+            match.row = SearchRow(self._entry(row[:_ENTRY_WIDTH]), row[_ENTRY_WIDTH], match.score, match.tokens or "")
+        else:  # deleted since it was ranked
+            match.tokens = None
+
+    def load_rows(self, matches: Sequence[TextMatch]) -> None:
+        missing = [m for m in matches if m.row is None and m.tokens is not None]
+        if not missing:
+            return
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
-        rows = self._query(f"SELECT {cols}, s.key, top.score, top.tokens FROM ({ranked} LIMIT %s) top "
-                           "JOIN {s}.entries e ON e.seq = top.id JOIN {s}.sessions s ON s.session_id = e.session_id "
-                           "ORDER BY top.score, top.id", [*params, int(limit)])
-        w = _ENTRY_WIDTH
-        return [SearchRow(self._entry(r[:w]), r[w], float(r[w + 1]), r[w + 2]) for r in rows]
+        found = {r[0]: r for r in self._query(
+            f"SELECT {cols}, s.key FROM {{s}}.entries e JOIN {{s}}.sessions s ON s.session_id = e.session_id "
+            "WHERE e.seq = ANY(%s)", ([m.seq for m in missing],))}
+        for m in missing:
+            self._fill(m, found.get(m.seq))
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
-        unique = list(dict.fromkeys(t for t in tokens if t))
-        if not unique:
-            return {t: 0 for t in tokens}
-        sql, params = df_query("{s}.entry_index", unique)
-        counts = self._query(sql, params)[0]
-        return dict(zip(unique, (int(c) for c in counts), strict=True))
+        counts = self._ranker().document_frequency(tokens)
+        return {t: counts.get(t, 0) for t in tokens}
 
     def indexed_documents(self) -> int:
         # an estimate that scales idf: this process's newest seq, or the table's max(id) read
