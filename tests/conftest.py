@@ -20,7 +20,7 @@ BACKENDS = ("sqlite", "postgres")
 ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url", "client": None}
 
 
-pytest_plugins = ["pg_servers"]
+pytest_plugins = ["pg_servers", "helpers.targets"]  # fixtures shared by several test files
 
 
 def _backends(value: str) -> list[str]:

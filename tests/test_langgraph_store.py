@@ -7,39 +7,19 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 
 pytest.importorskip("langgraph")
 
-from gateway_process import GatewayThread  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.store.base import BaseStore  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
-import clawkeep  # noqa: E402
 from clawkeep.integrations.langgraph import ClawkeepStore, namespace_path  # noqa: E402
-
-CONFIG = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
-
-
-@pytest.fixture(params=["engine", "client"])
-def target(request, home: Path):
-    if request.param == "engine":
-        with clawkeep.Engine.open(home=home, config=CONFIG) as engine:
-            yield engine, engine
-        return
-    running = GatewayThread(home, CONFIG, background=False)
-    try:
-        with clawkeep.Client(running.url) as client:
-            yield client, running.engine
-    finally:
-        running.stop()
-        running.engine.close()
 
 
 def _plain(items: list[Any]) -> list[tuple]:

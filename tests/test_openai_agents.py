@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,10 @@ pytest.importorskip("agents")
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled  # noqa: E402
 from agents.memory import Session  # noqa: E402
-from gateway_process import GatewayThread  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
-import clawkeep  # noqa: E402
 from clawkeep.integrations.openai_agents import ClawkeepSession, memory_tools  # noqa: E402
-
-CONFIG = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 
 
 def completion(content: str | None = None, call: tuple[str, dict] | None = None, n: int = 0) -> dict:
@@ -32,21 +27,6 @@ def completion(content: str | None = None, call: tuple[str, dict] | None = None,
     return {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "scripted",
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-
-
-@pytest.fixture(params=["engine", "client"])
-def target(request, home: Path):
-    if request.param == "engine":
-        with clawkeep.Engine.open(home=home, config=CONFIG) as engine:
-            yield engine, engine
-        return
-    running = GatewayThread(home, CONFIG, background=False)
-    try:
-        with clawkeep.Client(running.url) as client:
-            yield client, running.engine
-    finally:
-        running.stop()
-        running.engine.close()
 
 
 def test_an_agent_remembers_in_one_session_and_finds_it_from_another(target) -> None:

@@ -1,0 +1,1 @@
+"""Shared test helpers (imported as `helpers.<module>`; no test imports from conftest)."""
