@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 from clawkeep.dreaming.recorder import record
@@ -116,8 +116,8 @@ class Month:
         return self.workspace / "memory" / f"{(self.today - timedelta(days=days_ago)).isoformat()}.md"
 
     def at(self, days_ago: int, hour: int = 12) -> int:
-        moment = datetime.combine(self.today - timedelta(days=days_ago), time(hour), tzinfo=timezone.utc)
-        return min(int(moment.timestamp() * 1000), int(datetime.now(timezone.utc).timestamp() * 1000) - 60_000)
+        moment = datetime.combine(self.today - timedelta(days=days_ago), time(hour), tzinfo=UTC)
+        return min(int(moment.timestamp() * 1000), int(datetime.now(UTC).timestamp() * 1000) - 60_000)
 
 
 def write_month(workspace: Path, today: date, seed: int = 7) -> Month:

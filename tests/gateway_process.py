@@ -47,7 +47,8 @@ class GatewayProcess:
         line = self.proc.stdout.readline().decode()
         if "http://" not in line:
             self.proc.kill()
-            raise RuntimeError(f"gateway did not start: {line!r}; log: {(self.home / 'gateway.log').read_text()[-2000:]}")
+            log = (self.home / "gateway.log").read_text()[-2000:]
+            raise RuntimeError(f"gateway did not start: {line!r}; log: {log}")
         url = line.strip().split()[-1]
         while time.monotonic() < deadline:  # ready: lifespan done and routes answering
             try:

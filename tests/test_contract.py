@@ -101,6 +101,7 @@ def test_tool_schemas_come_from_the_argument_models():
     assert get["lines"] == {"minimum": 1, "maximum": 2000, "type": "integer"}
     send = tools["sessions_send"]["parameters"]
     assert send["required"] == ["sessionKey", "message"]
-    assert send["properties"]["timeoutSeconds"]["default"] == 30 and send["properties"]["timeoutSeconds"]["minimum"] == 0
+    timeout = send["properties"]["timeoutSeconds"]
+    assert timeout["default"] == 30 and timeout["minimum"] == 0
     assert '"title"' not in json.dumps(tools)  # titles and null-unions cost tokens and say nothing
     json.dumps(tools)  # plain JSON, ready for OpenAI `tools` / Anthropic `input_schema`

@@ -13,8 +13,8 @@ from dreaming_month import EXPECTED_PROMOTED, INITIAL_MEMORY, write_month
 
 from clawkeep.dreaming import deep
 from clawkeep.dreaming.claims import redacted
-from clawkeep.errors import InputError
 from clawkeep.dreaming.store import DreamsDir
+from clawkeep.errors import InputError
 from clawkeep.events import DreamingProgress
 from clawkeep.memory import items
 
@@ -47,7 +47,7 @@ def edit_notes_after_light(month):
     path.write_text(path.read_text().replace("Dr. Weber", "Dr. Schmidt"))
     passport = month.facts["passport"]
     path = month.workspace / passport.path
-    path.write_text("\n".join(l for l in path.read_text().splitlines() if "passport" not in l) + "\n")
+    path.write_text("\n".join(line for line in path.read_text().splitlines() if "passport" not in line) + "\n")
 
 
 def promoted_texts(ws):
@@ -210,7 +210,7 @@ def test_the_recall_store_is_fed_by_searches_and_recall_through_the_bus(home):
         eng.memory_search("long walks")  # a MEMORY.md hit: long-term already, not recorded as a hit
         sent = eng.message("hello there", channel="telegram", sender="alice")
         eng.recall("what did I say about my editor?", session=sent.session_key)
-    traces = [json.loads(l) for l in (ws / "memory" / ".dreams" / "recall-log.jsonl").read_text().splitlines()]
+    traces = [json.loads(line) for line in (ws / "memory" / ".dreams" / "recall-log.jsonl").read_text().splitlines()]
     first = traces[0]
     assert first["kind"] == "search" and first["query"] == "which editor do I use" and first["session"] is None
     assert first["hits"][0]["path"] == f"memory/{today().isoformat()}.md" and first["hits"][0]["startLine"] == 3
@@ -402,6 +402,7 @@ def test_huge_inputs_are_refused_or_skipped_quickly(home):
 def test_a_title_or_an_initial_does_not_cut_a_claim_in_two():
     from clawkeep.dreaming.claims import statements
 
-    said = "I live at 12 Elm Street and my doctor is Dr. Hargreaves. My friend J. Smith moved to St. Louis. 我现在住在杭州西湖边。"
+    said = ("I live at 12 Elm Street and my doctor is Dr. Hargreaves. My friend J. Smith moved to St. Louis. "
+            "我现在住在杭州西湖边。")
     assert statements(said) == ["I live at 12 Elm Street and my doctor is Dr. Hargreaves.",
                                 "My friend J. Smith moved to St. Louis.", "我现在住在杭州西湖边。"]

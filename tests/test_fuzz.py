@@ -34,8 +34,8 @@ from typer.testing import CliRunner
 from clawkeep import Engine
 from clawkeep.cli.main import app, as_json_data
 from clawkeep.config import Config, load_config
-from clawkeep.errors import ClawkeepError, InputError, StorageError
 from clawkeep.config.active_memory import ActiveMemoryConfig
+from clawkeep.errors import ClawkeepError, InputError, StorageError
 
 settings.register_profile(
     "ci", max_examples=120, deadline=None, database=None, print_blob=True,
@@ -96,7 +96,8 @@ PATHS = st.one_of(
     SMALL_TEXT, BIG_TEXT,
 )
 ANYTHING = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), SMALL_TEXT,
-                     st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+                     st.lists(st.integers(), max_size=2),
+                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
 def maybe(strategy: st.SearchStrategy, other: st.SearchStrategy = ANYTHING) -> st.SearchStrategy:
@@ -298,10 +299,13 @@ API: dict[str, Any] = {
 }
 API = {name: call for name, call in API.items() if hasattr(Engine, name)}  # methods still being added elsewhere
 # Cheap, state-free or slow calls get fewer examples; the rest share the budget evenly.
-SHARE = {"import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep": 0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1, "tokens_list": 0.2,
-         "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4, "memory_watch": 0.1,
-         "metrics": 0.2, "sessions_roll_over": 0.3,
-         "dreaming_status": 0.2, "dreaming_review": 0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4}
+SHARE = {
+    "import_openclaw": 0.2, "import_jsonl": 0.3, "export_all": 0.2, "doctor": 0.2, "request": 0.5, "memory_sweep":
+    0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1,
+    "tokens_list": 0.2, "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4,
+    "memory_watch": 0.1, "metrics": 0.2, "sessions_roll_over": 0.3, "dreaming_status": 0.2, "dreaming_review":
+    0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4
+}
 
 
 def test_every_public_engine_method_is_fuzzed():

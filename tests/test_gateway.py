@@ -60,6 +60,7 @@ def test_thread_lifecycle_reset_fork_and_delivery_into_a_session(http):
     send(http, "budget is 5000 EUR", session=thread["key"])
     before = http.get(f"/v1/sessions/{thread['key']}/history").json()["messages"]
     reset = http.post(f"/v1/sessions/{thread['key']}/reset", headers=JSON_TYPE).json()
+    assert reset["sessionKey"] == thread["key"] and reset["boundaryId"]
     assert http.get(f"/v1/sessions/{thread['key']}/history").json()["messages"] == []
     reopened = http.get(f"/v1/sessions/{thread['key']}/history", params={"messageId": before[0]["messageId"]})
     assert [m["text"] for m in reopened.json()["messages"]] == ["budget is 5000 EUR"]
@@ -366,7 +367,8 @@ def test_reset_clock_rolls_over_an_idle_session_and_writes_its_excerpt(home):
             wait_for(lambda: http.get("/v1/sessions/agent:main:main/history").json()["messages"] == [])
             excerpts = list((home / "workspace" / "memory").glob("*.md"))
             assert excerpts and "Lisbon" in excerpts[0].read_text()
-            clock = next(j for j in http.get("/v1/status").json()["gateway"]["background"] if j["name"] == "reset-clock")
+            jobs = http.get("/v1/status").json()["gateway"]["background"]
+            clock = next(j for j in jobs if j["name"] == "reset-clock")
             assert clock["ok"] is True
     finally:
         running.stop()

@@ -356,10 +356,12 @@ def test_concurrent_writers_in_several_processes_lose_nothing(home):
     script = (
         "import sys, threading\n"
         "from clawkeep import Engine\n"
-        "engine = Engine.open(home=sys.argv[1], config={'agents': {'defaults': {'memorySearch': {'provider': 'none'}}}})\n"
+        "engine = Engine.open(home=sys.argv[1],\n"
+        "                     config={'agents': {'defaults': {'memorySearch': {'provider': 'none'}}}})\n"
         "def write(t):\n"
         "    for n in range(5):\n"
-        "        engine.memory_remember(f'colleague {sys.argv[2]}-{t}-{n} is called Name{sys.argv[2]}x{t}x{n}', force=True)\n"
+        "        who = sys.argv[2]\n"
+        "        engine.memory_remember(f'colleague {who}-{t}-{n} is called Name{who}x{t}x{n}', force=True)\n"
         "threads = [threading.Thread(target=write, args=(t,)) for t in range(3)]\n"
         "[t.start() for t in threads]; [t.join() for t in threads]\n"
     )
@@ -416,7 +418,8 @@ def test_every_bootstrap_file_is_budgeted_per_file_and_together(tmp_path):
     assert note.truncated and note.original_chars == len(today)
     assert note.text.startswith("[… memory/2026-11-30.md is cut for this prompt") and "memory_get" in note.text
     kept = note.text.split("…]\n\n", 1)[1]
-    assert today.endswith(kept) and kept.startswith("- 会议记录 ") and kept.endswith("- 会议记录 2999: 讨论了季度路线图\n")
+    assert today.endswith(kept) and kept.startswith("- 会议记录 ")
+    assert kept.endswith("- 会议记录 2999: 讨论了季度路线图\n")
     assert estimate_tokens(memory_md.text) > 1500 and estimate_tokens(note.text) > 1500  # no budget left unused
 
 

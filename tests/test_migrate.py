@@ -8,8 +8,8 @@ import uuid
 
 import psycopg
 import pytest
-from pg_servers import scratch_schemas
 from conftest import run_cli
+from pg_servers import scratch_schemas
 
 from clawkeep import Engine
 from clawkeep.errors import InputError, StorageError

@@ -14,11 +14,11 @@ import signal
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
 import time
 import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import httpx
 import psycopg
@@ -223,7 +223,8 @@ def test_one_item_edited_on_two_gateways_at_once_ends_as_a_reported_conflict(two
             assert conflict["path"] == "MEMORY.md" and conflict["keptAs"] in refusal["message"]
         for gw in (gw_a, gw_b):  # both mirrors: the document and the kept copy, each edit in one of them
             ws = gw.home / "workspace"
-            assert edits[winner] in (ws / "MEMORY.md").read_text() and edits[loser] not in (ws / "MEMORY.md").read_text()
+            memory_md = (ws / "MEMORY.md").read_text()
+            assert edits[winner] in memory_md and edits[loser] not in memory_md
             assert edits[loser] in (ws / conflict["keptAs"]).read_text()
         docs = _stored_documents(pgvector_url, prefix)  # and the database, read with SQL
         assert edits[winner] in docs["MEMORY.md"] and edits[loser] in docs[conflict["keptAs"]]

@@ -74,7 +74,8 @@ def _completion(body: dict[str, Any], message: dict[str, Any]) -> Any:
     delta = {"role": "assistant", "content": message.get("content")}
     if message.get("tool_calls"):
         delta["tool_calls"] = [dict(call, index=0) for call in message["tool_calls"]]
-    first = {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    first = {**base, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     last = {**base, "object": "chat.completion.chunk", "usage": usage,
             "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
     return Reply(sse=sse_data(first, last, "[DONE]"))
@@ -197,7 +198,8 @@ def test_memory_search_from_another_conversation_is_answered_by_clawkeep(world: 
 
 def test_openclaw_memory_cli_answers_from_clawkeep_with_cjk(world: World):
     stored = subprocess.run([sys.executable, "-m", "clawkeep", "--home", str(world.clawkeep_home), "memory",
-                             "remember", "我最喜欢的咖啡是澳白，每天早上一杯"], capture_output=True, text=True, timeout=120,
+                             "remember", "我最喜欢的咖啡是澳白，每天早上一杯"],
+                            capture_output=True, text=True, timeout=120,
                             env={k: v for k, v in os.environ.items() if k != "CLAWKEEP_HOME"})
     assert stored.returncode == 0, stored.stderr
     found = world.openclaw("memory", "search", "澳白", "--json")

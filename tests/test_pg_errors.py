@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_servers import scratch_schemas
 from conftest import run_cli
+from pg_servers import scratch_schemas
 
 from clawkeep import Engine
 from clawkeep.config import load_config

@@ -7,8 +7,8 @@ import pytest
 from conftest import open_engine, run_cli
 
 from clawkeep.config import config_from_dict
-from clawkeep.recall.lanes import normalise_summary, phrase_score
 from clawkeep.config.active_memory import remember_across_conversations
+from clawkeep.recall.lanes import normalise_summary, phrase_score
 
 KEYWORD = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 

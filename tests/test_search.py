@@ -1,9 +1,9 @@
 """sessions_search (S5): CJK fragments, English ranking, safe queries, limits, scope."""
 
 import pytest
+from conftest import open_engine
 
 from clawkeep.errors import InputError
-from conftest import open_engine
 
 ZH = "下周二我去上海出差，记得提醒我带护照"
 JA = "来週東京に行きます。明日の会議は十時からです"

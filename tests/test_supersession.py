@@ -154,7 +154,7 @@ def test_search_ranks_the_current_value_first_and_never_shows_a_session_the_old_
     (ws / "memory" / "2026-11-01.md").write_text(
         "# 2026-11-01\n\n- Tomorrow I have a dentist appointment at 9 "
         "<!-- ck:id=m-aaaa1111; at=2026-11-01; expires=2026-11-02 -->\n")
-    for (old_text, new_text), query in SEARCHED_AFTER_A_CHANGE:
+    for (old_text, new_text), _query in SEARCHED_AFTER_A_CHANGE:
         eng.memory_remember(old_text)
         assert eng.memory_remember(new_text)["superseded"]
     for (old_text, new_text), query in SEARCHED_AFTER_A_CHANGE:

@@ -223,7 +223,8 @@ def test_record_mode_journey_threads_reset_search_memory_incognito(browser, reco
     expect(page.locator("#chat-badges .incognito-badge")).to_be_visible()
     expect(page.locator("#incognito-note")).to_be_visible()
     ui.send("quokkazanzibar 9917 is my incognito secret plan")
-    expect(page.locator("#transcript .msg.user .text")).to_have_text(["quokkazanzibar 9917 is my incognito secret plan"])
+    said = "quokkazanzibar 9917 is my incognito secret plan"
+    expect(page.locator("#transcript .msg.user .text")).to_have_text([said])
     expect(page.locator(".group-threads .session.incognito")).to_have_count(1)
     ui.shot("chat-incognito")
     assert not files_containing(home, "quokkazanzibar")
@@ -252,7 +253,8 @@ def test_keyboard_focus_order_and_a_narrow_window(browser, record_gateway):
     for _ in range(7):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id || document.activeElement.textContent.trim()"))
-    assert order == ["Chat", "Memory", "Dreams", "Status", "search-q", "Search", "new-thread"]  # the menu button is hidden here
+    # the menu button is hidden here
+    assert order == ["Chat", "Memory", "Dreams", "Status", "search-q", "Search", "new-thread"]
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none")  # visible focus
     page.keyboard.press("Enter")  # a new thread, from the keyboard
@@ -301,7 +303,8 @@ def test_reply_streams_in_with_its_tool_call(browser, home):
             expect(streaming.locator(".text")).to_contain_text("You drink")  # part of the reply, still streaming
             assert "morning." not in streaming.locator(".text").inner_text()
             ui.shot("chat-streaming")
-            expect(page.locator(".msg.assistant:not(.streaming) .text")).to_have_text("You drink green tea every morning.")
+            settled = page.locator(".msg.assistant:not(.streaming) .text")
+            expect(settled).to_have_text("You drink green tea every morning.")
             expect(page.locator(".group-home .session")).to_contain_text("Main session")  # the message started it
             expect(page.locator("#chat-key")).to_have_text("agent:main:main")
             page.click("#trace-toggle")
@@ -447,7 +450,8 @@ def test_dreams_tab_with_dreaming_off_says_how_to_turn_it_on(browser, home):
         banner = page.locator("#dreams-off")
         expect(banner).to_be_visible()
         expect(banner).to_contain_text("Dreaming is off")
-        for way in ("clawkeep memory dreaming on", "/dreaming on", "plugins.entries.memory-core.config.dreaming.enabled"):
+        ways = ("clawkeep memory dreaming on", "/dreaming on", "plugins.entries.memory-core.config.dreaming.enabled")
+        for way in ways:
             expect(banner).to_contain_text(way)
         expect(page.locator("#dreams-state .card h2")).to_have_text("Dreaming is off")
         expect(page.locator("#dreams-state")).to_contain_text("none — Dreaming is off")  # no next sweep
@@ -527,8 +531,9 @@ def test_the_role_picker_goes_back_to_user_so_a_command_runs(browser, record_gat
 def test_a_message_from_another_session_is_labelled_with_its_sender(browser, record_gateway):
     sender, target = "agent:main:main", "agent:main:telegram:group:team"
     with record_gateway.client() as http:
-        assert http.post("/v1/messages", json={"text": "Team channel opened.", "role": "assistant", "channel": "telegram",
-                                               "chatType": "group", "group": "team"}).status_code == 200
+        opened = {"text": "Team channel opened.", "role": "assistant", "channel": "telegram",
+                  "chatType": "group", "group": "team"}
+        assert http.post("/v1/messages", json=opened).status_code == 200
         assert http.post("/v1/messages", json={"text": "hello from home"}).status_code == 200
         sent = http.post(f"/v1/sessions/{target}/send", json={"message": "When is the deadline?"},
                          headers={"X-Clawkeep-Session": sender})

@@ -190,7 +190,8 @@ def test_the_page_is_served_with_a_strict_policy_and_outside_the_token(home):
             script = http.get("/ui/js/main.js")
             assert script.status_code == 200 and "javascript" in script.headers["content-type"]
             assert http.get("/v1/status").status_code == 401  # the data stays behind the token
-            assert http.get("/v1/status", headers={"Authorization": "Bearer a-token-of-sixteen-plus"}).status_code == 200
+            signed = {"Authorization": "Bearer a-token-of-sixteen-plus"}
+            assert http.get("/v1/status", headers=signed).status_code == 200
             assert http.get("/ui/nothing-here.js").status_code == 404
     finally:
         running.stop()
@@ -244,7 +245,8 @@ def test_dreaming_review_lists_blocks_diary_and_runs_and_hides_other_peoples_ite
         eng.memory_promote_undo(dreamed.promoted[SEATS])
         after = {i.text: i for i in eng.dreaming_review().runs[0].items}
         assert after[SEATS].undone and not after[SEATS].in_memory and not after[EDITOR].undone
-        assert {i.text: i.undone for i in eng.dreaming_review(caller=ALICE).runs[0].items} == {SEATS: True, EDITOR: False}
+        alice_items = eng.dreaming_review(caller=ALICE).runs[0].items
+        assert {i.text: i.undone for i in alice_items} == {SEATS: True, EDITOR: False}
     cli = run_cli(home, "memory", "dreams", "--json", "--as", BOB, config=dreamed.config)
     assert cli.code == 0 and [i["text"] for i in cli.json()["runs"][0]["items"]] == [EDITOR]
 

@@ -141,7 +141,8 @@ def _reconstruct_session(agent_id: str, session_id: str, rows: list[dict[str, An
     """A session row whose page was lost, rebuilt from its surviving entries (the header entry
     names its key; without one it becomes a dashboard thread so it stays reachable)."""
     header = next((r for r in rows if r["type"] == "session"), None)
-    key = (json.loads(header["meta"] or "{}").get("key") if header else None) or f"agent:{agent_id}:dashboard:{session_id}"
+    stated = json.loads(header["meta"] or "{}").get("key") if header else None
+    key = stated or f"agent:{agent_id}:dashboard:{session_id}"
     try:
         parsed = parse_key(key)
         kind, chat_type, channel = parsed.kind, parsed.chat_type, parsed.channel

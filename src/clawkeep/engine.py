@@ -12,9 +12,7 @@ import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import api, dreaming, hooks
 from . import validation as check
@@ -154,8 +152,8 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
-        from .turns import MessageRequest
         from .routing.router import Inbound
+        from .turns import MessageRequest
 
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
@@ -519,7 +517,8 @@ class Engine:
         check.text(text, "recall text")
         check.ident(session, "session")
         model = self.runtime.models.chat_model()
-        return api.RecallResult.model_validate(recall_service.recall(self.runtime, text, session, model=model).to_json())
+        recalled = recall_service.recall(self.runtime, text, session, model=model)
+        return api.RecallResult.model_validate(recalled.to_json())
 
     def classify(self, text: str) -> api.Classification:
         from .recall.detector import classify

@@ -38,8 +38,15 @@ from .errors import InputError, StorageError
 from .memory.documents import memory_files, read_lines, write_text
 from .memory.workspace import NOTES_DIR, workspace_dir
 from .sessions.transcript import index_text_for
-from .storage import (AgentStore, DocumentStore, EntryRecord, SessionFilter, agent_database_path, known_agent_ids,
-                      open_agent_store)
+from .storage import (
+    AgentStore,
+    DocumentStore,
+    EntryRecord,
+    SessionFilter,
+    agent_database_path,
+    known_agent_ids,
+    open_agent_store,
+)
 
 BATCH = 500
 NO_SEQ = 2**62  # "nothing kept" in a compaction's firstKeptSeq

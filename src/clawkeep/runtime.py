@@ -21,9 +21,16 @@ from .errors import NotFoundError
 from .events import EventBus
 from .models.registry import ChatModels
 from .routing.keys import normalize_agent_id, parse_key
-from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for, within_limit
-from .storage import AgentStore, SessionRecord, agent_store_exists, known_agent_ids, open_agent_store, open_in_memory_store
+from .storage import (
+    AgentStore,
+    SessionRecord,
+    agent_store_exists,
+    known_agent_ids,
+    open_agent_store,
+    open_in_memory_store,
+)
 from .timeutil import now_ms
+from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for, within_limit
 
 AGENT_LIST_TTL_S = 5.0
 

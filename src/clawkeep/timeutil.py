@@ -59,7 +59,7 @@ def to_iso(ms: int | None) -> str | None:
         seconds, milli = divmod(rest, 1000)
         minutes, sec = divmod(seconds, 60)
         hours, minutes = divmod(minutes, 60)
-        return "%s%02d:%02d:%02d.%03dZ" % (date, hours, minutes, sec, milli)  # half an f-string's time
+        return "%s%02d:%02d:%02d.%03dZ" % (date, hours, minutes, sec, milli)  # noqa: UP031 -- half an f-string's time
     try:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except (ValueError, OverflowError, OSError, TypeError):

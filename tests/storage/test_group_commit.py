@@ -453,4 +453,5 @@ def test_engine_messages_join_an_open_group_instead_of_committing_it(tmp_path: P
             assert store.count_entries(session.session_id, types=["message"]) == 2
     finally:
         eng.close()
-    assert seen_elsewhere(str(tmp_path / "home" / "agents" / "main" / "agent.sqlite"), "held", "id-0") == {"held", "id-0"}
+    store_file = str(tmp_path / "home" / "agents" / "main" / "agent.sqlite")
+    assert seen_elsewhere(store_file, "held", "id-0") == {"held", "id-0"}

@@ -26,13 +26,13 @@ from ..memory import items
 from ..memory.timeparse import event_day
 from ..memory.workspace import daily_note
 from ..models.reasoning import strip_reasoning
+from ..patterns import lazy
 from ..redact import redact_secrets
-from ..validation import control_character
 from ..routing.keys import SYNTHETIC_KINDS
 from ..sessions import transcript
 from ..storage import EntryRecord, SessionRecord
+from ..validation import control_character
 from .budget import clip_lines
-from ..patterns import lazy
 
 NO_REPLY = "NO_REPLY"
 MAX_NOTES = 20
@@ -160,7 +160,8 @@ def model_notes(model: Any, messages: Sequence[EntryRecord], day: str,
     )
     window = getattr(model, "context_window", None)
     limit = max_input_tokens or (window // 2 if isinstance(window, int) and window > 0 else None)
-    lines = [f"{transcript.speaker(e)}: {transcript.plain_text(e.content)}" for e in messages if e.role in ("user", "assistant")]
+    lines = [f"{transcript.speaker(e)}: {transcript.plain_text(e.content)}"
+             for e in messages if e.role in ("user", "assistant")]
     body = "\n".join(clip_lines(lines, limit) if limit else lines)
     text = strip_reasoning(model.complete([{"role": "user", "content": body}], system=prompt).text)
     if not text or text.upper().startswith(NO_REPLY):

@@ -30,8 +30,8 @@ from typing import Any
 from ..config import DeepPhaseConfig
 from ..errors import ClawkeepError
 from ..memory import documents, items
-from ..memory.documents import write_document
 from ..memory import service as memory
+from ..memory.documents import write_document
 from ..memory.workspace import MEMORY_FILE
 from ..runtime import Runtime
 from .claims import claim_hash, similarity, words

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..routing.keys import SYNTHETIC_KINDS, parse_key
 from ..errors import InputError
+from ..routing.keys import SYNTHETIC_KINDS, parse_key
 from .claims import claim_hash, clean_line, concept_tags, redacted, speaker
 from .rank import DAY_MS, lexical_relevance
 from .schedule import local_day, settings, zone_for

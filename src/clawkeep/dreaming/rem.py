@@ -129,7 +129,7 @@ def cluster(candidates: list[Entry]) -> list[Theme]:
         for tag in own:
             by_tag.setdefault(tag, []).append(i)
     rare = max(2, int(RARE_TAG_SHARE * len(candidates)))
-    for tag, members in by_tag.items():
+    for members in by_tag.values():
         for a_pos, a in enumerate(members):
             for b in members[a_pos + 1:]:
                 shared = len(tags[a] & tags[b])

@@ -365,8 +365,8 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.get("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo, many=True))
     async def list_sessions(caller: Caller = None, kind: str | None = None, label: str | None = None,
                             agent_id: Annotated[str | None, Query(alias="agentId")] = None,
-                            active: Annotated[int | None, Whole, Query(ge=1, le=check.MAX_INT,
-                                                                       description="Active in the last N minutes")] = None,
+                            active: Annotated[int | None, Whole, Query(
+                                ge=1, le=check.MAX_INT, description="Active in the last N minutes")] = None,
                             search: str | None = None, preview: bool = False,
                             recent: Annotated[int, Whole, Query(alias="recentMessages", ge=0, le=20)] = 0) -> Any:
         return await gw.op("sessions_list", caller, kind=kind, label=label, agent_id=agent_id, active_minutes=active,

@@ -12,11 +12,11 @@ down with it.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from ..text.estimate import _CJK, estimate_tokens, weighted_length  # noqa: F401 - re-exported
+
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..redact import redact_secrets, secret_kinds
 from ..patterns import lazy
+from ..redact import redact_secrets, secret_kinds
 
 KINDS = ("keep", "secret", "operational", "venting")
 

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date
@@ -27,10 +26,10 @@ from pathlib import Path
 from ..memory import facts, items
 from ..memory.timeparse import plan_day
 from ..memory.workspace import contained_file
+from ..patterns import lazy
 from ..text import stopwords
 from ..text.analyzer import analyze_document
 from .detector.questions import is_question
-from ..patterns import lazy
 
 
 @dataclass(frozen=True)

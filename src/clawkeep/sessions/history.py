@@ -18,9 +18,9 @@ from ..routing.keys import is_session_id
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import to_iso
+from ..visibility import Caller
 from . import service, transcript
 from .history_view import TOOL_ROLES, build_history_view_newest_first
-from ..visibility import Caller
 
 MAX_FORK_DEPTH = 8  # a fork of a fork of …: bounded so a cycle can never loop
 PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, until 80 KB are full
@@ -125,7 +125,8 @@ class _NewestFirst:
         self.cursor: int | None = None  # seq of the last entry handed out in that segment
 
     def __iter__(self) -> Iterator[EntryRecord]:
-        for self.index, seg in enumerate(self.segments):
+        for index, seg in enumerate(self.segments):
+            self.index = index
             self.cursor = seg.before
             while True:
                 page = list(seg.store.iter_entries(seg.session_id, after_seq=seg.after, before_seq=self.cursor,

@@ -14,16 +14,16 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
-from ..validation import MAX_SESSIONS_SEARCH
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import AgentStore, SearchRow, TextMatch, TextQuery
 from ..text.query import SearchQuery, holds_every_term, parse_query, rerank, rerank_best, rerank_ceiling, rerank_score
 from ..text.snippet import snippet
 from ..timeutil import to_iso
+from ..validation import MAX_SESSIONS_SEARCH
+from ..visibility import Caller
 from . import transcript
 from .dialogue_rank import dialogue_rank, is_question
-from ..visibility import Caller
 
 MAX_QUERY_CHARS = 4096
 DEFAULT_LIMIT = 10

@@ -10,17 +10,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import AGENT_ID
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
-from ..config import AGENT_ID
+from ..redact import redacted_preview
 from ..routing.keys import coding_key, dashboard_key, foreign_key, is_session_id, new_session_id, parse_key
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..storage import AgentStore, EntryRecord, SessionFilter, SessionRecord
-from ..redact import redacted_preview
 from ..timeutil import to_iso
-from . import lifecycle, maintenance, transcript
 from ..visibility import Caller, Scope
+from . import lifecycle, maintenance, transcript
 
 PREVIEW_CHARS = 120
 CURRENT_SESSION_ALIAS = "current"  # OpenClaw's session_status name for the calling session

@@ -7,19 +7,27 @@ package per backend (sqlite/) holding all of its SQL.
 
 from __future__ import annotations
 
+from .base import (  # noqa: I001
+                   AgentStore,
+                   AppliedMigration,
+                   CredentialRecord,
+                   EntryRecord,
+                   SearchRow,
+                   SessionFilter,
+                   SessionRecord,
+                   TextMatch,
+)
 from .documents_base import Document, DocumentConflict, DocumentStore
-from .base import (AgentStore, AppliedMigration, CredentialRecord, EntryRecord, SearchRow, SessionFilter,  # noqa: I001
-                   SessionRecord, TextMatch)
 from .factory import (
-    agent_database_path,
-    agent_store_exists,
-    check_storage,
-    known_agent_ids,
-    move_aside,
-    open_agent_store,
-    open_agent_store_file,
-    open_in_memory_store,
-    open_memory_index,
+                   agent_database_path,
+                   agent_store_exists,
+                   check_storage,
+                   known_agent_ids,
+                   move_aside,
+                   open_agent_store,
+                   open_agent_store_file,
+                   open_in_memory_store,
+                   open_memory_index,
 )
 from .journal import commit_journal
 from .memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter

@@ -21,10 +21,10 @@ from typing import Any
 
 from ..errors import ClawkeepError, InputError
 from ..events import TurnCompleted
+from ..memory import service as memory
 from ..routing.keys import parse_key
 from ..routing.router import Inbound, Route, route
 from ..runtime import Runtime
-from ..memory import service as memory
 from ..sessions import service
 from ..storage import SessionRecord
 from . import commands, record, reply

@@ -12,8 +12,8 @@ from ..redact import redact_secrets, redacted_preview
 from ..routing.router import Route
 from ..runtime import Runtime
 from ..sessions import service, transcript
-from ..visibility import Caller
 from ..storage import EntryRecord, SessionRecord
+from ..visibility import Caller
 from .messages import MessageResult
 
 CONFLICT_PREVIEW_CHARS = 200  # how much of the stored text a conflict quotes (secrets redacted)

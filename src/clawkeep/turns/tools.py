@@ -75,8 +75,8 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     if call.name not in names:
         available = f"available tools: {', '.join(names) or 'none'}"
         if call.name in AGENT_TOOLS:  # a real tool this session is not offered: say so, not "unknown"
-            return ToolOutcome(f"tool {call.name!r} is not allowed in this session ({_why_withheld(rt, session, call.name)}); "
-                               f"{available}", True)
+            why = _why_withheld(rt, session, call.name)
+            return ToolOutcome(f"tool {call.name!r} is not allowed in this session ({why}); {available}", True)
         return ToolOutcome(f"unknown tool {call.name[:100]!r}; {available}", True)
     try:
         arguments = json.loads(call.arguments) if call.arguments.strip() else {}

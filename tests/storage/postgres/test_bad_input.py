@@ -27,7 +27,8 @@ def free_port() -> int:
 
 
 def test_an_unknown_url_is_refused_naming_the_key():
-    with pytest.raises(InputError, match=r"storage\.url = 'mysql://db': this kind of URL is not supported; allowed: unset"):
+    refused = r"storage\.url = 'mysql://db': this kind of URL is not supported; allowed: unset"
+    with pytest.raises(InputError, match=refused):
         config_from_dict({"storage": {"url": "mysql://db"}})
     with pytest.raises(InputError, match="storage"):
         config_from_dict({"storage": {"url": "postgresql://h/db", "schema": "Bad-Prefix"}})
@@ -111,7 +112,8 @@ def test_a_server_restart_mid_run_reconnects_and_loses_nothing_acknowledged(pg_u
     with Engine.open(home=home, config={"storage": {"url": pg_url, "schema": prefix},
                                         "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}) as engine:
         first = engine.message("before the restart", sender="alice")
-        subprocess.run(["bash", str(server.script), "restart", server.dir], check=True, capture_output=True, timeout=120)
+        subprocess.run(["bash", str(server.script), "restart", server.dir],
+                       check=True, capture_output=True, timeout=120)
         outcomes = []
         for n in range(3):  # the first call may meet a dead pooled connection: it fails clearly, or reconnects
             try:

@@ -43,11 +43,43 @@ if TYPE_CHECKING:
         SEND_TIMEOUT_MAX_S,
         Shape,
     )
-    from .turn import (
-        Classification,
-        MessageResult,
-        RecallResult,
-        SystemEventResult,
+    from .dreaming import (
+        BackfillReport,
+        DiaryEntry,
+        DreamingStatus,
+        DreamingToggle,
+        DreamsReview,
+        ExplainReport,
+        HarnessReport,
+        PromotedItem,
+        PromoteReport,
+        PromotionRun,
+        SweepReport,
+        UndoReport,
+    )
+    from .engine import (
+        DoctorReport,
+        EngineStatus,
+        Metrics,
+    )
+    from .memory import (
+        BootstrapFile,
+        DeleteResult,
+        IndexReport,
+        MemoryChange,
+        MemoryFile,
+        MemoryItem,
+        MemoryStatus,
+        Refusal,
+        RememberResult,
+        StoreFile,
+        SweepResult,
+    )
+    from .search import (
+        MemoryHit,
+        MemorySearchResult,
+        SearchHit,
+        SearchResult,
     )
     from .sessions import (
         ArchivedTranscript,
@@ -64,43 +96,11 @@ if TYPE_CHECKING:
         Timeline,
         Usage,
     )
-    from .search import (
-        MemoryHit,
-        MemorySearchResult,
-        SearchHit,
-        SearchResult,
-    )
-    from .memory import (
-        BootstrapFile,
-        DeleteResult,
-        IndexReport,
-        MemoryChange,
-        MemoryFile,
-        MemoryItem,
-        MemoryStatus,
-        Refusal,
-        StoreFile,
-        RememberResult,
-        SweepResult,
-    )
-    from .engine import (
-        DoctorReport,
-        EngineStatus,
-        Metrics,
-    )
-    from .dreaming import (
-        BackfillReport,
-        DiaryEntry,
-        DreamingStatus,
-        DreamingToggle,
-        DreamsReview,
-        ExplainReport,
-        HarnessReport,
-        PromoteReport,
-        PromotedItem,
-        PromotionRun,
-        SweepReport,
-        UndoReport,
+    from .turn import (
+        Classification,
+        MessageResult,
+        RecallResult,
+        SystemEventResult,
     )
 
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...config.model import EMBEDDING_PROVIDERS
 from ...errors import InputError
-from typing import TYPE_CHECKING
-
 from .base import REMOTE_PROVIDER_IDS as REMOTE_PROVIDERS
 from .base import EmbeddingProvider
 from .local import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider, resolve_local_model

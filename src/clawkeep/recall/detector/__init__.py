@@ -22,13 +22,12 @@ machinery in `rules`, normalisation and language detection in `detect`; `classif
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from ...patterns import lazy
 from . import en, ja, ko, zh
 from .detect import detect_language, normalise
 from .rules import Language
-from ...patterns import lazy
 
 __all__ = ["LANGUAGES", "NO_RECALL", "Classification", "classify", "detect_language"]
 

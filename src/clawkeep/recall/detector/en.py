@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .rules import Language, Rule, ci
 from ...patterns import lazy
+from .rules import Language, Rule, ci
 
 _EN_PRON = r"(?:we|you|i|u)"
 _EN_WH = r"(?:what|which|when|where|who|whom|whose|why|how)"

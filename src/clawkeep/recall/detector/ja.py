@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .rules import Language, Rule
 from ...patterns import lazy
+from .rules import Language, Rule
 
 _JA_QUESTION = lazy(
     r"[?]|か[。!.]*$|の[。]*$|っけ|何|なに|なん|いつ|どこ|誰|だれ|どれ|どの|どう|いくつ|幾つ|は$|って$|よね[。]*$"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .rules import Language, Rule
 from ...patterns import lazy
+from .rules import Language, Rule
 
 _KO_QUESTION = lazy(r"[?]|(?:니|냐|나요|까|죠|지요|더라|었지|였지|았지|했지)[.!~]*$")
 _KO_ANCHOR = (

@@ -18,12 +18,11 @@ Indefinite uses are not questions: 什么都 / 没什么 / 哪怕 / 谁都, 何�
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from ...patterns import lazy
 from . import classify, en, ja, ko, zh
 from .detect import detect_language, normalise
-from ...patterns import lazy
 
 __all__ = ["is_question"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .rules import Language, Rule
 from ...patterns import lazy
+from .rules import Language, Rule
 
 # Traditional → simplified for the characters the Chinese rules look at (pairs "繁简").
 _T2S_PAIRS = (

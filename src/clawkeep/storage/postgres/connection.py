@@ -118,16 +118,19 @@ def translate(url: str, exc: Exception, *, connecting: bool = False) -> Exceptio
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = redact_url(text)  # a driver message quoting the connection string keeps no password
     if isinstance(exc, pg_errors.InsufficientPrivilege):
-        return StorageSettingsError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); grant it CREATE "
+        return StorageSettingsError(f"storage.url {where}: the role may not do what clawkeep needs ({text}); "
+                                    "grant it CREATE "
                           "on the database (and USAGE/CREATE on clawkeep's schemas), or use a URL whose role may")
     if isinstance(exc, pg_errors.InvalidAuthorizationSpecification | pg_errors.InvalidPassword):
-        return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+        return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); "
+                                    "check user and password")
     if isinstance(exc, pg_errors.InvalidCatalogName):
         return StorageSettingsError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
     if isinstance(exc, psycopg.OperationalError):
         lowered = text.lower()
         if "password authentication failed" in lowered or "role" in lowered and "does not exist" in lowered:
-            return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); check user and password")
+            return StorageSettingsError(f"storage.url {where}: the server refused the login ({text}); "
+                                    "check user and password")
         if "database" in lowered and "does not exist" in lowered:
             return StorageSettingsError(f"storage.url {where}: no such database ({text}); create it first (createdb)")
         if connecting:
@@ -456,7 +459,8 @@ class PgConnection:
         return [AppliedMigration(*row) for row in rows]
 
 
-def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8, connect_timeout_ms: int = 10_000) -> list[str]:
+def catalog_names(url: str, prefix: str, kind: str, *, pool_size: int = 8,
+                  connect_timeout_ms: int = 10_000) -> list[str]:
     """The names of the stores of one kind under a prefix (no schema is created)."""
     require_driver()
     db = Database.acquire(url, pool_size, connect_timeout_ms)

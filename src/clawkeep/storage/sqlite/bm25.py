@@ -13,8 +13,8 @@ module keeps, until the next commit to the file, each row's size and each asked 
 (N rows, n rows holding the phrase; tf: the phrase's occurrences in the row). Results equal
 FTS5's `ORDER BY bm25(...), rowid` to floating-point rounding. Phrases of several tokens (a
 Chinese query's run of bigrams, "装修 修方 方案") are counted from their tokens' positions,
-read once per phrase; prefix terms go to FTS5. A store uses this from its second search after a commit, so a one-shot CLI
-process never pays for loading the sizes.
+read once per phrase; prefix terms go to FTS5. A store uses this from its second search after a
+commit, so a one-shot CLI process never pays for loading the sizes.
 """
 
 from __future__ import annotations

@@ -365,7 +365,8 @@ def salvage(source: Path, specs: list[TableSpec], work: Path) -> Salvage:
     info = {"headerReadable": header["valid"], "pageSize": page_size, "fileBytes": len(data),
             "pageCount": header.get("pageCount"), "userVersion": header.get("userVersion")}
 
-    shell, method = recover_with_shell(source, work) if header["valid"] else (None, "sqlite3 .recover needs a readable header")
+    shell, method = (recover_with_shell(source, work) if header["valid"]
+                     else (None, "sqlite3 .recover needs a readable header"))
     if shell is None:
         notes.append(f"{method}; used the pure-Python salvage")
         method = "python"

@@ -122,8 +122,9 @@ _ENTRY_WIDTH = 11
 _SEARCH_COLUMNS = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
 _IDS_PER_QUERY = 500  # bound parameters per IN list (SQLite allows 32,766 since 3.32, older ones 999)
 # What Python's str.strip() removes, for SQL's trim(): a blank text block never counts as text.
-_BLANKS = "char(" + ", ".join(str(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
-                                                  8232, 8233, 8239, 8287, 12288)) + ")"
+_BLANK_CODES = (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, *range(8192, 8203),
+                8232, 8233, 8239, 8287, 12288)
+_BLANKS = "char(" + ", ".join(str(c) for c in _BLANK_CODES) + ")"
 # Appends go to the right edge of these B-trees: read it (and the FTS5 structure record) before
 # a call's first write, so a damaged page there fails the call before anything commits.
 # One statement (each scalar subquery one descent), so the probe costs one round trip per call.
