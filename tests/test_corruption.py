@@ -419,3 +419,22 @@ def test_repair_uses_the_sqlite3_shell_recover_when_it_works(home, tmp_path, mon
     assert repair["entries"]["foundByPageScan"] == 1  # the lost_and_found row
     with open_engine(home) as eng:
         assert eng.sessions_search(f"tok{total - 1}x")["hits"][0]["messageId"] == ids[-1]
+
+
+@pytest.mark.parametrize("how", ["pages", "header"])
+def test_doctor_repair_keeps_the_tokens_so_the_gateway_stays_closed(home, cli, how):
+    fill_transcript(home, 200)
+    assert cli("tokens", "create", "ops", "--scope", "operator").code == 0
+    assert cli("tokens", "create", "bot", "--scope", "agent:main", "--expires", "30d").code == 0
+    assert cli("tokens", "create", "old", "--scope", "session:agent:main:main").code == 0
+    assert cli("tokens", "revoke", "old").code == 0
+    before = {t["name"]: t for t in cli("tokens", "list", "--json").json()}
+    path = agent_db(home)
+    if how == "header":
+        garbage_header(path)
+    else:
+        damage(path, sorted(message_pages(path))[2:4])
+    repair = _repair(cli, path, path.read_bytes())
+    assert repair["credentials"]["recovered"] == 3
+    after = {t["name"]: t for t in cli("tokens", "list", "--json").json()}
+    assert after == before  # scopes, expiry and the revocation all survive the salvage
