@@ -768,3 +768,26 @@ def test_openclaw_unreadable_session_entry_is_reported(tmp_path: Path, home: Pat
         assert "entry_json" in kinds and "agent:main:main" in kinds, kinds
         session = engine.runtime.read_store("main").get_session_by_key("agent:main:main")
         assert session is not None and session.meta["openclaw"]["entryJson"] == "[1,2"
+
+
+def test_credentials_in_openclaw_notes_are_redacted_on_the_way_in(tmp_path: Path, home: Path) -> None:
+    source = _copy(LEGACY_HOME, tmp_path)
+    notes = source / "workspace"
+    secret_lines = ["- The wifi password is hunter2-Quokka-77",
+                    "- Deploy key: sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+                    "- 我的银行卡号 4111 1111 1111 1111"]
+    original = "# Notes\n\n- Prefers oat milk.\n" + "\n".join(secret_lines) + "\n"
+    (notes / "memory").mkdir(parents=True, exist_ok=True)
+    (notes / "memory" / "2026-11-02.md").write_text(original, encoding="utf-8")
+    with Engine.open(home=home, config={"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}) as engine:
+        report = engine.import_openclaw(source, config="skip")
+        entry = next(m for m in report["memory"] if m["file"] == "memory/2026-11-02.md")
+        assert entry["action"] == "copied" and entry["redactedLines"] == 3
+        copied = (home / "workspace" / "memory" / "2026-11-02.md").read_text(encoding="utf-8")
+        assert "Prefers oat milk." in copied
+        for leaked in ("hunter2-Quokka-77", "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "4111 1111 1111 1111"):
+            assert leaked not in copied
+        assert engine.memory_search("hunter2-Quokka-77")["results"] == []
+        assert (notes / "memory" / "2026-11-02.md").read_text(encoding="utf-8") == original  # theirs untouched
+        again = engine.import_openclaw(source, config="skip")
+        assert {m["action"] for m in again["memory"]} == {"unchanged"}
