@@ -37,6 +37,7 @@ def test_a_peer_token_sees_only_its_own_conversation_and_signs_out(browser, home
         expect(page.locator("#signed-in-as")).to_have_text("alice · peer:telegram:alice")
         expect(page.locator("#session-groups a[data-key]")).to_have_count(1)
         assert page.locator("#session-groups a[data-key]").get_attribute("data-key") == ALICE
+        expect(page.get_by_role("link", name="Open Home")).to_have_count(0)  # Home is not this token's to open
         for view in ("memory", "dreams", "status"):
             expect(page.locator(f'nav.views a[data-view="{view}"]')).to_be_hidden()
         expect(page.locator("#new-thread")).to_be_hidden()
