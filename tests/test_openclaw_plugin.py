@@ -223,3 +223,24 @@ def test_with_the_gateway_down_tools_report_it_and_the_turn_goes_on(world: World
     assert done.returncode == 0, done.stderr[-3000:]
     assert '"unavailable": true' in reply and world.gateway.url in reply
     assert "this turn was not recorded in clawkeep" in done.stderr
+
+
+def test_turns_missed_while_the_gateway_was_down_are_captured_when_it_is_back(world: World):
+    missed = "The boiler service is booked for the 14th with Hartley Heating"
+    done, _ = world.turn("agent:main:gamma", "Remember that my locker code is kept in the blue notebook")
+    assert done.returncode == 0, done.stderr[-3000:]
+    world.gateway.stop()
+    done, reply = world.turn("agent:main:gamma", missed)
+    assert done.returncode == 0 and reply == "OK noted.", done.stderr[-3000:]
+    assert "this turn was not recorded in clawkeep" in done.stderr
+    world.gateway = GatewayProcess(world.clawkeep_home, env={"CLAWKEEP_GATEWAY_TOKEN": TOKEN})  # same home, new port
+    configured = world.openclaw("config", "set", "plugins.entries.memory-clawkeep.config.url", world.gateway.url)
+    assert configured.returncode == 0, configured.stderr[-1500:]
+    done, _ = world.turn("agent:main:gamma", "And the bike shop closes at six")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with world.clawkeep() as http:
+        history = http.get("/v1/sessions/agent:main:gamma/history").json()["messages"]
+    users = [m["text"] for m in history if m["role"] == "user"]
+    assert users == ["Remember that my locker code is kept in the blue notebook", missed,
+                     "And the bike shop closes at six"]  # in order, each once
+    assert [m["role"] for m in history].count("assistant") == 3
