@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
-from ..context.assembly import TurnContext, assemble, clear_notices, inter_session_text
+from ..context.assembly import TurnContext, assemble, inter_session_text
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
@@ -27,7 +27,7 @@ from ..memory import service as memory
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
 from ..recall.service import RecallResult, recall
 from ..runtime import Runtime
-from ..sessions import transcript
+from ..sessions import compactions, transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import zone
 from .messages import TurnEvent
@@ -189,11 +189,13 @@ def _compact(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any 
         store, session, summarizers, at=at, keep_recent_tokens=keep_recent_tokens, summary_tokens=summary_tokens,
         keep_pending_turn=keep_pending_turn, policy=settings.identifier_policy,
         custom_rule=settings.identifier_instructions, instructions=instructions, reason=reason)
+    if result.compacted:  # context computed it; the session layer writes it
+        compactions.record_compaction(store, session, result, at=at)
     if result.compacted and settings.notify_user:
         result.notice = (f"Context compacted: {result.compacted_messages} earlier messages summarised "
                          f"({result.tokens_before} → {result.tokens_after} tokens).")
     if result.compacted and settings.truncate_after_compaction:
-        successor = compaction_mod.successor_session(store, session, at=at)
+        successor = compactions.start_successor(store, session, compaction_mod.successor(store, session, at=at), at=at)
         result.session_id = successor.session_id
         session.__dict__.update(successor.__dict__)
     if result.compacted:
@@ -449,7 +451,7 @@ def after_user_message(rt: Runtime, turn: Turn) -> TurnOutcome:
         outcome.reply, outcome.tool_calls = answer.text, answer.tool_calls
         outcome.compaction = answer.compaction or outcome.compaction
         transcript_step(rt, turn, answer)
-    clear_notices(store, session)
+    compactions.clear_notices(store, session)
     return outcome
 
 
