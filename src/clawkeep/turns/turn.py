@@ -43,7 +43,7 @@ class Turn:
     # filled in by the steps, in order
     route: Route | None = None  # route: the session key and the conversation numbering client ids
     session: SessionRecord | None = None  # session: opened or rolled over (a successor after truncation)
-    reset: bool = False  # ... by an automatic reset
+    reset: str | None = None  # ... and the automatic reset that caused, if any
     text: str = ""  # the message answered (for "/new rest": the rest)
     interactive: bool = False  # a person's chat message: recall, freshness, a reply
     inter_session: bool = False  # another session's message (sessions_send): answered, never the user's
