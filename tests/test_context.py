@@ -10,7 +10,7 @@ from clawkeep.config import ContextPruningConfig
 from clawkeep.context import compaction as comp
 from clawkeep.context.flush import extract_notes, flush, flush_due
 from clawkeep.context.pruning import CLEARED, IMAGE_REMOVED, MEDIA_REMOVED, image_replay_view, prune_tool_results
-from clawkeep.sessions import transcript
+from clawkeep.sessions import compactions, transcript
 from clawkeep.storage import EntryRecord
 
 MIN = 60_000
@@ -122,6 +122,10 @@ def test_extractive_compaction_keeps_identifiers_tasks_and_last_intent(home):
     session = store.get_session(status["sessionId"])
     result = comp.compact(store, session, [], at=eng.runtime.now(), keep_recent_tokens=200)
     assert result.compacted and result.summarizer == "extractive" and result.compacted_messages > 10
+    # context computed it; nothing is written until the session layer writes it
+    assert not list(store.iter_entries(session.session_id, types=("compaction",)))
+    assert "compactionCount" not in store.get_session(session.session_id).meta
+    compactions.record_compaction(store, session, result, at=eng.runtime.now())
     for ident in ids:
         assert ident in result.summary
     assert "renew the TLS certificate" in result.summary

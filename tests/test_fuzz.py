@@ -36,6 +36,9 @@ from clawkeep.cli.main import app, as_json_data
 from clawkeep.config import Config, load_config
 from clawkeep.config.active_memory import ActiveMemoryConfig
 from clawkeep.errors import ClawkeepError, InputError, StorageError
+from clawkeep.turns.messages import MessageRequest
+from clawkeep.turns.turn import Turn
+from clawkeep.visibility import Limit
 
 settings.register_profile(
     "ci", max_examples=120, deadline=None, database=None, print_blob=True,
@@ -293,6 +296,11 @@ API: dict[str, Any] = {
     "memory_promote_explain": lambda d, w: w.engine.memory_promote_explain(d.draw(TEXT)),
     "memory_promote_undo": lambda d, w: w.engine.memory_promote_undo(d.draw(maybe(IDISH))),
     "rem_harness": lambda d, w: w.engine.rem_harness(path=d.draw(maybe(PATHS)), grounded=d.draw(maybe(st.booleans()))),
+    "limited": lambda d, w: w.engine.limited(Limit(agent_id=d.draw(maybe(IDISH)), sandboxed=d.draw(st.booleans()))
+                                             ).sessions_list(search_text=d.draw(maybe(TEXT))),
+    "for_turn": lambda d, w: w.engine.for_turn(Turn.start(
+        MessageRequest(d.draw(TEXT)), 0, limit=Limit(agent_id=d.draw(maybe(IDISH))))).memory_search(
+        d.draw(TEXT), caller=d.draw(maybe(key_strategy(w)))),
     "rem_backfill": lambda d, w: w.engine.rem_backfill(
         path=d.draw(maybe(PATHS)), stage_short_term=d.draw(maybe(st.booleans())),
         rollback=d.draw(maybe(st.booleans())), rollback_short_term=d.draw(maybe(st.booleans()))),
@@ -304,7 +312,8 @@ SHARE = {
     0.2, "memory_status": 0.3, "memory_index": 0.3, "status": 0.2, "memory_bootstrap": 0.3, "check_storage": 0.1,
     "tokens_list": 0.2, "register_compaction_provider": 0.3, "sessions_cleanup": 0.4, "sessions_create": 0.4,
     "memory_watch": 0.1, "metrics": 0.2, "sessions_roll_over": 0.3, "dreaming_status": 0.2, "dreaming_review":
-    0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4
+    0.2, "dreaming_enable": 0.2, "dream": 0.3, "memory_promote": 0.4, "rem_backfill": 0.4, "limited": 0.3,
+    "for_turn": 0.3,
 }
 
 

@@ -32,7 +32,6 @@ from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
-from ..visibility import set_limit
 from . import browser, control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
@@ -116,13 +115,19 @@ def _doc(shape: type[BaseModel], many: bool = False) -> dict[int | str, dict[str
 
 class Gateway:
     def __init__(self, engine: Engine, settings: GatewayConfig | None = None, *, background: bool = True):
-        self.engine = engine
+        self._engine = engine
         self.settings = settings or engine.config.gateway
         self.inflight = InFlight(self.settings.threads)
         self.metrics = metrics.GatewayMetrics(engine)
         self.background = Background(engine, self.settings, self.inflight) if background else None
         self.started = time.time()
         self._any_token, self._no_token_until = False, 0.0  # see _tokens_exist
+
+    @property
+    def engine(self) -> Engine:
+        """The engine as this request's credential may use it: every scope it computes stays
+        within the grant's limit (the grant `_authorised` checked; none outside a request)."""
+        return self._engine.limited(_grant.get().limit())
 
     # --- running operations ---------------------------------------------------------
     async def op(self, name: str, caller: str | None = None, **arguments: Any) -> JSONResponse:
@@ -205,7 +210,7 @@ class Gateway:
         if left:
             log.warning("shutdown with %d calls still running; each commits whole or not at all", left)
             return  # their threads still use the engine: the process exit closes it
-        await to_thread.run_sync(self.engine.close)
+        await to_thread.run_sync(self._engine.close)
         log.info("gateway stopped", extra={"event": "stopped"})
 
     async def _authorised(self, request: Request) -> None:
@@ -214,7 +219,6 @@ class Gateway:
         are read from the store on every request, so a revocation anywhere counts at once."""
         grant = await self._credential(request.headers.get("authorization", ""))
         _grant.set(grant)
-        set_limit(grant.limit())
 
     async def _credential(self, header: str) -> credentials.Grant:
         from anyio import to_thread  # noqa: PLC0415
