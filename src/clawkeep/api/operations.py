@@ -143,7 +143,8 @@ class MemorySearchArgs(Args):
 
 
 class MemoryGetArgs(Args):
-    path: str = Field(description="A path exactly as memory_search returned it (MEMORY.md, memory/…, extra:…).")
+    path: str = Field(max_length=1024, description="A path exactly as memory_search returned it (MEMORY.md, "
+                      "memory/…, extra:…).")
     from_line: int | None = Field(None, alias="from", ge=1, le=MAX_INT)
     lines: int | None = Field(None, ge=1, le=MAX_GET_LINES)
 
