@@ -1,5 +1,7 @@
 """The HTTP API (SPEC §P, G1): every route is a thin skin over one operation of
-`clawkeep.api.OPERATIONS`, run as the caller the request names, in a worker thread.
+`clawkeep.api.OPERATIONS`, run as the caller the request names, in a worker thread. The routes
+are generated from the operations' HTTP bindings (`_operation_routes`); only what is not an
+operation is written here by hand: the tokens, the metrics, the health probe, the catch-all.
 
     app = Gateway(engine, config.gateway).app()     # served by `clawkeep gateway` (server.py)
 
@@ -431,6 +433,8 @@ def _body_model(op: ops.Operation) -> tuple[type[BaseModel] | None, bool]:
     fields = op.http.body_fields(op.args)
     if not fields:
         return (ops.NoArgs, False) if op.http.method in ("POST", "PUT") else (None, False)
+    if op.http.method in ("GET", "DELETE"):
+        raise TypeError(f"{op.name}: {op.http.method} takes no body; bind {', '.join(fields)} to the path or query")
     model = op.args if len(fields) == len(op.args.model_fields) else _partial_body(op.name, op.args, fields)
     return model, any(op.args.model_fields[name].is_required() for name in fields)
 
@@ -584,7 +588,9 @@ class TokenBody(BaseModel):
 
 
 def _token_routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:
-    """Operator-only: create, list and revoke caller credentials (the secret is shown once)."""
+    """Operator-only: create, list and revoke caller credentials (the secret is shown once). Not
+    registry operations: no session, model or MCP client may manage credentials, and a new token
+    answers 201 and opens the tokenless gateway's check (`token_created`)."""
 
     @app.post("/v1/tokens", dependencies=guarded, tags=["tokens"], status_code=201)
     async def create_token(body: TokenBody, caller: Caller = None) -> Any:
