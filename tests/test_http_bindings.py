@@ -100,3 +100,31 @@ def test_operator_only_bindings_are_refused_to_a_session(tmp_path: Path) -> None
     finally:
         gateway.stop()
         gateway.engine.close()
+
+
+def test_access_rules_name_what_they_guard_and_policies_name_operations() -> None:
+    """A refusal says what was refused ("listing every memory item is for the operator"), so every
+    binding with an access rule names it; the gateway's policies are keyed by real operation names."""
+    from clawkeep.gateway.app import POLICIES
+
+    for op in BOUND:
+        guarded = op.http.operator or op.http.own_agent
+        assert bool(op.http.what) == guarded, f"{op.name}: `what` goes with an access rule"
+        assert not op.http.agent_token or op.http.operator, f"{op.name}: agent_token widens an operator rule"
+    assert set(POLICIES) <= {op.name for op in BOUND}
+
+
+def test_generated_routes_take_the_argument_models_bounds_and_names(routes) -> None:
+    """Query parameters carry the argument field's bounds and choices; a route whose body
+    fields all have defaults may be sent without a body; operation ids are the operation names."""
+    search = routes[("GET", "/v1/memory/search")]
+    params = {p.alias: p.field_info for p in search.dependant.query_params}
+    assert set(params) == {"q", "limit", "mode", "minScore", "corpus"}
+    limit = [m for m in params["limit"].metadata if hasattr(m, "le")]
+    assert limit and limit[0].le == 50
+    assert search.operation_id == "memory_search" and search.summary == OPERATIONS["memory_search"].summary
+    create = routes[("POST", "/v1/sessions")]
+    assert not create.dependant.body_params[0].field_info.is_required()
+    send = routes[("POST", "/v1/sessions/{}/send")]
+    timeout = send.dependant.body_params[0].field_info.annotation.model_fields["timeout_seconds"]
+    assert timeout.default == OPERATIONS["sessions_send"].args.model_fields["timeout_seconds"].default
