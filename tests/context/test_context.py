@@ -11,6 +11,7 @@ from clawkeep.context.flush import extract_notes, flush, flush_due
 from clawkeep.context.pruning import CLEARED, IMAGE_REMOVED, MEDIA_REMOVED, image_replay_view, prune_tool_results
 from clawkeep.sessions import transcript
 from clawkeep.storage import EntryRecord
+from clawkeep.timeutil import now_ms
 from tests.helpers.engine import open_engine
 
 MIN = 60_000
@@ -120,7 +121,7 @@ def test_extractive_compaction_keeps_identifiers_tasks_and_last_intent(home):
     status = eng.session_status("agent:main:main")
     store = eng.runtime.store()
     session = store.get_session(status["sessionId"])
-    result = comp.compact(store, session, [], at=eng.runtime.now(), keep_recent_tokens=200)
+    result = comp.compact(store, session, [], at=now_ms(), keep_recent_tokens=200)
     assert result.compacted and result.summarizer == "extractive" and result.compacted_messages > 10
     for ident in ids:
         assert ident in result.summary
@@ -193,7 +194,7 @@ def test_crash_mid_compaction_leaves_the_transcript_complete(home):
             raise KeyboardInterrupt  # the process dies mid-summary
 
     with pytest.raises(KeyboardInterrupt):
-        comp.compact(store, session, [Exploding()], at=eng.runtime.now(), keep_recent_tokens=100)
+        comp.compact(store, session, [Exploding()], at=now_ms(), keep_recent_tokens=100)
     history = eng.sessions_history("agent:main:main")["messages"]
     assert [m["text"].split()[1] for m in history] == [str(i) for i in range(20)]
     assert not list(store.iter_entries(session.session_id, types=("compaction",)))
@@ -214,7 +215,7 @@ def test_failing_summarizer_falls_back_to_extractive(home):
         def summarize(self, *args, **kwargs):
             raise ClawkeepError("provider returned garbage")
 
-    result = comp.compact(store, session, [Broken()], at=eng.runtime.now(), keep_recent_tokens=100)
+    result = comp.compact(store, session, [Broken()], at=now_ms(), keep_recent_tokens=100)
     assert result.summarizer == "extractive" and "broken-model" in result.errors[0]
 
 
@@ -288,7 +289,7 @@ def test_identifiers_in_tool_blocks_relative_paths_and_long_numbers_survive(home
     add(store, first.session_id, "tool", [tool_result("found ERR-7731 in build 88213")])
     eng.message("We decided to ship on Monday. " + "padding " * 300)
     session = store.get_session(first.session_id)
-    result = comp.compact(store, session, [], at=eng.runtime.now(), keep_recent_tokens=10)
+    result = comp.compact(store, session, [], at=now_ms(), keep_recent_tokens=10)
     for ident in ("src/api/handlers/users.py", "1947814", "lib/core/engine.rs", "ERR-7731", "88213"):
         assert ident in result.summary
     assert "Decisions:\n- We decided to ship on Monday." in result.summary

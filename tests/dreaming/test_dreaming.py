@@ -249,7 +249,7 @@ def test_two_concurrent_sweeps_one_runs_one_reports_the_lock(home, month):
 
     results = {}
     with open_engine(home, CONFIG) as first, open_engine(home, CONFIG) as second:
-        first.runtime.events.subscribe(DreamingProgress, hold)
+        first.subscribe(DreamingProgress, hold)
         runner = threading.Thread(target=lambda: results.update(first=first.dream().to_json()))
         runner.start()
         assert started.wait(30)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from clawkeep.config import config_from_dict
-from clawkeep.dreaming import dreams_file, is_due, next_run, previous_run, run_due
+from clawkeep.dreaming import dreams_file, is_due, next_run, previous_run
 from clawkeep.dreaming.store import DreamsDir
 from tests.dreaming.test_dreaming import CONFIG
 from tests.helpers.cli import run_cli
@@ -131,8 +131,8 @@ def test_a_sweep_is_due_once_per_scheduled_time():
 def test_run_due_sweeps_when_due_and_not_twice(home):
     with open_engine(home, CONFIG) as eng:
         (home / "workspace" / "memory").mkdir(parents=True)
-        first = run_due(eng.runtime)
+        first = eng.dream_if_due()
         assert first is not None and first["trigger"] == "schedule" and first["status"] == "ok"
-        assert run_due(eng.runtime) is None  # the next run is at the next 03:00
+        assert eng.dream_if_due() is None  # the next run is at the next 03:00
         state = DreamsDir(home / "workspace").read_json("state.json", {})
         assert state["lastRunId"] == first["runId"]

@@ -18,7 +18,7 @@ CONFIG = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 def collect(engine, *kinds):
     seen = []
     for kind in kinds:
-        engine.runtime.events.subscribe(kind, seen.append)
+        engine.subscribe(kind, seen.append)
     return seen
 
 
@@ -59,7 +59,7 @@ def test_a_failing_subscriber_never_fails_the_publisher(home):
     def broken(event):
         raise RuntimeError("subscriber bug")
 
-    engine.runtime.events.subscribe(MessageRecorded, broken)
+    engine.subscribe(MessageRecorded, broken)
     assert engine.message("still stored").message_id
     assert engine.sessions_search("stored")["hits"]
 

@@ -15,7 +15,6 @@ import pytest
 
 from clawkeep.context.pruning import MEDIA_REMOVED
 from clawkeep.errors import InputError, NotFoundError
-from clawkeep.memory import service as memory
 from tests.helpers.cli import run_cli
 from tests.helpers.engine import open_engine
 from tests.helpers.scripted_server import Reply, ScriptedServer
@@ -104,13 +103,12 @@ def test_a_transcript_path_is_readable_only_by_whoever_may_see_the_session(home)
     bob = engine.message("hello there", channel="telegram", sender="bob")
     hit = transcript_hit(engine, "spare key blue pot")
     assert hit["sessionKey"] == alice.session_key
-    rt = engine.runtime
-    assert "blue pot" in memory.get(rt, hit["path"], caller=alice.session_key)["text"]
-    assert "blue pot" in memory.get(rt, hit["path"])["text"]  # the operator sees every session
+    assert "blue pot" in engine.memory_get(hit["path"], caller=alice.session_key)["text"]
+    assert "blue pot" in engine.memory_get(hit["path"])["text"]  # the operator sees every session
     with pytest.raises(NotFoundError) as hidden:
-        memory.get(rt, hit["path"], caller=bob.session_key)
+        engine.memory_get(hit["path"], caller=bob.session_key)
     with pytest.raises(NotFoundError) as missing:
-        memory.get(rt, "sessions/00000000-0000-4000-8000-000000000000", caller=bob.session_key)
+        engine.memory_get("sessions/00000000-0000-4000-8000-000000000000", caller=bob.session_key)
     assert str(hidden.value).replace(hit["path"], "P") == str(missing.value).replace(
         "sessions/00000000-0000-4000-8000-000000000000", "P")  # hidden looks exactly like missing
 
@@ -196,7 +194,7 @@ def test_new_with_a_model_switches_the_model_and_stores_no_chat_text(home):
     again = engine.message("/reset qwen2.5 tell me a joke", channel="telegram", sender="alice")
     assert again.status == {"modelOverride": "local/qwen2.5"}  # a model key, written out in full
     assert current_texts(engine, key) == ["tell me a joke"]
-    assert engine.runtime.store().get_session_by_key(key).meta["modelOverride"] == "local/qwen2.5"
+    assert engine.session_status(key)["modelOverride"] == "local/qwen2.5"
     engine.message("/new see you later", channel="telegram", sender="alice")  # not a model: the first message
     assert current_texts(engine, key) == ["see you later"]
     assert engine.session_status(key)["modelOverride"] == "local/qwen2.5"

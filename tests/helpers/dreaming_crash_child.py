@@ -42,5 +42,5 @@ if step.startswith("after-rename:"):
     sys.addaudithook(stop_after_rename)
 
 with Engine.open(home=home, config=config) as engine:
-    engine.runtime.events.subscribe(DreamingProgress, stop_here)
+    engine.subscribe(DreamingProgress, stop_here)
     print(json.dumps(engine.dream().to_json()))

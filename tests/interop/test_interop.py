@@ -391,7 +391,7 @@ def test_bad_export_files(tmp_path: Path, home: Path) -> None:
         assert report["sessions"]["failed"] == 2 and report["sessions"]["imported"] == 0
         messages = " ".join(e["message"] for e in report["errors"])
         assert "no end line" in messages and "changed or cut" in messages
-        assert engine.runtime.read_store("main").list_sessions() == []
+        assert engine.sessions_list() == []
 
 
 def test_large_transcript_is_streamed(tmp_path: Path, home: Path) -> None:

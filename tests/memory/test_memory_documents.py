@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -32,7 +33,7 @@ def two(tmp_path, pgvector_url):
 
 
 def ws(engine):
-    return engine.runtime.home / "workspace"
+    return Path(engine.status().home) / "workspace"
 
 
 def test_a_remembered_fact_reaches_the_other_instance(two):

@@ -3,22 +3,23 @@
 import gzip
 import json
 
+from clawkeep.timeutil import now_ms
 from tests.helpers.engine import open_engine
 
 DAY = 86_400_000
 
 
-def make_sessions(eng, now_ms):
-    old = now_ms - 40 * DAY
+def make_sessions(eng, now):
+    old = now - 40 * DAY
     eng.message("nightly job ran", channel="cron", sender="nightly", at=old)
     eng.message("hook fired", channel="hook", sender="gh", at=old)
     eng.message("old group talk", channel="telegram", chat_type="group", group="g1", at=old)
-    eng.message("recent cron", channel="cron", sender="hourly", at=now_ms - DAY)
+    eng.message("recent cron", channel="cron", sender="hourly", at=now - DAY)
 
 
 def test_warn_mode_reports_and_changes_nothing(home):
     eng = open_engine(home)
-    make_sessions(eng, eng.runtime.now())
+    make_sessions(eng, now_ms())
     report = eng.sessions_cleanup()
     assert report["applied"] is False and report["mode"] == "warn"
     assert {r["key"] for r in report["stale"]} == {"agent:main:cron:nightly", "agent:main:hook:gh"}
@@ -27,7 +28,7 @@ def test_warn_mode_reports_and_changes_nothing(home):
 
 def test_enforce_archives_then_removes_stale_synthetic_sessions(home):
     eng = open_engine(home)
-    make_sessions(eng, eng.runtime.now())
+    make_sessions(eng, now_ms())
     dry = eng.sessions_cleanup(dry_run=True, enforce=True)
     assert dry["applied"] is False and dry["archives"] == []
     report = eng.sessions_cleanup(enforce=True)
@@ -44,7 +45,7 @@ def test_enforce_archives_then_removes_stale_synthetic_sessions(home):
 
 def test_max_entries_evicts_oldest_unprotected_first(home):
     eng = open_engine(home, {"session": {"maintenance": {"maxEntries": 3, "highWaterEntries": 0}}})
-    now = eng.runtime.now()
+    now = now_ms()
     for i in range(4):
         eng.message(f"job {i}", channel="cron", sender=f"job{i}", at=now - (10 - i) * 60_000)
     eng.message("dm", at=now)
@@ -55,7 +56,7 @@ def test_max_entries_evicts_oldest_unprotected_first(home):
 
 def test_high_water_batches_cleanup_on_create_in_enforce_mode(home):
     eng = open_engine(home, {"session": {"maintenance": {"mode": "enforce", "maxEntries": 3, "highWaterEntries": 2}}})
-    now = eng.runtime.now()
+    now = now_ms()
     counts = []
     for i in range(7):
         eng.message(f"job {i}", channel="cron", sender=f"job{i}", at=now + i)
@@ -67,7 +68,7 @@ def test_high_water_batches_cleanup_on_create_in_enforce_mode(home):
 def test_reads_never_prune(home):
     eng = open_engine(home, {"session": {"maintenance": {"mode": "enforce", "maxEntries": 1, "highWaterEntries": 0}}})
     eng2 = open_engine(home, {"session": {"maintenance": {"mode": "warn"}}})
-    now = eng2.runtime.now()
+    now = now_ms()
     eng2.message("a", channel="cron", sender="a", at=now - 5)
     eng2.message("b", channel="cron", sender="b", at=now - 4)
     eng.sessions_list()
@@ -98,7 +99,7 @@ def test_one_instance_at_a_time_runs_maintenance(home):
     from clawkeep.sessions.maintenance import MAINTENANCE_LEASE
 
     eng, other = open_engine(home), open_engine(home)
-    make_sessions(eng, eng.runtime.now())
+    make_sessions(eng, now_ms())
     assert other.runtime.store().try_lease(MAINTENANCE_LEASE, "another-instance", 60_000)
     with pytest.raises(ConflictError, match="another instance is running session maintenance"):
         eng.sessions_cleanup(enforce=True)
@@ -113,7 +114,7 @@ def test_one_instance_at_a_time_runs_the_reset_clock(home):
     from clawkeep.sessions.service import RESET_CLOCK_LEASE
 
     eng, other = open_engine(home), open_engine(home)
-    now = eng.runtime.now()
+    now = now_ms()
     eng.message("talked two days ago", sender="alice", at=now - 2 * DAY)
     eng.message("so did the group", chat_type="group", group="g1", at=now - 2 * DAY)
     assert other.runtime.store().try_lease(RESET_CLOCK_LEASE, other.runtime.instance_id, 60_000)
@@ -128,7 +129,7 @@ def test_enforce_counts_the_sessions_it_looked_at(home):
     from tests.helpers.cli import run_cli
 
     eng = open_engine(home)
-    eng.message("nightly job ran", channel="cron", sender="nightly", at=eng.runtime.now() - 40 * DAY)
+    eng.message("nightly job ran", channel="cron", sender="nightly", at=now_ms() - 40 * DAY)
     eng.close()
     dry = run_cli(home, "sessions", "cleanup", "--dry-run")
     assert "would archive 1 of 1 sessions" in dry.stdout

@@ -241,7 +241,7 @@ def test_calls_land_with_their_results_in_order_and_every_call_counts_its_usage(
     eng = open_engine(home, config_for(server))
     recorded = []
     from clawkeep.events import MessageRecorded
-    eng.runtime.events.subscribe(MessageRecorded, lambda event: recorded.append(event.role))
+    eng.subscribe(MessageRecorded, lambda event: recorded.append(event.role))
     assert eng.message("look around").reply == "done"
     history = eng.sessions_history("agent:main:main", include_tools=True)["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]

@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from clawkeep.context.compaction import active_messages
 from tests.helpers.engine import open_engine
 from tests.helpers.gateway_process import write_config
 from tests.helpers.scripted_server import Reply, ScriptedServer
@@ -91,9 +90,8 @@ def test_overflow_compacts_then_retries_once(home, server):
     assert result.reply == "answer after compaction"
     assert result.compaction["compacted"] and result.compaction["reason"] == "overflow"
     assert result.compaction["summarizer"] == "model"
-    store = eng.runtime.store()
-    _, latest = active_messages(store, store.get_session(result.session_id))
-    assert latest.meta["summary"].startswith("summary of earlier turns")
+    latest = eng.sessions_timeline(result.session_key).intervals[-1].compactions[-1]
+    assert latest.summary.startswith("summary of earlier turns")
 
 
 def test_overflow_forever_is_an_error_and_nothing_is_lost(home, server):

@@ -14,6 +14,7 @@ from clawkeep import api
 from clawkeep.errors import InputError
 from clawkeep.gateway import control_ui
 from clawkeep.memory import refusals
+from clawkeep.timeutil import now_ms
 from clawkeep.ui import static_dir
 from tests.helpers.cli import run_cli
 from tests.helpers.dreamed_home import (
@@ -123,7 +124,7 @@ def test_refusals_from_remember_tool_chat_and_flush_are_logged_redacted(home):
 def test_refusal_log_drops_old_lines_when_it_grows_and_skips_incognito(eng, home):
     path = refusals.log_path(eng.runtime)
     path.parent.mkdir(parents=True, exist_ok=True)
-    old = eng.runtime.now() - 40 * refusals.DAY_MS
+    old = now_ms() - 40 * refusals.DAY_MS
     line = json.dumps({"at": "old", "atMs": old, "source": "remember", "reason": "x", "excerpt": "y" * 200})
     path.write_text((line + "\n") * (refusals.MAX_BYTES // len(line) + 10) + "{cut by a cra")
     assert eng.memory_remember("ugh this is so broken")["status"] == "refused"
