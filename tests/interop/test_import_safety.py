@@ -119,9 +119,9 @@ def chat_model(home: Path) -> str | None:
     return done.json()["chatModel"]
 
 
-def session_meta(home: Path, key: str) -> dict:
+def session_status(home: Path, key: str):
     with Engine.open(home=home) as engine:
-        return engine.runtime.store("main").get_session_by_key(key).meta
+        return engine.session_status(key)
 
 
 # --- model settings ------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_archive_model_settings_are_listed_not_applied(tmp_path: Path) -> None:
         assert server.url not in written and KEY_VARIABLE not in written
         assert load_config(home / "clawkeep.json5").agents.defaults.compaction.keep_recent_tokens == 3000
         assert chat_model(home) is None
-        assert "modelOverride" not in session_meta(home, "agent:main:main")
+        assert "modelOverride" not in session_status(home, "agent:main:main")
         sent = clawkeep(home, "message", "hello after the import")
         assert sent.code == 0, sent.stderr
         assert server.requests == []  # the next message went nowhere
@@ -168,7 +168,7 @@ def test_archive_model_settings_are_listed_not_applied(tmp_path: Path) -> None:
         assert applied.json()["sessions"]["unchanged"] == 1  # no session written twice
         assert list(home.glob("clawkeep.json5.bak-*"))  # the file the first import wrote is kept
         assert chat_model(home) == "evil/m"
-        assert session_meta(home, "agent:main:main")["modelOverride"] == "evil/m"
+        assert session_status(home, "agent:main:main")["modelOverride"] == "evil/m"
         assert clawkeep(home, "message", "now with the archive's model").code == 0
         assert server.requests and server.requests[0].header("Authorization") == f"Bearer {CANARY}"
 
@@ -252,7 +252,7 @@ def test_lone_surrogate_fails_only_its_own_session(tmp_path: Path) -> None:
     assert f"{topic.name}:{number}" in done.stderr and "Traceback" not in done.stderr
     with Engine.open(home=tmp_path / "home") as engine:
         assert engine.runtime.store("main").get_session(PROJECT_ID) is None
-        assert engine.runtime.store("main").get_session(MAIN_ID) is not None
+        assert engine.session_status(MAIN_ID).session_id == MAIN_ID
 
 
 @pytest.mark.parametrize("depth", [100_000, MAX_CONFIG_DEPTH + 1])

@@ -188,9 +188,9 @@ def test_import_legacy_layout(tmp_path: Path, home: Path) -> None:
         assert unknown["count"] == 1 and unknown["where"].endswith("-topic-42.jsonl:16")
         deleted = [k for k in report["unmapped"] if k.startswith("deleted archive")]
         assert len(deleted) == 1
-        session = engine.runtime.store("main").get_session(PROJECT_ID)
+        session = engine.session_status(PROJECT_ID)
         # the session's own model choice is listed, not applied, without --accept-models
-        assert "modelOverride" not in session.meta and session.label == "project x"
+        assert "modelOverride" not in session and session.label == "project x"
         overrides = report["models"]["sessionOverrides"]
         assert {"session": session.key, "model": "scripted/m1", "applied": False} in overrides
         assert report["models"]["applied"] is False and "--accept-models" in report["models"]["applyCommand"]
