@@ -5,7 +5,6 @@ MEMORY.md byte for byte; a person's edit during Deep is never overwritten."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 import pytest
 
@@ -16,22 +15,8 @@ from clawkeep.errors import InputError
 from clawkeep.events import DreamingProgress
 from clawkeep.memory import items
 from tests.helpers.cli import run_cli
-from tests.helpers.dreaming_month import EXPECTED_PROMOTED, INITIAL_MEMORY, write_month
+from tests.helpers.dreaming_month import CONFIG, EXPECTED_PROMOTED, INITIAL_MEMORY, MONTH, today, write_month
 from tests.helpers.engine import open_engine
-
-CONFIG = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}},
-          "session": {"reset": {"timezone": "UTC"}},
-          "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True}}}}}}
-
-
-# the month plants 11 candidates that pass the gates (4 durable, 7 to be refused or skipped by
-# Deep); deep.limit (10) would leave the weakest undecided, so the month test decides them all
-MONTH = {**CONFIG, "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True,
-                                                                                   "deep": {"limit": 20}}}}}}}
-
-
-def today():
-    return datetime.now(UTC).date()
 
 
 @pytest.fixture

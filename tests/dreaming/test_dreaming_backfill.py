@@ -11,8 +11,8 @@ import pytest
 from clawkeep.config import config_from_dict
 from clawkeep.dreaming import dreams_file, is_due, next_run, previous_run
 from clawkeep.dreaming.store import DreamsDir
-from tests.dreaming.test_dreaming import CONFIG
 from tests.helpers.cli import run_cli
+from tests.helpers.dreaming_month import CONFIG
 from tests.helpers.engine import open_engine
 
 HISTORY = {

@@ -16,8 +16,7 @@ import pytest
 
 from clawkeep.dreaming.store import DreamsDir
 from clawkeep.memory import items
-from tests.dreaming.test_dreaming import MONTH, today
-from tests.helpers.dreaming_month import EXPECTED_PROMOTED, INITIAL_MEMORY, write_month
+from tests.helpers.dreaming_month import EXPECTED_PROMOTED, INITIAL_MEMORY, MONTH, today, write_month
 from tests.helpers.engine import open_engine
 
 CHILD = Path(__file__).parents[1] / "helpers" / "dreaming_crash_child.py"

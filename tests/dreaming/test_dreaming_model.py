@@ -8,8 +8,7 @@ import json
 import pytest
 
 from clawkeep.dreaming import dreams_file
-from tests.dreaming.test_dreaming import today
-from tests.helpers.dreaming_month import write_month
+from tests.helpers.dreaming_month import today, write_month
 from tests.helpers.engine import open_engine
 from tests.helpers.scripted_server import Reply, ScriptedServer
 

@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers.cli import run_cli
 from tests.helpers.gateway_process import GatewayProcess, GatewayThread
-from tests.helpers.scripted_server import Reply, ScriptedServer, sse_data
+from tests.helpers.model_replies import model_config, read_sse, stream_chunks
+from tests.helpers.scripted_server import Reply, ScriptedServer
 
 JSON_TYPE = {"Content-Type": "application/json"}  # state changes say JSON, even without a body
 NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
@@ -265,31 +266,6 @@ def test_token_required_beyond_loopback_and_checked_on_every_request(home):
 def model_server():
     with ScriptedServer() as server:
         yield server
-
-
-def model_config(server):
-    return {"models": {"providers": {"local": {"api": "openai", "baseUrl": server.url + "/v1", "timeoutMs": 5000,
-                                               "retries": 0, "models": {"scripted-1": {"contextWindow": 32768}}}}},
-            "agents": {"defaults": {"model": {"primary": "local/scripted-1"}, "memorySearch": {"provider": "none"}}},
-            "plugins": {"entries": {"active-memory": {"enabled": False}}}}
-
-
-def stream_chunks(*pieces, calls=None):
-    chunks = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
-    if calls:
-        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
-    chunks[-1]["choices"][0]["finish_reason"] = "tool_calls" if calls else "stop"
-    return Reply(sse=sse_data(*chunks, "[DONE]"))
-
-
-def read_sse(response):
-    events, kind = [], None
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: "):
-            events.append((kind, json.loads(line[6:])))
-    return events
 
 
 def test_stream_sends_tokens_tool_calls_then_the_result(home, model_server):

@@ -159,3 +159,19 @@ def _window(month: Month, fact: Planted) -> str:
     """The lines around the fact as memory_search returns them (the fact between two fillers)."""
     lines = month.workspace.joinpath(fact.path).read_text(encoding="utf-8").splitlines()
     return "\n".join(lines[fact.line - 2:fact.line + 1])
+
+
+# the dreaming tests' configs and their day (tests/dreaming/)
+CONFIG = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}},
+          "session": {"reset": {"timezone": "UTC"}},
+          "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True}}}}}}
+
+
+# the month plants 11 candidates that pass the gates (4 durable, 7 to be refused or skipped by
+# Deep); deep.limit (10) would leave the weakest undecided, so the month test decides them all
+MONTH = {**CONFIG, "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": True,
+                                                                                   "deep": {"limit": 20}}}}}}}
+
+
+def today():
+    return datetime.now(UTC).date()

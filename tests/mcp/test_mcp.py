@@ -5,29 +5,32 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import httpx
-import httpx2
 import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
 
 from clawkeep import Engine, api
 from clawkeep.mcp.server import MCP_TOOLS
 from clawkeep.mcp.stdio import MAX_LINE_BYTES, CheckedLines
 from tests.helpers.cli import run_cli
+from tests.helpers.mcp_client import (
+    free_port,
+    http_server,
+    over_http,
+    over_stdio,
+    payload,
+    server_args,
+    server_env,
+)
 
 CONFIG = {"session": {"dmScope": "per-channel-peer"}}
 ALICE = "agent:main:telegram:direct:alice"
@@ -46,73 +49,6 @@ def prepared(tmp_path_factory) -> Path:
         eng.message("my invoice number is INV-4471", channel="telegram", sender="bob")
         eng.memory_remember("I prefer TypeScript over JavaScript")
     return home
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_DEBUG")}
-
-
-def server_args(home: Path, *extra: str) -> list[str]:
-    return ["-m", "clawkeep", "--home", str(home), "mcp", *extra]
-
-
-def over_stdio(home: Path, work, *extra: str):
-    """Run `work(session)` against `clawkeep mcp …` spawned by the SDK's stdio client."""
-    params = StdioServerParameters(command=sys.executable, args=server_args(home, *extra), env=_env())
-
-    async def main():
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return await work(session)
-
-    return anyio.run(main)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def http_server(home: Path, *extra: str):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, *server_args(home, "--http", str(port), *extra)], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the MCP HTTP server did not start"
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", proc
-    finally:
-        proc.terminate()
-        proc.wait(20)
-
-
-def over_http(url: str, work, headers: dict[str, str] | None = None):
-    async def main():
-        async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as client, \
-                streamable_http_client(url, http_client=client) as (read, write), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            return await work(session)
-
-    return anyio.run(main)
-
-
-def payload(result):
-    """The tool result's JSON text, checked against its structured twin when there is one."""
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    data = json.loads(result.content[0].text)
-    if isinstance(data, dict):
-        assert result.structured_content == data
-    return data
 
 
 # --- stdio -------------------------------------------------------------------------------------
@@ -337,7 +273,7 @@ def test_stdio_answers_every_malformed_line_and_keeps_serving(prepared, tmp_path
     official client work in the same server process."""
     log = open(tmp_path / "stderr.txt", "w+b")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, *server_args(prepared)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log, env=_env())
+                            stderr=log, env=server_env())
     try:
         hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}

@@ -122,8 +122,8 @@ def _statuses(eng) -> dict[str, str]:
 
 
 def test_the_model_edits_and_forgets_its_own_lines_through_the_tool_loop(home):
+    from tests.helpers.model_replies import completion, config_for, last_message
     from tests.helpers.scripted_server import ScriptedServer
-    from tests.turns.test_tool_loop import completion, config_for, last_message
 
     with ScriptedServer() as server:
         config = config_for(server)
@@ -206,7 +206,7 @@ def test_mcp_offers_the_corrections_and_read_only_workspaces_refuse_them(home):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from tests.mcp.test_mcp import _env, payload, server_args
+    from tests.helpers.mcp_client import payload, server_args, server_env
 
     (home / "clawkeep.json5").write_text(json.dumps(PEERS))
     with open_engine(home) as eng:
@@ -219,7 +219,7 @@ def test_mcp_offers_the_corrections_and_read_only_workspaces_refuse_them(home):
         back = payload(await session.call_tool("memory_undo", {"itemId": forgot["undo"]}))
         return names, forgot, back
 
-    params = StdioServerParameters(command=sys.executable, args=server_args(home, "--session", ALICE), env=_env())
+    params = StdioServerParameters(command=sys.executable, args=server_args(home, "--session", ALICE), env=server_env())
 
     async def main():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

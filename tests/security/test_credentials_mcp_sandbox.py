@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from clawkeep import Engine
-from tests.gateway.test_gateway import model_config, read_sse, stream_chunks
 from tests.helpers.cli import run_cli
 from tests.helpers.gateway_process import GatewayThread
+from tests.helpers.mcp_client import http_server, over_http, over_stdio, payload
+from tests.helpers.model_replies import model_config, read_sse, stream_chunks
 from tests.helpers.scripted_server import ScriptedServer
-from tests.mcp.test_mcp import http_server, over_http, over_stdio, payload
 
 ALICE = "agent:main:telegram:direct:alice"
 BOB = "agent:main:telegram:direct:bob"

@@ -21,8 +21,8 @@ from clawkeep.redact import REDACTED, redact_secrets, secret_kinds
 from tests.helpers.cli import run_cli
 from tests.helpers.engine import open_engine
 from tests.helpers.gateway_process import GatewayThread
+from tests.helpers.model_replies import completion, config_for, last_message
 from tests.helpers.scripted_server import ScriptedServer
-from tests.turns.test_tool_loop import completion, config_for, last_message
 
 NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 

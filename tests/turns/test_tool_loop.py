@@ -8,27 +8,11 @@ import re
 import pytest
 
 from tests.helpers.engine import open_engine
+from tests.helpers.model_replies import completion, config_for, last_message
 from tests.helpers.scripted_server import Reply, ScriptedServer, sse_data, sse_events
 
 
 # --- the scripted model ------------------------------------------------------------------------
-def completion(text="", calls=(), finish=None):
-    message = {"role": "assistant", "content": text or None}
-    if calls:
-        message["tool_calls"] = [{"id": f"call_{i}_{name}", "type": "function",
-                                  "function": {"name": name, "arguments": args if isinstance(args, str)
-                                               else json.dumps(args, ensure_ascii=False)}}
-                                 for i, (name, args) in enumerate(calls)]
-    return Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1",
-                       "choices": [{"index": 0, "message": message,
-                                    "finish_reason": finish or ("tool_calls" if calls else "stop")}],
-                       "usage": {"prompt_tokens": 40, "completion_tokens": 5}})
-
-
-def last_message(request):
-    return request.json()["messages"][-1]
-
-
 def side_model(request):
     """Recall, flush and compaction calls offer no tools: answer them plainly."""
     return completion("NONE")
@@ -38,17 +22,6 @@ def side_model(request):
 def server():
     with ScriptedServer() as srv:
         yield srv
-
-
-def config_for(server, api="openai", **defaults):
-    base = server.url + ("/v1" if api == "openai" else "")
-    return {
-        "models": {"providers": {"local": {"api": api, "baseUrl": base, "timeoutMs": 3000, "retries": 0,
-                                           "models": {"scripted-1": {"contextWindow": 32768}}}}},
-        "agents": {"defaults": {"model": {"primary": "local/scripted-1"}, "memorySearch": {"provider": "none"},
-                                **defaults}},
-        "plugins": {"entries": {"active-memory": {"enabled": False}}},
-    }
 
 
 def tool_requests(server):

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.gateway.test_gateway import model_config, stream_chunks
 from tests.helpers.dreamed_home import (
     ALICE,
     BACKUP,
@@ -27,6 +26,7 @@ from tests.helpers.dreamed_home import (
     dreaming_config,
 )
 from tests.helpers.gateway_process import GatewayProcess
+from tests.helpers.model_replies import model_config, stream_chunks
 from tests.helpers.scripted_server import ScriptedServer
 
 JSON_TYPE = {"Content-Type": "application/json"}  # state changes say JSON, even without a body
