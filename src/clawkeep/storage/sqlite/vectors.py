@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from ...deferred import deferred_import
 from ...errors import InputError, StorageError
 from ..memory_base import VectorFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: loads with the first vector read
 
 BACKENDS = ("numpy", "sqlite-vec")
 _CACHE: dict[tuple[str, str, int, tuple[str, ...], str], Any] = {}
