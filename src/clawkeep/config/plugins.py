@@ -53,7 +53,7 @@ class DreamingConfig(_Model):
     @field_validator("frequency")
     @classmethod
     def _cron(cls, value: str) -> str:
-        from croniter import croniter  # noqa: PLC0415 - only when the key is set
+        from croniter import croniter  # deferred: croniter and dateutil, only when the key is set
 
         text = " ".join(str(value).split())
         if len(text.split()) != 5 or not croniter.is_valid(text):

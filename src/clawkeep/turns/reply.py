@@ -21,6 +21,7 @@ from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
+from ..models.errors import ContextOverflowError
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
 from ..recall.service import RecallResult, recall
 from ..runtime import Runtime
@@ -222,8 +223,7 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
     `on_event` each model call is streamed as `token` events and each tool run is a
     `tool_call` event."""
     # Only with a model: record mode never loads the chat clients (httpx) or the tool registry.
-    from ..models.chat import ContextOverflowError  # noqa: PLC0415
-    from . import tools  # noqa: PLC0415
+    from . import tools  # deferred: the tool registry and the chat clients (httpx), with a model only
 
     offered = tools.offered_tools(rt, session)
     limit = rt.config.agents.defaults.tools.max_steps
@@ -264,7 +264,7 @@ def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: A
     """Run the model's tool calls, then record the calls (with the usage of the model call that
     asked for them) and their results in one write: a call never lands without its result, and
     the next model call sees both."""
-    from . import tools  # noqa: PLC0415 - see reply()
+    from . import tools  # deferred: see reply()
 
     said = strip_reasoning(result.text)
     calls = [call.to_message() for call in result.tool_calls]
@@ -391,7 +391,7 @@ def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_re
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None
     if model is not None:
-        from . import tools  # noqa: PLC0415 - see reply()
+        from . import tools  # deferred: see reply()
 
         context = build_context(rt, store, session, text, recall_result, model, at, tools.offered_tools(rt, session))
         outcome.notices, tokens = context.notices, context.estimated_tokens

@@ -90,7 +90,7 @@ _REMOTE_NAMES = ("REMOTE_PROVIDERS", "GeminiEmbeddingProvider", "HttpEmbeddingPr
 def __getattr__(name: str) -> object:
     # The remote providers load the HTTP client: imported when one is named, not with the package.
     if name in _REMOTE_NAMES:
-        from . import remote
+        from . import remote  # deferred: httpx, when a remote provider is named
 
         return getattr(remote, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

