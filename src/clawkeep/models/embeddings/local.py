@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from .base import EmbeddingError, EmbeddingProvider, Side
 from .packages import package_version
-from .snapshot import load_use
 
 if TYPE_CHECKING:
     import numpy as np
@@ -108,6 +107,8 @@ class _LoadedModel:
             if self.engine is not None:
                 return
             if self.spec is USE_M3:
+                from .snapshot import load_use  # deferred: the snapshot reader, with the model only
+
                 # One BLAS thread by default: the encoder works in small micro-batches, where
                 # more threads only add synchronisation (measured 5-8x slower with 2 threads on
                 # a busy 2-core machine). The limit is applied through threadpoolctl.
