@@ -10,6 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..api import Shape
+from ..deferred import deferred_import
+
+bars = deferred_import("rich.progress")  # deferred: ≈5 ms of Rich, only for the commands that show a bar
 
 
 def as_json_data(data: Any) -> Any:
@@ -43,8 +46,6 @@ def progress_display(console: Any, *, disable: bool, transient: bool = True, lab
              sizes: bool = False) -> Any:
     """A Rich progress display on `console`: a bar with items done of the total and the time
     elapsed, or with `sizes` the bytes read and the time remaining."""
-    from rich import progress as bars  # deferred: ≈5 ms of Rich, only for the commands that show a bar
-
     columns = (bars.DownloadColumn(), bars.TimeRemainingColumn()) if sizes else (
         bars.MofNCompleteColumn(), bars.TimeElapsedColumn())
     return bars.Progress(bars.TextColumn(label), bars.BarColumn(), *columns, console=console, transient=transient,

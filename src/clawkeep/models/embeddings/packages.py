@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
+from ...deferred import deferred_import
+
+metadata = deferred_import("importlib.metadata")  # deferred: a dozen modules, for a version the scan misses
+
 _VERSIONS: dict[str, str | None] = {}
 
 
@@ -29,11 +33,9 @@ def package_version(package: str) -> str | None:
             if found:
                 break
         if found is None:
-            import importlib.metadata  # deferred: a dozen modules, for a version the scan above did not find
-
             try:
-                found = importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
+                found = metadata.version(package)
+            except metadata.PackageNotFoundError:
                 found = None
         _VERSIONS[package] = found
     return _VERSIONS[package]
