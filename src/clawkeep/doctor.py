@@ -182,7 +182,7 @@ def _derived(rt: Runtime, agent_id: str, path: Path, repair: bool) -> dict[str, 
         out["hint"] = "derived from the Markdown files: rebuilt on next use, or now with --repair"
     if not problems or not repair:
         return out
-    from .memory import service as memory  # noqa: PLC0415 - heavy (search, embeddings) and only for repairs
+    from .memory import service as memory  # deferred: search and embeddings, only for a repair
 
     own = agent_id == rt.agent_id
     target = rt if own else Runtime(rt.home, rt.config, agent_id)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from clawkeep.deferred import deferred_import
 from clawkeep.patterns import lazy
 
 PROBE = """
@@ -90,3 +91,14 @@ def test_both_english_stemmers_agree():
              "invoices deployment deployed typescript adoption agencies").split()
     fast, pure = Stemmer.Stemmer("english"), EnglishStemmer()
     assert [fast.stemWord(w) for w in words] == [pure.stemWord(w) for w in words]
+
+
+def test_a_deferred_module_imports_on_first_use_and_then_reads_like_one():
+    sys.modules.pop("colorsys", None)  # a small stdlib module nothing here has a reason to hold
+    stand_in = deferred_import("colorsys")
+    assert "colorsys" not in sys.modules
+    assert stand_in.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)  # the first read imports it
+    assert "colorsys" in sys.modules and stand_in.rgb_to_hsv is sys.modules["colorsys"].rgb_to_hsv
+    assert "rgb_to_hsv" in vars(stand_in)  # bound on the stand-in: later reads skip __getattr__
+    with pytest.raises(AttributeError):
+        stand_in.no_such_function  # noqa: B018 - the module's own AttributeError

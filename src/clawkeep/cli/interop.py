@@ -14,7 +14,7 @@ from .. import validation as check
 from ..errors import InputError
 from ..validation import shown
 from .app import app, engine, err, out
-from .render import emit, table
+from .render import emit, progress_display, table
 
 import_app = typer.Typer(help="Import sessions, transcripts, memory files and config.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -23,10 +23,7 @@ app.add_typer(import_app, name="import")
 @contextmanager
 def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int], Callable[[int], None]]]:
     """A Rich bar over bytes read (shown on stderr, not with --json)."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
-
-    with Progress(TextColumn(label), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err,
-                  transient=True, disable=quiet) as bar:
+    with progress_display(err, label=label, sizes=True, disable=quiet) as bar:
         def start(total: int) -> Callable[[int], None]:
             task = bar.add_task(label, total=max(total, 1))
             return lambda n: bar.advance(task, n)

@@ -22,7 +22,7 @@ from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep
 from . import tokens as _tokens_commands  # noqa: F401 - registers `clawkeep tokens …`
 from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
 from .options import described
-from .render import as_json_data, emit, table  # noqa: F401
+from .render import as_json_data, emit, progress_display, table  # noqa: F401
 
 
 # --- message ---------------------------------------------------------------------------
@@ -207,12 +207,9 @@ def migrate(
 ) -> None:
     """Copy every agent between an embedded home and PostgreSQL (D3): sessions, transcripts, memory
     documents; verified by counts and checksums; run it again to resume an interrupted copy."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+    from ..migrate import migrate as run_migrate  # deferred: the PostgreSQL driver, for this command only
 
-    from ..migrate import migrate as run_migrate  # noqa: PLC0415
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=as_json, disable=as_json) as bar:
+    with progress_display(err, transient=as_json, disable=as_json) as bar:
         tasks: dict[tuple[str, str], Any] = {}
 
         def progress(agent_id: str, phase: str, done: int, total: int) -> None:

@@ -11,7 +11,7 @@ from .. import validation as check
 from ..errors import InputError
 from .app import engine, err, memory_app, out
 from .options import described
-from .render import emit, table
+from .render import emit, progress_display, table
 
 
 @memory_app.command("status")
@@ -32,10 +32,7 @@ def memory_index(
 ) -> None:
     """Bring the memory index up to date with the Markdown files (and transcripts if enabled)."""
     eng = engine(ctx)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=as_json) as bar:
+    with progress_display(err, disable=as_json) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(phase: str, done: int, total: int) -> None:

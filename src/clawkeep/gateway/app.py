@@ -27,9 +27,11 @@ from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 import annotated_types
+from anyio import to_thread
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, BeforeValidator, Strict, ValidationError, create_model
@@ -202,8 +204,6 @@ class Gateway:
     async def shutdown(self) -> None:
         """Refuse new work, give in-flight turns `shutdownGraceSeconds`, stop the background
         work, flush the metrics, close the engine."""
-        from anyio import to_thread  # noqa: PLC0415
-
         left = await to_thread.run_sync(self.inflight.close, self.settings.shutdown_grace_seconds)
         if self.background is not None:
             await to_thread.run_sync(self.background.stop)
@@ -221,8 +221,6 @@ class Gateway:
         _grant.set(grant)
 
     async def _credential(self, header: str) -> credentials.Grant:
-        from anyio import to_thread  # noqa: PLC0415
-
         token = self.settings.auth.token
         scheme, _, value = header.partition(" ")
         value = value.strip()
@@ -247,8 +245,6 @@ class Gateway:
         +16% p50 on a cheap route with one)."""
         if self._any_token or time.monotonic() < self._no_token_until:
             return self._any_token
-        from anyio import to_thread  # noqa: PLC0415
-
         self._any_token = await to_thread.run_sync(credentials.required, self.engine.runtime)
         self._no_token_until = time.monotonic() + NO_TOKEN_RECHECK_S
         return self._any_token
@@ -337,8 +333,6 @@ class _Forbidden(ClawkeepError):
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
     try:
         return version("clawkeep")
     except PackageNotFoundError:

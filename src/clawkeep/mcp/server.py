@@ -16,10 +16,12 @@ import json
 import signal
 import threading
 from functools import partial
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 import mcp.types as types
+import uvicorn  # the SDK loads it already (its HTTP transports)
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -100,8 +102,6 @@ def build_server(engine: Engine, caller: str | None = None, *, sandboxed: bool =
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - once per server
-
     try:
         return version("clawkeep")
     except PackageNotFoundError:
@@ -138,8 +138,6 @@ def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.
                token: str | None = None, sandboxed: bool = False) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Off loopback a token is
     required, and every request must carry `Authorization: Bearer <token>`."""
-    import uvicorn  # noqa: PLC0415 - only the HTTP transport needs it
-
     check_http_access(host, token)
     # plain JSON answers (no SSE stream per call): the tools send no progress notifications
     app: Any = build_server(engine, caller, sandboxed=sandboxed).streamable_http_app(host=host, json_response=True)

@@ -24,7 +24,7 @@ from . import documents, items
 from .index import MemoryIndex, Progress, SyncReport
 from .owners import visible_to
 from .rebuild import guarded, last_rebuild, open_store
-from .search import memory_search
+from .search import memory_search, vector_filter
 from .search import validate as validate_query
 from .search.rerank import status as rerank_status
 from .search.rerank import warm as warm_reranker
@@ -70,7 +70,7 @@ def _provider_factory(rt: Runtime):
     def make():
         if settings.provider == "none" or not settings.enabled:
             return None
-        from ..models.embeddings import create_embedding_provider  # noqa: PLC0415 - heavy, load on demand
+        from ..models.embeddings import create_embedding_provider  # deferred: numpy and the models, on demand
 
         wanted = settings.model_dump(by_alias=True, exclude_none=True)
         try:
@@ -383,7 +383,7 @@ def _transcript_lines(rt: Runtime, path: str, session_id: str, caller: str | Non
         raise missing
     if caller is not None:
         # the session service (lifecycle, maintenance) only for a session reading a transcript
-        from ..sessions.service import transcript_visible  # noqa: PLC0415
+        from ..sessions.service import transcript_visible  # deferred: lifecycle and maintenance modules
 
         try:
             visible = transcript_visible(store, session, rt.scope(Caller(caller)))
@@ -473,7 +473,7 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
         fact = redact_secrets(fact)[0]
     day = day or today(rt)
     active = writable_items(rt, owner, day) if active is None else active
-    from . import facts  # noqa: PLC0415 - writes only
+    from . import facts  # deferred: supersession patterns, writes only
 
     same = next((i for i in active if i.text.strip().lower() == fact.lower()), None) or next(
         (i for i in active if facts.same_fact(fact, i.text)), None) or next(
@@ -587,7 +587,7 @@ def _writable_by(item: items.Item, owner: str | None, rt: Runtime) -> bool:
 
 def _conflicts(fact: str, active: list[items.Item], similar: facts.Similar | None) -> list[items.Item]:
     """The active items `fact` gives a new value (M8): same subject, another value (`facts.conflicts`)."""
-    from . import facts  # noqa: PLC0415 - writes only
+    from . import facts  # deferred: supersession patterns, writes only
 
     return [i for i in active if facts.conflicts(fact, i.text, similar=similar)]
 
@@ -731,8 +731,6 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
         out["provider"] = _provider_health(idx)
         try:
             out["index"]["stale"] = idx.store.get_meta("fingerprint") != idx.fingerprint()
-            from .search import vector_filter  # noqa: PLC0415
-
             out["vectorStore"].update({"ok": True, **idx.store.describe_vectors(vector_filter(idx, settings.sources))})
         except ClawkeepError as exc:
             out["vectorStore"].update({"ok": False, "error": str(exc)})
@@ -772,7 +770,7 @@ def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: boo
 
 def watch(rt: Runtime):
     """Start a file watcher that re-indexes after edits (for long-running processes)."""
-    from .watcher import MemoryWatcher, TranscriptPoller  # noqa: PLC0415 - only long-running processes
+    from .watcher import MemoryWatcher, TranscriptPoller  # deferred: watchdog, long-running processes only
 
     idx = open_index(rt)
     sync_settings = rt.config.agents.defaults.memory_search.sync

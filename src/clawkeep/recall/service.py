@@ -22,16 +22,19 @@ from ..config.active_memory import (
     active_memory_config,
     remember_across_conversations,
 )
+from ..context.compaction import active_messages
 from ..errors import ClawkeepError, InputError
 from ..events import RecallTraced
 from ..memory import service as memory
 from ..memory.owners import DM_KINDS, visible_to
 from ..memory.sessions_source import eligible as transcript_eligible
-from ..routing.keys import SYNTHETIC_KINDS
+from ..models.errors import ModelTimeoutError
+from ..routing.keys import SYNTHETIC_KINDS, subagent_key
+from ..routing.router import Route
 from ..runtime import Runtime
 from ..sessions import transcript
-from ..sessions.service import find_session
-from ..storage import SessionFilter, SessionRecord, TextQuery
+from ..sessions.service import create_session, find_session
+from ..storage import EntryRecord, SessionFilter, SessionRecord, TextQuery
 from ..text.query import parse_query, rerank
 from ..timeutil import to_iso
 from . import lanes
@@ -178,8 +181,6 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
     circuit = breaker(rt)
     if circuit.open(key):
         return done("skipped", 2, past, reason="circuit open after repeated timeouts")
-    from ..models.chat import ModelTimeoutError  # noqa: PLC0415 - only needed with a model
-
     context = lanes.conversation_context(_recent_turns(rt, session), text, mode=options.query_mode,
                                          user_turns=options.recent_user_turns,
                                          assistant_turns=options.recent_assistant_turns)
@@ -199,8 +200,6 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
 
 
 def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
-    from ..context.compaction import active_messages  # noqa: PLC0415
-
     messages, _ = active_messages(rt.store_for_key(session.key), session)
     return [(m.role, transcript.plain_text(m.content)) for m in messages[-40:] if m.role in ("user", "assistant")]
 
@@ -208,11 +207,6 @@ def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
 def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary: str | None) -> None:
     """persistTranscripts: keep the recall sub-agent's exchange as a sub-agent session of the turn's
     session (temporary and unrecorded otherwise)."""
-    from ..routing.keys import subagent_key  # noqa: PLC0415
-    from ..routing.router import Route  # noqa: PLC0415
-    from ..sessions.service import create_session  # noqa: PLC0415
-    from ..storage import EntryRecord  # noqa: PLC0415
-
     at = rt.now()
     route = Route(subagent_key(session.agent_id), session.agent_id, "subagent", None, "subagent", None, None,
                   "subagent")

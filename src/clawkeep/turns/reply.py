@@ -24,6 +24,7 @@ from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
+from ..models.errors import ContextOverflowError
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
 from ..recall.service import RecallResult, recall
 from ..runtime import Runtime
@@ -232,8 +233,7 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
     `tool_call` event. The tools run for `turn` (its limit, its one index check, the message it
     answers); None runs them outside any turn."""
     # Only with a model: record mode never loads the chat clients (httpx) or the tool registry.
-    from ..models.chat import ContextOverflowError  # noqa: PLC0415
-    from . import tools  # noqa: PLC0415
+    from . import tools  # deferred: the tool registry and the chat clients (httpx), with a model only
 
     offered = tools.offered_tools(rt, session)
     limit = rt.config.agents.defaults.tools.max_steps
@@ -277,7 +277,7 @@ def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: A
     """Run the model's tool calls, then record the calls (with the usage of the model call that
     asked for them) and their results in one write: a call never lands without its result, and
     the next model call sees both."""
-    from . import tools  # noqa: PLC0415 - see reply()
+    from . import tools  # deferred: see reply()
 
     said = strip_reasoning(result.text)
     calls = [call.to_message() for call in result.tool_calls]
@@ -395,7 +395,7 @@ def _add_usage(session: SessionRecord, result: Any, now: int) -> None:
 def context_step(rt: Runtime, turn: Turn) -> TurnContext:
     """Context: what the next model call of this turn sees (history, bootstrap files, the recall
     block, notices, the tools offered), computed from the store; nothing is written."""
-    from . import tools  # noqa: PLC0415 - see reply()
+    from . import tools  # deferred: see reply()
 
     session = turn.session
     assert session is not None
