@@ -332,6 +332,29 @@ class PgConnection:
                 raise translate(self.url, exc) from None
         raise AssertionError("unreachable")
 
+    def _queries(self, statements: Sequence[tuple[str, Sequence[Any] | None]]) -> list[list[Any]]:
+        """The rows of several independent reads, sent together: one round trip (a pipeline on
+        one pooled connection, each read autocommitted as `_query`'s are). Inside the thread's
+        transaction or on a pinned connection they run as `_query` runs them."""
+        if len(statements) < 2 or self._current() is not None or self._pinned() is not None:
+            return [self._query(sql, params) for sql, params in statements]
+        for attempt in range(2):
+            used = None
+            try:
+                with self.db.pool.connection() as conn:
+                    used = conn
+                    with conn.pipeline():  # one Sync when the block ends, every result read then
+                        cursors = [conn.execute(sql.replace("{s}", self.s), params) for sql, params in statements]
+                    return [cur.fetchall() for cur in cursors]
+            except psycopg.OperationalError as exc:
+                if attempt == 0 and used is not None and _dropped(used, exc):  # as in `_query`
+                    self.db.pool.check()
+                    continue
+                raise translate(self.url, exc) from None
+            except psycopg.Error as exc:
+                raise translate(self.url, exc) from None
+        raise AssertionError("unreachable")
+
     def _write(self, sql: str, params: Sequence[Any] | dict | None = None) -> Any:
         """Inside `transaction()`: queued in the pipeline; fetching its rows waits for them."""
         conn = self._current()
