@@ -185,12 +185,13 @@ class MemoryIndex:
             return False
         return not queue.changed()
 
-    def search_generation(self) -> int:
-        """The index generation for the search that follows this thread's staleness check
-        (`refresh`): as the check read it (a sync since then read it again), else read now. It
-        keys what a search keeps per generation (chunk and vector counts)."""
+    def checked_generation(self) -> int | None:
+        """The index generation as this thread's last staleness check (`refresh`) read it (a sync
+        since then read it again), once: the search that follows takes it, so it need not read
+        the generation itself (it keys what a search keeps per generation: chunk and vector
+        counts). None: no check since the last search; read it."""
         generation, self._checked.generation = getattr(self._checked, "generation", None), None
-        return self.store.generation() if generation is None else generation
+        return generation
 
     def close(self) -> None:
         """Let go of the change queue (the store is closed by its owner)."""

@@ -158,6 +158,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     windows. `pool_for`: the number of results the candidate pool is sized for (default
     `limit`; more when some candidates may be invisible). `hidden_messages`: transcript
     message ids whose lines are never offered (the message being answered)."""
+    generation = index.checked_generation()  # taken first: a check's generation serves one search at most
     if mode not in ("hybrid", "keyword", "vector"):
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
@@ -171,7 +172,8 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     candidates: dict[int, Candidate] = {}
     # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
     # keyword path (SQLite FTS5, also outside the GIL)
-    generation = index.search_generation()  # as the staleness check just read it: no read of its own
+    if generation is None:  # else as the staleness check just read it: no read of its own
+        generation = index.store.generation()
     vectors = (_pool().submit(vector, index, text, sources, pool, generation)
                if mode in ("hybrid", "vector") and index.provider is not None else None)
     terms = Terms.of(index, text, generation)

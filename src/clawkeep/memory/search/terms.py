@@ -45,7 +45,7 @@ class Terms:
 
     @classmethod
     def of(cls, index: MemoryIndex, text: str, generation: int | None = None) -> Terms | None:
-        """`generation`: the index's, when the caller has read it (`MemoryIndex.search_generation`)."""
+        """`generation`: the index's, when the caller has read it (`MemoryIndex.checked_generation`)."""
         parsed = parse_query(text)
         if parsed is None:
             return None
