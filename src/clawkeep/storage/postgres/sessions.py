@@ -103,7 +103,13 @@ MIGRATIONS = (
         "sandboxed BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, expires_at BIGINT, revoked_at BIGINT, "
         "last_used_at BIGINT)",
     )),
+    # moved right after every commit that wrote to entry_index (see fts.PostingCache)
+    Migration(5, "a generation of the full-text index (searches keep its matches in memory)", (
+        "CREATE SEQUENCE {s}.entry_index_generation",
+    )),
 )
+_BUMP = "SELECT nextval('{s}.entry_index_generation')"
+_GENERATION_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.entry_index_generation"
 _CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 # Document writes take turns until they commit, so `seq` numbers become visible in order: a
@@ -486,6 +492,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def delete_session(self, session_id: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.entry_index WHERE session_id = %s", (session_id,))
+            self._after_commit(_BUMP)
             self._write("DELETE FROM {s}.entries WHERE session_id = %s", (session_id,))
             self._write("DELETE FROM {s}.sessions WHERE session_id = %s", (session_id,))
             self._note(f"deleted session {session_id}")
@@ -517,6 +524,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 raise DuplicateError(f"{what} already exists")
             entry.seq = rows[0][0]
             if index_text and index_text.strip():
+                self._after_commit(_BUMP)
                 self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
             self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
@@ -600,7 +608,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         ranker = self.__dict__.get("_text_ranker")
         if ranker is None:
             ranker = self.__dict__["_text_ranker"] = Ranker("{s}.entry_index", self._query,
-                                                            "SELECT coalesce(max(id), 0) FROM {s}.entry_index")
+                                                            "SELECT coalesce(max(id), 0) FROM {s}.entry_index",
+                                                            generation_sql=_GENERATION_SQL)
         return ranker
 
     def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int, *, rows: bool = False) -> Ranked:
