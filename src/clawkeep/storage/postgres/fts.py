@@ -159,6 +159,7 @@ class PostingCache:
     postings: dict[str, tuple[Any, Any, Any]]
     size: int = 0
     born: float = 0.0
+    checked: float = 0.0  # when a statement last found it current
 
     def current(self, generation: int, own_writes: bool) -> bool:
         return generation == self.generation and not own_writes and time.monotonic() - self.born < CACHE_MAX_AGE_S
@@ -213,10 +214,13 @@ class Ranker:
         with self._lock:
             previous, self._seen = self._seen, generation
             cache = self._cache
+            now = time.monotonic()
             if cache is not None and not cache.current(generation, own_writes):
                 cache = self._cache = None
             if cache is None and previous == generation and not own_writes and total is not None:
-                cache = self._cache = PostingCache(generation, total, {}, born=time.monotonic())
+                cache = self._cache = PostingCache(generation, total, {}, born=now)
+            if cache is not None:
+                cache.checked = now
             if cache is not None and loaded:
                 for literal, posting in loaded.items():
                     if literal not in cache.postings and not cache.add(literal, posting):
@@ -274,16 +278,19 @@ class Ranker:
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
             where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
-        summed = np.zeros(len(unique))
+        summed = None
         for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
             if not len(ids):
                 continue
             norm = K1 * (1 - B + B * length / average)
             part = weight * ((tf * (K1 + 1)) / (tf + norm))
-            if at is None:
-                summed += part
+            if at is None:  # one phrase (maybe repeated): its rows are all the rows
+                summed = part if summed is None else summed + part
             else:
+                if summed is None:
+                    summed = np.zeros(len(unique))
                 summed[at] += part  # ids are unique within a phrase's posting
+        assert summed is not None
         scores = -summed
         if len(unique) > limit:  # only the best `limit` (and ties at the edge) are sorted
             edge = np.partition(scores, limit - 1)[limit - 1]
@@ -316,23 +323,46 @@ class Ranker:
         if not unique:
             return {}
         sql, params = df_query(self.table, unique)
-        cache = self._cached()
         if self._generation_sql is None:
             counts = [int(c) for c in self._rows(sql, params)[0]]
-        elif cache is not None and all(lexeme(t) in cache.postings for t in unique):
-            # counted only when the cache turns out stale (the statement checks it)
-            row = self._rows(f"SELECT {self._state_sql()}, CASE WHEN ({self._generation_sql}) = %s AND "
-                             "pg_current_xact_id_if_assigned() IS NULL THEN NULL "
-                             f"ELSE ARRAY[{sql[len('SELECT '):]}] END", [cache.generation, *params])[0]
-            if self._observe(row[0], row[1], None) is cache:
-                return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
-            counts = [int(c) for c in row[2]]
-        else:
-            row = self._rows(f"SELECT {self._state_sql()}, {sql[len('SELECT '):]}", params)[0]
-            self._observe(row[0], row[1], None)
-            counts = [int(c) for c in row[2:]]
-        self._remember(dict(zip(params, counts, strict=True)))
-        return dict(zip(unique, counts, strict=True))
+            self._remember(dict(zip(params, counts, strict=True)))
+            return dict(zip(unique, counts, strict=True))
+        cache = self._cached()
+        held = [t for t in unique if cache is not None and lexeme(t) in cache.postings]
+        if len(held) == len(unique) and cache is not None and time.monotonic() - cache.checked < DF_FRESH_S:
+            # as fresh as a remembered count (the ranking that follows checks the cache itself)
+            return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
+        # the others' matches are read for the cache (their number is the count), or counted
+        phrases = {t: Phrase((t,), False) for t in unique if t not in held}
+        load = [t for t, p in phrases.items() if p.searchable_as_text and (self._fresh_df(p.tsquery) or 0)
+                <= MAX_CACHED_PHRASE] if cache is not None or self._seen is not None else []
+        counted = [t for t in phrases if t not in load]
+        parts = [self._state_sql(), f"({self._total_sql})" if not self._total_kept else "NULL"]
+        values: list[Any] = []
+        for t in load:
+            parts.append(self._posting_sql(self.table))
+            values += [phrases[t].padded, phrases[t].padded, phrases[t].tsquery]
+        count_sql = f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)"
+        if held:  # counted only when the cache turns out stale
+            parts.append(f"CASE WHEN ({self._generation_sql}) = %s AND pg_current_xact_id_if_assigned() IS NULL "
+                         f"THEN NULL ELSE ARRAY[{', '.join([count_sql] * len(held))}] END")
+            values += [cache.generation if cache is not None else -1, *(lexeme(t) for t in held)]
+        parts += [count_sql] * len(counted)
+        values += [lexeme(t) for t in counted]
+        row = self._rows("SELECT " + ", ".join(parts), values)[0]
+        at = 3 + len(load)
+        loaded = {phrases[t].tsquery: self._posting(flat) for t, flat in zip(load, row[3:at], strict=True)}
+        now = self._observe(row[0], row[1], None if row[2] is None else int(row[2]), loaded)
+        result = {t: len(loaded[phrases[t].tsquery][0]) for t in load}
+        if held:
+            if now is not None and now is cache:
+                result.update({t: len(cache.postings[lexeme(t)][0]) for t in held})
+            else:
+                result.update({t: int(c) for t, c in zip(held, row[at], strict=True)})
+            at += 1
+        result.update({t: int(c) for t, c in zip(counted, row[at:], strict=True)})
+        self._remember({lexeme(t): n for t, n in result.items()})
+        return {t: result[t] for t in unique}
 
     def _remember(self, counts: dict[str, int]) -> None:
         now = time.monotonic()
