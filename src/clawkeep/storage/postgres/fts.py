@@ -57,7 +57,7 @@ STATS_FRESH_S = 300.0  # row count and average row length are read again after t
 FEW_CANDIDATES = 50  # up to this many expected candidates, a search reads their rows with them
 MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
 AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
-MAX_CACHED_MATCHES = 3_000_000  # (row, count, length) triples a store's PostingCache holds (≈72 MB)
+MAX_CACHED_MATCHES = 2_000_000  # (row, count, length) triples a store's PostingCache holds (≈48 MB)
 MAX_CACHED_PHRASE = 400_000  # a phrase matching more rows is never cached (ranked by the statement)
 CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet the table
 
@@ -191,6 +191,7 @@ class Ranker:
         self._generation_sql = generation_sql
         self._cache: PostingCache | None = None
         self._seen: int | None = None  # the generation the last statement read
+        self._steady = False  # the last two statements read the same generation: matches are worth reading
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -213,6 +214,7 @@ class Ranker:
         generation = int(generation)
         with self._lock:
             previous, self._seen = self._seen, generation
+            self._steady = previous == generation
             cache = self._cache
             now = time.monotonic()
             if cache is not None and not cache.current(generation, own_writes):
@@ -232,8 +234,8 @@ class Ranker:
         if self._generation_sql is None or not all(p.searchable_as_text for p in phrases):
             return []
         with self._lock:
-            if cache is None and self._seen is None:
-                return []  # the generation is read once before any matches are
+            if not self._steady:
+                return []  # the table is being written: matches read now would not be kept
         wanted = []
         for p in dict.fromkeys(phrases):
             if cache is not None and p.tsquery in cache.postings:
@@ -335,7 +337,7 @@ class Ranker:
         # the others' matches are read for the cache (their number is the count), or counted
         phrases = {t: Phrase((t,), False) for t in unique if t not in held}
         load = [t for t, p in phrases.items() if p.searchable_as_text and (self._fresh_df(p.tsquery) or 0)
-                <= MAX_CACHED_PHRASE] if cache is not None or self._seen is not None else []
+                <= MAX_CACHED_PHRASE] if self._steady else []
         counted = [t for t in phrases if t not in load]
         parts = [self._state_sql(), f"({self._total_sql})" if not self._total_kept else "NULL"]
         values: list[Any] = []
