@@ -5,11 +5,13 @@ always seen."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from clawkeep import Engine
 from clawkeep.config import StorageConfig
 from clawkeep.storage import TextQuery, open_agent_store
+from clawkeep.storage.postgres.fts import STEADY_S
 from clawkeep.text.analyzer import parse_query
 
 from ..records import append_text, session
@@ -41,6 +43,7 @@ def test_the_cached_ranking_is_the_statements_ranking(pg_url, prefix):
                 append_text(store, "sc", " ".join(words) + " filler" * (i % 7) + f" row {i}")
         queries = ["harbor", "lantern copper", "meadow violet granite", "ember willow harbor lantern", "row 17"]
         first = {text: ranked(store, text) for text in queries}  # the statement ranks (and reads the generation)
+        time.sleep(STEADY_S)  # matches are read once the table stayed unchanged this long
         second = {text: ranked(store, text) for text in queries}  # the statement ranks, matches kept
         assert cached(store) is not None and len(cached(store).postings) >= 5
         third = {text: ranked(store, text) for text in queries}  # ranked from the cache
@@ -58,9 +61,11 @@ def test_another_instances_writes_are_seen(pg_url, prefix):
         writer.insert_session(session("agent:main:a", session_id="sa"))
         writer.insert_session(session("agent:main:b", session_id="sb"))
         old = append_text(writer, "sa", "the harbor lantern is lit").entry_id
+        assert [e for e, _s in ranked(reader, "harbor lantern")] == [old]
+        time.sleep(STEADY_S)
         for _ in range(3):
             assert [e for e, _s in ranked(reader, "harbor lantern")] == [old]
-        assert cached(reader) is not None
+        assert cached(reader) is not None and len(cached(reader).postings) == 2
         new = append_text(writer, "sb", "harbor lantern harbor lantern").entry_id  # committed before the search
         assert [e for e, _s in ranked(reader, "harbor lantern")] == [new, old]
         assert [e for e, _s in ranked(reader, "harbor lantern")] == [new, old]
@@ -73,12 +78,14 @@ def test_another_instances_writes_are_seen(pg_url, prefix):
         reader_steps = []
         with writer.transaction():
             late = append_text(writer, "sa", "a harbor lantern seen late").entry_id
-            for _ in range(3):  # the reader ranks from its cache: the write is not committed
+            reader_steps.append([e for e, _s in ranked(reader, "harbor lantern")])
+            time.sleep(STEADY_S)
+            for _ in range(3):  # the reader reads the matches, then ranks from them: the write is not committed
                 reader_steps.append([e for e, _s in ranked(reader, "harbor lantern")])
-            assert cached(reader) is not None
+            assert cached(reader) is not None and len(cached(reader).postings) == 2
             # the writer's own uncommitted row is searchable in its transaction (never from a cache)
             assert [e for e, _s in ranked(writer, "harbor lantern")] == [old, late]
-        assert reader_steps == [[old]] * 3
+        assert reader_steps == [[old]] * 4
         assert [e for e, _s in ranked(reader, "harbor lantern")] == [old, late]
         assert reader.document_frequency(["lantern"]) == {"lantern": 2}
     finally:
@@ -95,6 +102,8 @@ def test_two_engines_on_one_database(pgvector_url, tmp_path):
     a, b = Engine.open(home=tmp_path / "a", config=config), Engine.open(home=tmp_path / "b", config=config)
     try:
         a.message("the copper kettle is on the meadow stove", **group)
+        assert len(b.sessions_search("copper kettle").hits) == 1
+        time.sleep(STEADY_S)
         for _ in range(3):
             assert len(b.sessions_search("copper kettle").hits) == 1
         a.message("copper kettle copper kettle again", **group)

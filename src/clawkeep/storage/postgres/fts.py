@@ -60,6 +60,11 @@ AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row le
 MAX_CACHED_MATCHES = 2_000_000  # (row, count, length) triples a store's PostingCache holds (≈48 MB)
 MAX_CACHED_PHRASE = 400_000  # a phrase matching more rows is never cached (ranked by the statement)
 CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet the table
+# Matches are read for the cache only once the table went unchanged this long (as this process saw
+# it): a store written more often keeps the statement ranking, rather than reading matches that the
+# next write makes stale; and at most this many per statement (by counts read before).
+STEADY_S = 3.0
+MAX_LOAD_MATCHES = 150_000
 
 
 def lexeme(token: str) -> str:
@@ -191,7 +196,8 @@ class Ranker:
         self._generation_sql = generation_sql
         self._cache: PostingCache | None = None
         self._seen: int | None = None  # the generation the last statement read
-        self._steady = False  # the last two statements read the same generation: matches are worth reading
+        self._steady = False  # the generation stayed the same for STEADY_S: matches are worth reading
+        self._since = 0.0  # when this process first read the current generation
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -214,9 +220,11 @@ class Ranker:
         generation = int(generation)
         with self._lock:
             previous, self._seen = self._seen, generation
-            self._steady = previous == generation
-            cache = self._cache
             now = time.monotonic()
+            if previous != generation:
+                self._since = now
+            self._steady = previous == generation and now - self._since >= STEADY_S
+            cache = self._cache
             if cache is not None and not cache.current(generation, own_writes):
                 cache = self._cache = None
             if cache is None and previous == generation and not own_writes and total is not None:
@@ -230,19 +238,21 @@ class Ranker:
             return cache
 
     def _loadable(self, phrases: list[Phrase], cache: PostingCache | None) -> list[Phrase]:
-        """The phrases whose matches this statement should read for the cache."""
+        """The phrases whose matches this statement should read for the cache: each one's count
+        known (read in the last DF_FRESH_S), together at most MAX_LOAD_MATCHES."""
         if self._generation_sql is None or not all(p.searchable_as_text for p in phrases):
             return []
         with self._lock:
             if not self._steady:
                 return []  # the table is being written: matches read now would not be kept
-        wanted = []
+        wanted, budget = [], MAX_LOAD_MATCHES
         for p in dict.fromkeys(phrases):
             if cache is not None and p.tsquery in cache.postings:
                 continue
             df = self._fresh_df(p.tsquery)
-            if df is None or df <= MAX_CACHED_PHRASE:
+            if df is not None and df <= min(budget, MAX_CACHED_PHRASE):
                 wanted.append(p)
+                budget -= df
         return wanted
 
     @staticmethod
@@ -336,8 +346,7 @@ class Ranker:
             return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
         # the others' matches are read for the cache (their number is the count), or counted
         phrases = {t: Phrase((t,), False) for t in unique if t not in held}
-        load = [t for t, p in phrases.items() if p.searchable_as_text and (self._fresh_df(p.tsquery) or 0)
-                <= MAX_CACHED_PHRASE] if self._steady else []
+        load = [p.tokens[0] for p in self._loadable(list(phrases.values()), cache)]
         counted = [t for t in phrases if t not in load]
         parts = [self._state_sql(), f"({self._total_sql})" if not self._total_kept else "NULL"]
         values: list[Any] = []
