@@ -60,11 +60,14 @@ AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row le
 MAX_CACHED_MATCHES = 2_000_000  # (row, count, length) triples a store's PostingCache holds (≈48 MB)
 MAX_CACHED_PHRASE = 400_000  # a phrase matching more rows is never cached (ranked by the statement)
 CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet the table
-# Matches are read for the cache only once the table went unchanged this long (as this process saw
-# it): a store written more often keeps the statement ranking, rather than reading matches that the
-# next write makes stale; and at most this many per statement (by counts read before).
-STEADY_S = 3.0
+# Matches are read for the cache only once the table went unchanged this long, or over this many
+# statements (as this process saw it): a store written more often keeps the statement ranking,
+# rather than reading matches the next write makes stale; at most MAX_LOAD_MATCHES a statement
+# (by counts read before).
+STEADY_S, STEADY_STATEMENTS = 3.0, 8
 MAX_LOAD_MATCHES = 150_000
+ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
+UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
 
 
 def lexeme(token: str) -> str:
@@ -196,8 +199,9 @@ class Ranker:
         self._generation_sql = generation_sql
         self._cache: PostingCache | None = None
         self._seen: int | None = None  # the generation the last statement read
-        self._steady = False  # the generation stayed the same for STEADY_S: matches are worth reading
+        self._steady = False  # the generation stayed the same long enough: matches are worth reading
         self._since = 0.0  # when this process first read the current generation
+        self._statements = 0  # statements that read it since
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -222,8 +226,10 @@ class Ranker:
             previous, self._seen = self._seen, generation
             now = time.monotonic()
             if previous != generation:
-                self._since = now
-            self._steady = previous == generation and now - self._since >= STEADY_S
+                self._since, self._statements = now, 0
+            self._statements += 1
+            self._steady = previous == generation and (now - self._since >= STEADY_S or
+                                                       self._statements > STEADY_STATEMENTS)
             cache = self._cache
             if cache is not None and not cache.current(generation, own_writes):
                 cache = self._cache = None
@@ -233,6 +239,8 @@ class Ranker:
                 cache.checked = now
             if cache is not None and loaded:
                 for literal, posting in loaded.items():
+                    if len(posting[0]) > MAX_CACHED_PHRASE:
+                        continue  # cut at the limit: not all of them
                     if literal not in cache.postings and not cache.add(literal, posting):
                         break
             return cache
@@ -245,12 +253,15 @@ class Ranker:
         with self._lock:
             if not self._steady:
                 return []  # the table is being written: matches read now would not be kept
-        wanted, budget = [], MAX_LOAD_MATCHES
+        wanted, budget, unknown = [], MAX_LOAD_MATCHES, 0
         for p in dict.fromkeys(phrases):
             if cache is not None and p.tsquery in cache.postings:
                 continue
             df = self._fresh_df(p.tsquery)
-            if df is not None and df <= min(budget, MAX_CACHED_PHRASE):
+            if df is None and unknown < UNKNOWN_LOADS:  # read up to MAX_CACHED_PHRASE + 1 (more: not kept)
+                wanted.append(p)
+                unknown += 1
+            elif df is not None and df <= min(budget, MAX_CACHED_PHRASE):
                 wanted.append(p)
                 budget -= df
         return wanted
@@ -264,7 +275,8 @@ class Ranker:
                 f"(length(t.p) - length(replace(t.p, %s, ''))) / length(%s) AS tf, "
                 f"length(m.tokens) - length(replace(m.tokens, ' ', '')) + 1 AS len FROM {table} m, "
                 f"LATERAL (SELECT ' ' || replace(m.tokens, ' ', '  ') || ' ' AS p) t "
-                f"WHERE m.tsv @@ %s::tsquery) p, LATERAL unnest(ARRAY[p.id, p.tf, p.len]) WITH ORDINALITY u(v, k))")
+                f"WHERE m.tsv @@ %s::tsquery LIMIT {MAX_CACHED_PHRASE + 1}) p, "
+                f"LATERAL unnest(ARRAY[p.id, p.tf, p.len]) WITH ORDINALITY u(v, k))")
 
     @staticmethod
     def _posting(flat: list[int]) -> tuple[Any, Any, Any]:
@@ -316,18 +328,26 @@ class Ranker:
         """The ranking from the cache, its rows read by id in the statement that checks the
         cache is current; None (the cache dropped) when it was not."""
         top = self._cached_rank(cache, phrases, limit, average)
-        extra = with_rows if with_rows is not None and limit <= FEW_CANDIDATES else None
-        columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
-        found = self._rows(f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT i.id, i.tokens"
-                           f"{columns} FROM unnest(%s::bigint[]) c(id) JOIN {self.table} i ON i.id = c.id{joins}) r "
-                           "ON TRUE", ([rid for rid, _score in top],))
+        ids = [rid for rid, _score in top]
+        if with_rows is None:
+            found = self._rows(f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT i.id, i.tokens "
+                               f"FROM unnest(%s::bigint[]) c(id) JOIN {self.table} i ON i.id = c.id) r ON TRUE", (ids,))
+        else:  # every candidate's tokens, the rows of the first ROWS_WITH_PAGE (a page rarely reaches past them)
+            named = [f"{c.strip()} AS x{k}" for k, c in enumerate(with_rows[0].split(","))]
+            found = self._rows(
+                f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT t.id, t.tokens, "
+                f"{', '.join(f'x.x{k}' for k in range(len(named)))} FROM unnest(%s::bigint[]) c(id) "
+                f"JOIN {self.table} t ON t.id = c.id LEFT JOIN (SELECT i.id AS rid, {', '.join(named)} "
+                f"FROM unnest(%s::bigint[]) c2(id) JOIN {self.table} i ON i.id = c2.id {with_rows[1]}) x "
+                "ON x.rid = t.id) r ON TRUE",
+                (ids, ids[:ROWS_WITH_PAGE]))
         if self._observe(found[0][0], found[0][1], None) is not cache:
             return None
         tokens = {int(r[2]): r[3] for r in found if r[2] is not None}
         page = [(rid, score, tokens[rid]) for rid, score in top if rid in tokens]  # (deleted since: left out)
-        return Ranked(page, True, {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None} if extra else None)
+        rows = {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None and len(r) > 4 and r[4] is not None}
+        return Ranked(page, True, rows if with_rows is not None else None)
 
-    # --- document frequencies ----------------------------------------------------------
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         """Rows holding each token (one GIN count each, one statement); kept DF_FRESH_S for the
         ranking that usually follows (sessions_search selects terms by df, then ranks)."""
@@ -365,6 +385,9 @@ class Ranker:
         loaded = {phrases[t].tsquery: self._posting(flat) for t, flat in zip(load, row[3:at], strict=True)}
         now = self._observe(row[0], row[1], None if row[2] is None else int(row[2]), loaded)
         result = {t: len(loaded[phrases[t].tsquery][0]) for t in load}
+        over = [t for t, n in result.items() if n > MAX_CACHED_PHRASE]  # cut at the limit: counted
+        if over:
+            result.update(zip(over, (int(c) for c in self._rows(*df_query(self.table, over))[0]), strict=True))
         if held:
             if now is not None and now is cache:
                 result.update({t: len(cache.postings[lexeme(t)][0]) for t in held})

@@ -648,9 +648,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
         ranked = self._rank(query, session_ids, limit, rows=True)
         matches = [TextMatch(seq, score, tokens) for seq, score, tokens in ranked.rows]
-        if ranked.extra is not None:  # the rows came with the candidates (few of them)
-            for m in matches:
-                self._fill(m, ranked.extra.get(m.seq))
+        # rows that came with the candidates: decoded when asked for (load_rows)
+        self._local.came_along = ranked.extra or {}
         return matches
 
     def _fill(self, match: TextMatch, row: Sequence[Any] | None) -> None:
@@ -661,6 +660,10 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
 
     def load_rows(self, matches: Sequence[TextMatch]) -> None:
         missing = [m for m in matches if m.row is None and m.tokens is not None]
+        came = getattr(self._local, "came_along", None) or {}
+        for m in [m for m in missing if m.seq in came]:
+            self._fill(m, came[m.seq])
+        missing = [m for m in missing if m.row is None and m.tokens is not None]
         if not missing:
             return
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
