@@ -57,7 +57,7 @@ STATS_FRESH_S = 300.0  # row count and average row length are read again after t
 FEW_CANDIDATES = 50  # up to this many expected candidates, a search reads their rows with them
 MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
 AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
-MAX_CACHED_MATCHES = 2_000_000  # (row, count, length) triples a store's PostingCache holds (≈48 MB)
+MAX_CACHED_MATCHES = 3_000_000  # (row, count, length) triples a store's PostingCache holds (16 bytes each)
 MAX_CACHED_PHRASE = 400_000  # a phrase matching more rows is never cached (ranked by the statement)
 CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet the table
 # Matches are read for the cache only once the table went unchanged this long, or over this many
@@ -253,12 +253,13 @@ class Ranker:
         with self._lock:
             if not self._steady:
                 return []  # the table is being written: matches read now would not be kept
-        wanted, budget, unknown = [], MAX_LOAD_MATCHES, 0
+        room = MAX_CACHED_MATCHES - (cache.size if cache is not None else 0)  # nothing is evicted
+        wanted, budget, unknown = [], min(MAX_LOAD_MATCHES, room), 0
         for p in dict.fromkeys(phrases):
             if cache is not None and p.tsquery in cache.postings:
                 continue
             df = self._fresh_df(p.tsquery)
-            if df is None and unknown < UNKNOWN_LOADS:  # read up to MAX_CACHED_PHRASE + 1 (more: not kept)
+            if df is None and unknown < UNKNOWN_LOADS and room >= MAX_LOAD_MATCHES:  # up to MAX_CACHED_PHRASE + 1
                 wanted.append(p)
                 unknown += 1
             elif df is not None and df <= min(budget, MAX_CACHED_PHRASE):
@@ -283,8 +284,8 @@ class Ranker:
         import numpy as np  # noqa: PLC0415 - numpy only where a cached ranking is computed
 
         table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
-        return (np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.float64),
-                table[:, 2].astype(np.float64))
+        # counts and lengths as int32: numpy turns them into the same doubles score_row computes with
+        return (np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.int32), table[:, 2].astype(np.int32))
 
     def _cached_rank(self, cache: PostingCache, phrases: list[Phrase], limit: int,
                      average: float) -> list[tuple[int, float]]:
