@@ -24,7 +24,7 @@ in for all of them (`Ranked.exact` says which).
 
 A table with a generation (a sequence every write to it moves, after writing its rows) keeps, per
 store, the matches of the phrases it ranked (`PostingCache`: each row's id, phrase count and
-length), loaded in the ranking's own statement once the table was seen unchanged twice. While
+length), read in the ranking's own statement once the table stayed unchanged a while. While
 the cache holds every phrase of a query (and no caller scope narrows it), the ranking is exact
 bm25 over all matches, computed in memory before the one statement that checks the cache is
 still current (the generation, which every instance moves right after each commit writing the
@@ -202,6 +202,7 @@ class Ranker:
         self._steady = False  # the generation stayed the same long enough: matches are worth reading
         self._since = 0.0  # when this process first read the current generation
         self._statements = 0  # statements that read it since
+        self._seen_at = 0.0  # when the last statement's reading of it was done
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -214,17 +215,21 @@ class Ranker:
             return self._cache
 
     def _observe(self, generation: Any, own_writes: bool, total: int | None,
-                 loaded: dict[str, tuple[Any, Any, Any]] | None = None) -> PostingCache | None:
+                 loaded: dict[str, tuple[Any, Any, Any]] | None = None, started: float = 0.0) -> PostingCache | None:
         """Check the cache against the generation a statement read (dropped when it moved) and
         keep what that statement `loaded`: into the cache when current, else into a new one
         when the statement before read the same generation. The generation moves right after
         each writing commit, so a write it counts was committed before it was read: a number
         read before this statement began (the previous statement's) counts only writes this
-        statement's snapshot sees, and each write it does not count moves it (see sessions.py)."""
+        statement's snapshot sees, and each write it does not count moves it (see sessions.py).
+        `started`: when the statement was sent; the previous read must have been done by then (another
+        thread's statement may end later than one it began before), and matches are added to a
+        cache only by a statement sent after the cache began."""
         generation = int(generation)
         with self._lock:
             previous, self._seen = self._seen, generation
             now = time.monotonic()
+            before, self._seen_at = self._seen_at, now
             if previous != generation:
                 self._since, self._statements = now, 0
             self._statements += 1
@@ -233,11 +238,11 @@ class Ranker:
             cache = self._cache
             if cache is not None and not cache.current(generation, own_writes):
                 cache = self._cache = None
-            if cache is None and previous == generation and not own_writes and total is not None:
-                cache = self._cache = PostingCache(generation, total, {}, born=now)
+            if cache is None and previous == generation and before < started and not own_writes and total is not None:
+                cache = self._cache = PostingCache(generation, total, {}, born=started)
             if cache is not None:
                 cache.checked = now
-            if cache is not None and loaded:
+            if cache is not None and loaded and cache.born <= started:
                 for literal, posting in loaded.items():
                     if len(posting[0]) > MAX_CACHED_PHRASE:
                         continue  # cut at the limit: not all of them
@@ -381,10 +386,11 @@ class Ranker:
             values += [cache.generation if cache is not None else -1, *(lexeme(t) for t in held)]
         parts += [count_sql] * len(counted)
         values += [lexeme(t) for t in counted]
+        started = time.monotonic()
         row = self._rows("SELECT " + ", ".join(parts), values)[0]
         at = 3 + len(load)
         loaded = {phrases[t].tsquery: self._posting(flat) for t, flat in zip(load, row[3:at], strict=True)}
-        now = self._observe(row[0], row[1], None if row[2] is None else int(row[2]), loaded)
+        now = self._observe(row[0], row[1], None if row[2] is None else int(row[2]), loaded, started)
         result = {t: len(loaded[phrases[t].tsquery][0]) for t in load}
         over = [t for t, n in result.items() if n > MAX_CACHED_PHRASE]  # cut at the limit: counted
         if over:
@@ -459,12 +465,13 @@ class Ranker:
         sql, params = self._candidates_sql(known, where if narrow or not where else "", where_params, extra,
                                            broad_where=where if where and not narrow else "",
                                            stats=average is None, load=load)
+        started = time.monotonic()
         found = self._rows(sql, params)
         if self._generation_sql is not None:  # the state, then the loaded matches, lead each row
             first = found[0]
             found = [r[2 + len(load):] for r in found]
             loaded = {p.tsquery: self._posting(flat) for p, flat in zip(load, first[2:2 + len(load)], strict=True)}
-            self._observe(first[0], first[1], int(found[0][0]) if not self._total_kept else None, loaded)
+            self._observe(first[0], first[1], int(found[0][0]) if not self._total_kept else None, loaded, started)
         if average is None:
             average = self._keep_stats(found[0][2], found[0][3])
         total = int(found[0][0]) if not self._total_kept else max(self._last_total, 1)
