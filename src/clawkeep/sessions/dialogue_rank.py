@@ -102,10 +102,14 @@ def _add_neighbours(nodes: dict[str, _Node], found: Sequence[tuple[AgentStore, S
     """The two messages after each of the best candidates (one read each, forward only: a message
     before a candidate that is no candidate itself matched nothing and gives no context)."""
     stores = {row.entry.entry_id: store for store, row in found}
-    for node in sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]:
-        store, entry = stores[node.row.entry.entry_id], node.row.entry
-        following = _messages(store.iter_entries(entry.session_id, after_seq=entry.seq, types=_CONTEXT_TYPES,
-                                                 limit=4), 2, node, nodes, query)
+    best = sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]
+    after: dict[str, list[EntryRecord]] = {}
+    for store in {id(s): s for s in (stores[n.row.entry.entry_id] for n in best)}.values():  # one read per store
+        mine = [n.row.entry for n in best if stores[n.row.entry.entry_id] is store]
+        read = store.entries_after([(e.session_id, e.seq) for e in mine], types=_CONTEXT_TYPES, limit=4)
+        after.update({e.entry_id: entries for e, entries in zip(mine, read, strict=True)})
+    for node in best:
+        following = _messages(after[node.row.entry.entry_id], 2, node, nodes, query)
         chain = [node, *following]
         for k in range(1, len(chain)):
             nxt = chain[k]

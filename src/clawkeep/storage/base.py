@@ -288,6 +288,12 @@ class AgentStore(abc.ABC):
         limit: int | None = None,
     ) -> Iterator[EntryRecord]: ...
 
+    def entries_after(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
+                      limit: int) -> list[list[EntryRecord]]:
+        """For each (session id, seq): the first `limit` entries of that session after it, in
+        `seq` order (`iter_entries` for each; a backend may read them all at once)."""
+        return [list(self.iter_entries(sid, after_seq=seq, types=types, limit=limit)) for sid, seq in starts]
+
     @abc.abstractmethod
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...
 

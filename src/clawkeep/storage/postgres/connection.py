@@ -250,6 +250,7 @@ class PgConnection:
         pinned = self._pinned()
         source = nullcontext(pinned) if pinned is not None else self.db.pool.connection()
         self._local.notes = []
+        self._local.after = []
         try:
             with source as conn:
                 try:
@@ -263,6 +264,8 @@ class PgConnection:
                         finally:
                             self._local.conn = None
                         conn.execute("COMMIT")
+                        for sql in self._local.after:  # sent with the COMMIT, run once it is done
+                            conn.execute(sql)
                 except BaseException:
                     if not conn.broken:
                         conn.rollback()
@@ -290,6 +293,13 @@ class PgConnection:
                 yield conn
         except psycopg.Error as exc:
             raise translate(self.url, exc) from None
+
+    def _after_commit(self, sql: str) -> None:
+        """Run `sql` right after the current transaction commits (in the same round trip)."""
+        after = self._local.after
+        sql = sql.replace("{s}", self.s)
+        if sql not in after:
+            after.append(sql)
 
     def _note(self, what: str, *, minor: bool = False) -> None:
         notes = getattr(self._local, "notes", None)

@@ -21,6 +21,14 @@ counting tf and |row| in the tokens. A phrase in at most CANDIDATES_PER_PHRASE r
 of them, so the ranking is exact whenever the page's last score beats the most a row holding
 only the query's commoner (cut) phrases could score; otherwise the newest of those rows stand
 in for all of them (`Ranked.exact` says which).
+
+A table with a generation (a sequence every write to it moves, after writing its rows) keeps, per
+store, the matches of the phrases it ranked (`PostingCache`: each row's id, phrase count and
+length), read in the ranking's own statement once the table stayed unchanged a while. While
+the cache holds every phrase of a query (and no caller scope narrows it), the ranking is exact
+bm25 over all matches, computed in memory before the one statement that checks the cache is
+still current (the generation, which every instance moves right after each commit writing the
+table) and reads the page's rows by id. A stale cache is dropped and the statement above ranks.
 """
 
 from __future__ import annotations
@@ -49,6 +57,17 @@ STATS_FRESH_S = 300.0  # row count and average row length are read again after t
 FEW_CANDIDATES = 50  # up to this many expected candidates, a search reads their rows with them
 MAX_KEPT_DFS = 100_000  # remembered document frequencies per store (≈100 bytes each)
 AVERAGE_SAMPLE = 2_000  # newest rows whose token counts give the average row length
+MAX_CACHED_MATCHES = 3_000_000  # (row, count, length) triples a store's PostingCache holds (16 bytes each)
+MAX_CACHED_PHRASE = 400_000  # a phrase matching more rows is never cached (ranked by the statement)
+CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet the table
+# Matches are read for the cache only once the table went unchanged this long, or over this many
+# statements (as this process saw it): a store written more often keeps the statement ranking,
+# rather than reading matches the next write makes stale; at most MAX_LOAD_MATCHES a statement
+# (by counts read before).
+STEADY_S, STEADY_STATEMENTS = 3.0, 8
+MAX_LOAD_MATCHES = 150_000
+ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
+UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
 
 
 def lexeme(token: str) -> str:
@@ -137,14 +156,39 @@ class Ranked:
     extra: dict[int, tuple[Any, ...]] | None = None  # `with_rows`' columns by id, when they came along
 
 
+@dataclass
+class PostingCache:
+    """The matches of phrases at one state of a table: per tsquery literal (row ids ascending,
+    phrase counts, row lengths), valid while the table's generation is `generation` (and for
+    at most CACHE_MAX_AGE_S)."""
+
+    generation: int
+    total: int  # N at that state
+    postings: dict[str, tuple[Any, Any, Any]]
+    size: int = 0
+    born: float = 0.0
+    checked: float = 0.0  # when a statement last found it current
+
+    def current(self, generation: int, own_writes: bool) -> bool:
+        return generation == self.generation and not own_writes and time.monotonic() - self.born < CACHE_MAX_AGE_S
+
+    def add(self, literal: str, posting: tuple[Any, Any, Any]) -> bool:
+        if self.size + len(posting[0]) > MAX_CACHED_MATCHES:
+            return False
+        self.postings[literal] = posting
+        self.size += len(posting[0])
+        return True
+
+
 class Ranker:
     """bm25 over a page's candidates for one table (columns id, tsv, tokens) of one store.
 
     `rows(sql, params)` runs a read; `total_sql` gives N (cheap: read each time). The average
-    row length and recently counted document frequencies are kept per store instance."""
+    row length and recently counted document frequencies are kept per store instance, and with
+    a `generation_sql` (the table's write generation) the matches of the phrases searched."""
 
     def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
-                 total_kept: bool = False) -> None:
+                 total_kept: bool = False, generation_sql: str | None = None) -> None:
         """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
         too slow to run with every search (a count)."""
         self.table, self._rows, self._total_sql, self._total_kept = table, rows, total_sql, total_kept
@@ -152,8 +196,164 @@ class Ranker:
         self._df: dict[str, tuple[float, int]] = {}  # tsquery -> (when counted, rows holding it)
         self._average: tuple[float, float] | None = None  # (when read, tokens per row)
         self._last_total = 0  # N when the average was read
+        self._generation_sql = generation_sql
+        self._cache: PostingCache | None = None
+        self._seen: int | None = None  # the generation the last statement read
+        self._steady = False  # the generation stayed the same long enough: matches are worth reading
+        self._since = 0.0  # when this process first read the current generation
+        self._statements = 0  # statements that read it since
+        self._seen_at = 0.0  # when the last statement's reading of it was done
 
-    # --- document frequencies ----------------------------------------------------------
+    # --- the posting cache ---------------------------------------------------------------
+    def _state_sql(self) -> str:
+        """Two columns: the generation, and whether this transaction wrote (its own rows, not
+        yet committed, are visible to it alone: never kept, never ranked from the cache)."""
+        return f"({self._generation_sql}), pg_current_xact_id_if_assigned() IS NOT NULL"
+
+    def _cached(self) -> PostingCache | None:
+        with self._lock:
+            return self._cache
+
+    def _observe(self, generation: Any, own_writes: bool, total: int | None,
+                 loaded: dict[str, tuple[Any, Any, Any]] | None = None, started: float = 0.0) -> PostingCache | None:
+        """Check the cache against the generation a statement read (dropped when it moved) and
+        keep what that statement `loaded`: into the cache when current, else into a new one
+        when the statement before read the same generation. The generation moves right after
+        each writing commit, so a write it counts was committed before it was read: a number
+        read before this statement began (the previous statement's) counts only writes this
+        statement's snapshot sees, and each write it does not count moves it (see sessions.py).
+        `started`: when the statement was sent; the previous read must have been done by then (another
+        thread's statement may end later than one it began before), and matches are added to a
+        cache only by a statement sent after the cache began."""
+        generation = int(generation)
+        with self._lock:
+            previous, self._seen = self._seen, generation
+            now = time.monotonic()
+            before, self._seen_at = self._seen_at, now
+            if previous != generation:
+                self._since, self._statements = now, 0
+            self._statements += 1
+            self._steady = previous == generation and (now - self._since >= STEADY_S or
+                                                       self._statements > STEADY_STATEMENTS)
+            cache = self._cache
+            if cache is not None and not cache.current(generation, own_writes):
+                cache = self._cache = None
+            if cache is None and previous == generation and before < started and not own_writes and total is not None:
+                cache = self._cache = PostingCache(generation, total, {}, born=started)
+            if cache is not None:
+                cache.checked = now
+            if cache is not None and loaded and cache.born <= started:
+                for literal, posting in loaded.items():
+                    if len(posting[0]) > MAX_CACHED_PHRASE:
+                        continue  # cut at the limit: not all of them
+                    if literal not in cache.postings and not cache.add(literal, posting):
+                        break
+            return cache
+
+    def _loadable(self, phrases: list[Phrase], cache: PostingCache | None) -> list[Phrase]:
+        """The phrases whose matches this statement should read for the cache: each one's count
+        known (read in the last DF_FRESH_S), together at most MAX_LOAD_MATCHES."""
+        if self._generation_sql is None or not all(p.searchable_as_text for p in phrases):
+            return []
+        with self._lock:
+            if not self._steady:
+                return []  # the table is being written: matches read now would not be kept
+        room = MAX_CACHED_MATCHES - (cache.size if cache is not None else 0)  # nothing is evicted
+        wanted, budget, unknown = [], min(MAX_LOAD_MATCHES, room), 0
+        for p in dict.fromkeys(phrases):
+            if cache is not None and p.tsquery in cache.postings:
+                continue
+            df = self._fresh_df(p.tsquery)
+            if df is None and unknown < UNKNOWN_LOADS and room >= MAX_LOAD_MATCHES:  # up to MAX_CACHED_PHRASE + 1
+                wanted.append(p)
+                unknown += 1
+            elif df is not None and df <= min(budget, MAX_CACHED_PHRASE):
+                wanted.append(p)
+                budget -= df
+        return wanted
+
+    @staticmethod
+    def _posting_sql(table: str) -> str:
+        """One phrase's matches as one flat bigint array (id, count, length)* by id; `%s` twice:
+        the tsquery and the phrase padded as `Phrase.padded`, counted in the row's tokens padded
+        the same way (as `score_row` counts)."""
+        return (f"(SELECT coalesce(array_agg(v ORDER BY p.id, k), '{{}}') FROM (SELECT m.id, "
+                f"(length(t.p) - length(replace(t.p, %s, ''))) / length(%s) AS tf, "
+                f"length(m.tokens) - length(replace(m.tokens, ' ', '')) + 1 AS len FROM {table} m, "
+                f"LATERAL (SELECT ' ' || replace(m.tokens, ' ', '  ') || ' ' AS p) t "
+                f"WHERE m.tsv @@ %s::tsquery LIMIT {MAX_CACHED_PHRASE + 1}) p, "
+                f"LATERAL unnest(ARRAY[p.id, p.tf, p.len]) WITH ORDINALITY u(v, k))")
+
+    @staticmethod
+    def _posting(flat: list[int]) -> tuple[Any, Any, Any]:
+        import numpy as np  # noqa: PLC0415 - numpy only where a cached ranking is computed
+
+        table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
+        # counts and lengths as int32: numpy turns them into the same doubles score_row computes with
+        return (np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.int32), table[:, 2].astype(np.int32))
+
+    def _cached_rank(self, cache: PostingCache, phrases: list[Phrase], limit: int,
+                     average: float) -> list[tuple[int, float]]:
+        """(id, score) of the best `limit` rows over every match, best first, ties by id: the
+        same operations on the same doubles as `score_row`, phrase by phrase."""
+        import numpy as np  # noqa: PLC0415
+
+        postings = [cache.postings[p.tsquery] for p in phrases]
+        weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
+        if not any(len(ids) for ids, _tf, _len in postings):
+            return []
+        if len({p.tsquery for p in phrases}) == 1:
+            unique = postings[0][0]
+            where = [None] * len(postings)
+        else:
+            unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
+            where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
+        summed = None
+        for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
+            if not len(ids):
+                continue
+            norm = K1 * (1 - B + B * length / average)
+            part = weight * ((tf * (K1 + 1)) / (tf + norm))
+            if at is None:  # one phrase (maybe repeated): its rows are all the rows
+                summed = part if summed is None else summed + part
+            else:
+                if summed is None:
+                    summed = np.zeros(len(unique))
+                summed[at] += part  # ids are unique within a phrase's posting
+        assert summed is not None
+        scores = -summed
+        if len(unique) > limit:  # only the best `limit` (and ties at the edge) are sorted
+            edge = np.partition(scores, limit - 1)[limit - 1]
+            keep = scores <= edge
+            unique, scores = unique[keep], scores[keep]
+        order = np.lexsort((unique, scores))[:limit]
+        return [(int(d), float(s)) for d, s in zip(unique[order], scores[order], strict=True)]
+
+    def _rank_from_cache(self, cache: PostingCache, phrases: list[Phrase], limit: int, average: float,
+                         with_rows: tuple[str, str] | None) -> Ranked | None:
+        """The ranking from the cache, its rows read by id in the statement that checks the
+        cache is current; None (the cache dropped) when it was not."""
+        top = self._cached_rank(cache, phrases, limit, average)
+        ids = [rid for rid, _score in top]
+        if with_rows is None:
+            found = self._rows(f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT i.id, i.tokens "
+                               f"FROM unnest(%s::bigint[]) c(id) JOIN {self.table} i ON i.id = c.id) r ON TRUE", (ids,))
+        else:  # every candidate's tokens, the rows of the first ROWS_WITH_PAGE (a page rarely reaches past them)
+            named = [f"{c.strip()} AS x{k}" for k, c in enumerate(with_rows[0].split(","))]
+            found = self._rows(
+                f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT t.id, t.tokens, "
+                f"{', '.join(f'x.x{k}' for k in range(len(named)))} FROM unnest(%s::bigint[]) c(id) "
+                f"JOIN {self.table} t ON t.id = c.id LEFT JOIN (SELECT i.id AS rid, {', '.join(named)} "
+                f"FROM unnest(%s::bigint[]) c2(id) JOIN {self.table} i ON i.id = c2.id {with_rows[1]}) x "
+                "ON x.rid = t.id) r ON TRUE",
+                (ids, ids[:ROWS_WITH_PAGE]))
+        if self._observe(found[0][0], found[0][1], None) is not cache:
+            return None
+        tokens = {int(r[2]): r[3] for r in found if r[2] is not None}
+        page = [(rid, score, tokens[rid]) for rid, score in top if rid in tokens]  # (deleted since: left out)
+        rows = {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None and len(r) > 4 and r[4] is not None}
+        return Ranked(page, True, rows if with_rows is not None else None)
+
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         """Rows holding each token (one GIN count each, one statement); kept DF_FRESH_S for the
         ranking that usually follows (sessions_search selects terms by df, then ranks)."""
@@ -161,9 +361,49 @@ class Ranker:
         if not unique:
             return {}
         sql, params = df_query(self.table, unique)
-        counts = [int(c) for c in self._rows(sql, params)[0]]
-        self._remember(dict(zip(params, counts, strict=True)))
-        return dict(zip(unique, counts, strict=True))
+        if self._generation_sql is None:
+            counts = [int(c) for c in self._rows(sql, params)[0]]
+            self._remember(dict(zip(params, counts, strict=True)))
+            return dict(zip(unique, counts, strict=True))
+        cache = self._cached()
+        held = [t for t in unique if cache is not None and lexeme(t) in cache.postings]
+        if len(held) == len(unique) and cache is not None and time.monotonic() - cache.checked < DF_FRESH_S:
+            # as fresh as a remembered count (the ranking that follows checks the cache itself)
+            return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
+        # the others' matches are read for the cache (their number is the count), or counted
+        phrases = {t: Phrase((t,), False) for t in unique if t not in held}
+        load = [p.tokens[0] for p in self._loadable(list(phrases.values()), cache)]
+        counted = [t for t in phrases if t not in load]
+        parts = [self._state_sql(), f"({self._total_sql})" if not self._total_kept else "NULL"]
+        values: list[Any] = []
+        for t in load:
+            parts.append(self._posting_sql(self.table))
+            values += [phrases[t].padded, phrases[t].padded, phrases[t].tsquery]
+        count_sql = f"(SELECT count(*) FROM {self.table} WHERE tsv @@ %s::tsquery)"
+        if held:  # counted only when the cache turns out stale
+            parts.append(f"CASE WHEN ({self._generation_sql}) = %s AND pg_current_xact_id_if_assigned() IS NULL "
+                         f"THEN NULL ELSE ARRAY[{', '.join([count_sql] * len(held))}] END")
+            values += [cache.generation if cache is not None else -1, *(lexeme(t) for t in held)]
+        parts += [count_sql] * len(counted)
+        values += [lexeme(t) for t in counted]
+        started = time.monotonic()
+        row = self._rows("SELECT " + ", ".join(parts), values)[0]
+        at = 3 + len(load)
+        loaded = {phrases[t].tsquery: self._posting(flat) for t, flat in zip(load, row[3:at], strict=True)}
+        now = self._observe(row[0], row[1], None if row[2] is None else int(row[2]), loaded, started)
+        result = {t: len(loaded[phrases[t].tsquery][0]) for t in load}
+        over = [t for t, n in result.items() if n > MAX_CACHED_PHRASE]  # cut at the limit: counted
+        if over:
+            result.update(zip(over, (int(c) for c in self._rows(*df_query(self.table, over))[0]), strict=True))
+        if held:
+            if now is not None and now is cache:
+                result.update({t: len(cache.postings[lexeme(t)][0]) for t in held})
+            else:
+                result.update({t: int(c) for t, c in zip(held, row[at], strict=True)})
+            at += 1
+        result.update({t: int(c) for t, c in zip(counted, row[at:], strict=True)})
+        self._remember({lexeme(t): n for t, n in result.items()})
+        return {t: result[t] for t in unique}
 
     def _remember(self, counts: dict[str, int]) -> None:
         now = time.monotonic()
@@ -211,14 +451,27 @@ class Ranker:
         if not phrases or limit <= 0:
             return Ranked([], True)
         average = self._kept_average()  # None: read again, in the ranking's statement
+        cache = self._cached() if not where else None
+        if cache is not None and average is not None and all(p.tsquery in cache.postings for p in phrases):
+            ranked = self._rank_from_cache(cache, phrases, limit, average, with_rows)
+            if ranked is not None:
+                return ranked
+            cache = None
+        load = self._loadable(phrases, cache) if not where else []
         literals = list(dict.fromkeys(p.tsquery for p in phrases))
         known = {literal: self._fresh_df(literal) for literal in literals}
         expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
         extra = with_rows if with_rows is not None and expected <= max(FEW_CANDIDATES, limit) else None
         sql, params = self._candidates_sql(known, where if narrow or not where else "", where_params, extra,
                                            broad_where=where if where and not narrow else "",
-                                           stats=average is None)
+                                           stats=average is None, load=load)
+        started = time.monotonic()
         found = self._rows(sql, params)
+        if self._generation_sql is not None:  # the state, then the loaded matches, lead each row
+            first = found[0]
+            found = [r[2 + len(load):] for r in found]
+            loaded = {p.tsquery: self._posting(flat) for p, flat in zip(load, first[2:2 + len(load)], strict=True)}
+            self._observe(first[0], first[1], int(found[0][0]) if not self._total_kept else None, loaded, started)
         if average is None:
             average = self._keep_stats(found[0][2], found[0][3])
         total = int(found[0][0]) if not self._total_kept else max(self._last_total, 1)
@@ -238,10 +491,11 @@ class Ranker:
 
     def _candidates_sql(self, known: dict[str, int | None], where: str, where_params: Sequence[Any],
                         extra: tuple[str, str] | None = None, broad_where: str = "",
-                        stats: bool = False) -> tuple[str, list[Any]]:
+                        stats: bool = False, load: Sequence[Phrase] = ()) -> tuple[str, list[Any]]:
         """One statement: N, the document frequency of each phrase not `known` (bare GIN
         counts), and per phrase its matches (all when at most CANDIDATES_PER_PHRASE, else the
-        newest that many) with their tokens."""
+        newest that many) with their tokens. With a generation, led by the table's state and
+        (in the first row only) every match of each phrase to `load`."""
         total = self._last_total  # as last read (0 before the first: the GIN path then)
         counts, picks, count_params, pick_params = [], [], [], []
         for literal, df in known.items():
@@ -261,10 +515,17 @@ class Ranker:
         else:
             total_sql = self._total_sql
         head = f"SELECT n.total, ARRAY[{', '.join(counts)}]::bigint[], {self._stats_sql() if stats else 'NULL, NULL'}"
+        lead, lead_params = "", []
+        if self._generation_sql is not None:
+            lead = f"SELECT {self._state_sql()}, " + "".join(
+                f"CASE WHEN row_number() OVER () = 1 THEN {self._posting_sql(self.table)} END, " for _ in load)
+            head = head.replace("SELECT ", lead, 1)
+            lead_params = [value for p in load for value in (p.padded, p.padded, p.tsquery)]
         found = f"SELECT DISTINCT id FROM ({' UNION ALL '.join(picks)}) u"
         columns, joins = (", " + extra[0], " " + extra[1]) if extra else ("", "")
         return (f"{head}, r.* FROM ({total_sql}) AS n(total) LEFT JOIN (SELECT i.id, i.tokens{columns} "
-                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id{joins}) r ON TRUE"), [*count_params, *pick_params]
+                f"FROM ({found}) c JOIN {self.table} i ON i.id = c.id{joins}) r ON TRUE"), \
+            [*lead_params, *count_params, *pick_params]
 
 
 def score_row(tokens: str, phrases: list[Phrase], weights: list[float], average: float) -> float:

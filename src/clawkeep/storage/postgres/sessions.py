@@ -112,7 +112,13 @@ MIGRATIONS = (
         "sandboxed BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, expires_at BIGINT, revoked_at BIGINT, "
         "last_used_at BIGINT)",
     )),
+    # moved right after every commit that wrote to entry_index (see fts.PostingCache)
+    Migration(5, "a generation of the full-text index (searches keep its matches in memory)", (
+        "CREATE SEQUENCE {s}.entry_index_generation",
+    )),
 )
+_BUMP = "SELECT nextval('{s}.entry_index_generation')"
+_GENERATION_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.entry_index_generation"
 _CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
 # Document writes take turns until they commit, so `seq` numbers become visible in order: a
@@ -491,6 +497,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def delete_session(self, session_id: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.entry_index WHERE session_id = %s", (session_id,))
+            self._after_commit(_BUMP)
             self._write("DELETE FROM {s}.entries WHERE session_id = %s", (session_id,))
             self._write("DELETE FROM {s}.sessions WHERE session_id = %s", (session_id,))
             self._note(f"deleted session {session_id}")
@@ -522,6 +529,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 raise DuplicateError(f"{what} already exists")
             entry.seq = rows[0][0]
             if index_text and index_text.strip():
+                self._after_commit(_BUMP)
                 self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
             self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
@@ -565,6 +573,22 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                            f"ORDER BY seq {order}{tail}", params)
         return (self._entry(r) for r in rows)
 
+    def entries_after(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
+                      limit: int) -> list[list[EntryRecord]]:
+        if not starts:
+            return []
+        typed = " AND e.type = ANY(%s)" if types else ""
+        cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
+        rows = self._query(f"SELECT s.k, {cols} FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY "
+                           f"s(sid, after, k), LATERAL (SELECT * FROM {{s}}.entries e WHERE e.session_id = s.sid "
+                           f"AND e.seq > s.after{typed} ORDER BY e.seq LIMIT {int(limit)}) e ORDER BY s.k, e.seq",
+                           [[sid for sid, _ in starts], [max(min(seq, _INT64_MAX), _INT64_MIN) for _, seq in starts],
+                            *([list(types)] if types else [])])
+        found: list[list[EntryRecord]] = [[] for _ in starts]
+        for row in rows:
+            found[int(row[0]) - 1].append(self._entry(row[1:]))
+        return found
+
     def scan_entries(self, *, after_seq: int = 0, limit: int = 1000, newest_first: bool = False) -> list[EntryRecord]:
         order = "DESC" if newest_first else "ASC"
         rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE seq > %s ORDER BY seq {order} LIMIT %s",
@@ -605,7 +629,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         ranker = self.__dict__.get("_text_ranker")
         if ranker is None:
             ranker = self.__dict__["_text_ranker"] = Ranker("{s}.entry_index", self._query,
-                                                            "SELECT coalesce(max(id), 0) FROM {s}.entry_index")
+                                                            "SELECT coalesce(max(id), 0) FROM {s}.entry_index",
+                                                            generation_sql=_GENERATION_SQL)
         return ranker
 
     def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int, *, rows: bool = False) -> Ranked:
@@ -628,9 +653,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def rank_matches(self, query: TextQuery, *, session_ids: Iterable[str] | None, limit: int) -> list[TextMatch]:
         ranked = self._rank(query, session_ids, limit, rows=True)
         matches = [TextMatch(seq, score, tokens) for seq, score, tokens in ranked.rows]
-        if ranked.extra is not None:  # the rows came with the candidates (few of them)
-            for m in matches:
-                self._fill(m, ranked.extra.get(m.seq))
+        # rows that came with the candidates: decoded when asked for (load_rows)
+        self._local.came_along = ranked.extra or {}
         return matches
 
     def _fill(self, match: TextMatch, row: Sequence[Any] | None) -> None:
@@ -641,6 +665,10 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
 
     def load_rows(self, matches: Sequence[TextMatch]) -> None:
         missing = [m for m in matches if m.row is None and m.tokens is not None]
+        came = getattr(self._local, "came_along", None) or {}
+        for m in [m for m in missing if m.seq in came]:
+            self._fill(m, came[m.seq])
+        missing = [m for m in missing if m.row is None and m.tokens is not None]
         if not missing:
             return
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
