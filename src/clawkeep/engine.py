@@ -395,24 +395,30 @@ class Engine:
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
     # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
-    def memory_store_read(self, path: str) -> api.StoreFile:
-        """A store file whole, with the sha256 a write names to detect a concurrent writer."""
+    def memory_store_read(self, path: str, *, caller: str | None = None) -> api.StoreFile:
+        """A store file whole, with the sha256 a write names to detect a concurrent writer. A
+        calling session reads only the files it owns and the agent's (`memory/store_files.py`)."""
         from .memory import store_files
 
-        return api.StoreFile.model_validate(store_files.read(self.runtime, path))
+        check.ident(caller, "caller", optional=True)
+        return api.StoreFile.model_validate(store_files.read(self.runtime, path, caller))
 
-    def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
-        """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
+    def memory_store_write(self, path: str, text: str, base_sha256: str | None = None, *,
+                           caller: str | None = None) -> api.StoreFile:
+        """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`.
+        A calling session writes only the files it owns."""
         from .memory import store_files
 
         check.text(text, "store text", optional=True)
-        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256))
+        check.ident(caller, "caller", optional=True)
+        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256, caller))
 
-    def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
-        """The store files under `prefix`, each with its text."""
+    def memory_store_files(self, *, prefix: str = "memory/store", caller: str | None = None) -> list[api.StoreFile]:
+        """The store files under `prefix`, each with its text (a calling session: those it may read)."""
         from .memory import store_files
 
-        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
+        check.ident(caller, "caller", optional=True)
+        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix, caller)]
 
     def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
                        caller: str | None = None) -> api.MemoryChange:

@@ -136,7 +136,7 @@ class Gateway:
             args = arguments.pop("args", None) or operation.args.model_validate(
                 {k: v for k, v in arguments.items() if v is not None})
         except ValidationError as exc:
-            raise _Invalid(errors.describe_validation(exc.errors())) from None
+            raise _Invalid(errors.describe_validation(exc.errors(), operation)) from None
         return await self.inflight.run(operation.run, self.engine, args, caller)
 
     async def call(self, work: Any, *args: Any) -> JSONResponse:
@@ -498,19 +498,19 @@ def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C90
     @app.get("/v1/memory/store", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile, many=True))
     async def store_files(caller: Caller = None,
                           prefix: Annotated[str, Query(max_length=1024)] = "memory/store") -> Any:
-        gw.operator_only(caller, "reading the key/value store")
-        return await gw.op("memory_store_files", None, prefix=prefix)
+        gw.own_agent_only("the key/value store")
+        return await gw.op("memory_store_files", caller, prefix=prefix)
 
     @app.get("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
     async def store_read(path: Annotated[str, Query(max_length=1024)], caller: Caller = None) -> Any:
-        gw.operator_only(caller, "reading the key/value store")
-        return await gw.op("memory_store_read", None, path=path)
+        gw.own_agent_only("the key/value store")
+        return await gw.op("memory_store_read", caller, path=path)
 
     @app.put("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
     async def store_write(body: ops.StoreWriteArgs, caller: Caller = None) -> Any:
         """Replace a store file whole (empty text deletes it); 409 when it changed since `baseSha256`."""
-        gw.operator_only(caller, "writing the key/value store")
-        return await gw.op("memory_store_write", None, args=body)
+        gw.own_agent_only("the key/value store")
+        return await gw.op("memory_store_write", caller, args=body)
 
     @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
     async def memory_status(deep: bool = False, caller: Caller = None) -> Any:
