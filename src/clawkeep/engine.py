@@ -170,7 +170,7 @@ class Engine:
             thread=thread,
             session=session,
         )
-        check.flag(record_only, "record only")
+        check.flag(record_only, "record_only")
         return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
@@ -206,7 +206,7 @@ class Engine:
             check.choice(kind, "kind", KINDS)  # an unknown kind matched nothing: an empty list hid the typo
         check.text(search_text, "search text", optional=True)
         check.integer(active_minutes, "active_minutes", 0, check.MAX_INT)
-        check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
+        check.integer(recent_messages, "recent_messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
         return [api.SessionInfo.model_validate(row) for row in service.list_sessions(self.runtime, flt, Caller(caller))]
@@ -219,7 +219,7 @@ class Engine:
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
-        check.flag(include_tools, "include tools")
+        check.flag(include_tools, "include_tools")
         return api.History.model_validate(history.sessions_history(
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
@@ -256,7 +256,7 @@ class Engine:
 
         check.ident(session, "session")
         check.text(message, "message")
-        check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
+        check.integer(timeout_seconds, "timeout_seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
         check.ident(caller, "caller", optional=True)
         return api.SendResult.model_validate(
             send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller))
@@ -334,7 +334,7 @@ class Engine:
         check.integer(limit, "limit", 1, MAX_LIMIT)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
-        check.number(min_score, "min score", 0.0, 1.0)
+        check.number(min_score, "min_score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
         found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
         kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]

@@ -28,13 +28,14 @@ from .operations import OPERATIONS, Operation
 
 SOURCES = ("body", "query", "path", "header")
 _INT = re.compile(r"[+-]?[0-9]+")
+_PARAM = re.compile(r"{[^}]*}")
 _ROUTES: dict[tuple[str, str], Operation] = {
-    (op.http.method, op.http.path): op for op in OPERATIONS.values() if op.http is not None}
+    (op.http.method, _PARAM.sub("{}", op.http.path)): op for op in OPERATIONS.values() if op.http is not None}
 
 
 def route_operation(method: str, path: str | None) -> Operation | None:
-    """The operation a route (its method and path template, `/v1/sessions/{session_key}`) serves."""
-    return _ROUTES.get((method, path)) if path else None
+    """The operation a route (its method and path template, `/v1/sessions/{key:path}/send`) serves."""
+    return _ROUTES.get((method, _PARAM.sub("{}", path))) if path else None
 
 
 def engine_message(op: Operation, error: dict[str, Any]) -> str | None:
