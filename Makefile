@@ -11,7 +11,7 @@ PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_histor
 	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py tests/test_memory_index.py
 # ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
 CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py \
-                    tests/test_bad_input.py
+                    tests/test_bad_input.py tests/test_security_routing.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
