@@ -29,14 +29,14 @@ def __getattr__(name: str) -> object:
     # `Engine` and the client are imported on first use, so a process that needs only part of the
     # package (a cold CLI search, a storage tool) does not pay for every service at import.
     if name == "Engine":
-        from .engine import Engine
+        from .engine import Engine  # deferred: every service; see the comment above
 
         return Engine
     if name in ("Client", "AsyncClient"):
-        from . import client
+        from . import client  # deferred: httpx, for the HTTP client only
 
         return getattr(client, name)
-    from .api import shapes
+    from .api import shapes  # deferred: the result models, asked for by name
 
     if name in shapes.__all__:  # the result models (api shapes) the Engine and the clients return
         return getattr(shapes, name)

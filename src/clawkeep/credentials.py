@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ClawkeepError, ConflictError, InputError, NotFoundError
-from .routing.keys import is_session_id, parse_key
+from .routing.keys import is_session_id, normalize_agent_id, normalize_segment, parse_key
 from .routing.router import Inbound, route
 from .runtime import Runtime
 from .storage import CredentialRecord
@@ -130,8 +130,6 @@ def parse_scope(text: str) -> tuple[str, str]:
     if kind == "operator" and not rest:
         return "operator", ""
     if kind == "agent" and rest:
-        from .routing.keys import normalize_agent_id  # noqa: PLC0415
-
         return "agent", _checked(text, lambda: normalize_agent_id(rest))
     if kind == "session" and rest:
         key = _checked(text, lambda: parse_key(rest).key)
@@ -139,8 +137,6 @@ def parse_scope(text: str) -> tuple[str, str]:
             raise InputError(f"--scope {text!r}: an incognito session is never stored, so no token can name it")
         return "session", key
     if kind == "peer" and rest.count(":") >= 1:
-        from .routing.keys import normalize_segment  # noqa: PLC0415
-
         channel, _, sender = rest.partition(":")
         _checked(text, lambda: (normalize_segment(channel, "channel"), normalize_segment(sender, "sender")))
         # kept as given (trimmed; ids match case-insensitively): routing normalises and escapes them itself

@@ -8,6 +8,7 @@ with Engine.open(home="~/.clawkeep") as engine:
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Iterator
@@ -21,10 +22,11 @@ from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageErro
 from .runtime import Runtime, default_home
 from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
-from .visibility import Caller
+from .visibility import Caller, Limit
 
 if TYPE_CHECKING:
     from .turns import MessageRequest, TurnEvent
+    from .turns.turn import Turn
 
 # The services are imported inside the methods that use them: a short-lived process (one CLI
 # command) then loads only what its one call needs — a keyword search never imports the turn
@@ -60,9 +62,24 @@ def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
 
 
 class Engine:
+    turn: Turn | None = None  # the turn whose tools run on this engine (`for_turn`); None: no turn
+
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
         runtime.tool_host = self  # the reply model's tools are this engine's verbs (turns.tools)
+
+    def limited(self, limit: Limit) -> Engine:
+        """This engine for one credential's calls: every scope it computes stays within `limit`."""
+        bound = copy.copy(self)
+        bound.runtime = self.runtime.with_limit(limit)
+        return bound
+
+    def for_turn(self, turn: Turn) -> Engine:
+        """The engine a turn's tools run on: within the turn's limit, and its searches and sends
+        know the turn (`turns.turn.Turn`: one index check, the answered message, held locks)."""
+        bound = self.limited(turn.limit)
+        bound.turn = turn
+        return bound
 
     @classmethod
     def open(
@@ -259,7 +276,8 @@ class Engine:
         check.integer(timeout_seconds, "timeout_seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
         check.ident(caller, "caller", optional=True)
         return api.SendResult.model_validate(
-            send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller))
+            send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller,
+                               turn=self.turn))
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
@@ -336,7 +354,8 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min_score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus,
+                              turn=self.turn)["results"]
         kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]
         return api.MemorySearchResult.model_validate({"results": kept})
 

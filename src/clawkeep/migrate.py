@@ -47,6 +47,7 @@ from .storage import (
     known_agent_ids,
     open_agent_store,
 )
+from .storage.postgres import redact  # free: a migration always has a PostgreSQL end
 
 BATCH = 500
 NO_SEQ = 2**62  # "nothing kept" in a compaction's firstKeptSeq
@@ -438,7 +439,5 @@ def migrate(source_text: str, target_text: str, *, schema: str = "clawkeep", age
 
 def _shown(end: Endpoint) -> str:
     if end.is_postgres:
-        from .storage.postgres import redact  # noqa: PLC0415
-
         return f"{redact(end.storage.url)} (schema {end.storage.schema_prefix})"
     return end.label

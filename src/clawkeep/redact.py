@@ -34,6 +34,7 @@ write filters (M7) say why they refused a fact with it.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -557,8 +558,6 @@ _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 
 
 def _valid_date(year: int, month: int, day: int) -> bool:
-    import datetime  # noqa: PLC0415 - only when a date-shaped number is checked
-
     try:
         datetime.date(year, month, day)
     except ValueError:

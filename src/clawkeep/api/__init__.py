@@ -82,7 +82,7 @@ def __getattr__(name: str) -> object:
     # MCP server and the tool loop need it, a one-shot CLI command does not. So does each
     # result model (shapes: a command builds the few it returns).
     if name in _OPERATIONS_NAMES:
-        from . import operations
+        from . import operations  # deferred: every argument model; see the comment above
 
         return getattr(operations, name)
     if name in shapes.__all__:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import importlib
+import logging
 import os
 import sys
 import types
@@ -21,7 +23,7 @@ def main() -> None:
     skip_plugin_loader()
     gc.disable()
     try:
-        from .main import run
+        from .main import run  # deferred: every command's modules load here, with collection paused
     finally:
         gc.freeze()
         gc.enable()
@@ -37,9 +39,7 @@ def main() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed pipe (`clawkeep … | head`): nothing more to say
         code = code or 1
-    import logging  # noqa: PLC0415 - already loaded by then; flush any file handlers
-
-    logging.shutdown()
+    logging.shutdown()  # flush any file handlers
     os._exit(code)
 
 
@@ -63,8 +63,6 @@ def skip_plugin_loader() -> None:
     def real_attribute(attr: str) -> object:
         if attr.startswith("__"):  # the import system probing (`__path__` …): a plain module
             raise AttributeError(attr)
-        import importlib  # noqa: PLC0415 - only if a pydantic version asks for more
-
         if sys.modules.get(name) is stand_in:
             del sys.modules[name]
         return getattr(importlib.import_module(name), attr)

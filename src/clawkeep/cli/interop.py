@@ -14,7 +14,7 @@ from .. import validation as check
 from ..errors import InputError
 from ..validation import shown
 from .app import app, engine, err, out
-from .render import emit, table
+from .render import emit, progress_display, table
 
 import_app = typer.Typer(help="Import sessions, transcripts, memory files and config.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -23,10 +23,7 @@ app.add_typer(import_app, name="import")
 @contextmanager
 def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int], Callable[[int], None]]]:
     """A Rich bar over bytes read (shown on stderr, not with --json)."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
-
-    with Progress(TextColumn(label), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err,
-                  transient=True, disable=quiet) as bar:
+    with progress_display(err, label=label, sizes=True, disable=quiet) as bar:
         def start(total: int) -> Callable[[int], None]:
             task = bar.add_task(label, total=max(total, 1))
             return lambda n: bar.advance(task, n)
@@ -49,7 +46,10 @@ def render_report(data: dict[str, Any]) -> None:
         rows = [{"why": k, "count": v["count"], "example": v["example"]} for k, v in data["renamedKeys"].items()]
         out.print(table(rows, ["why", "count", "example"], "session keys mapped to clawkeep's shapes"))
     if data.get("memory"):
-        out.print(table(data["memory"], ["file", "action", "lines", "to"], "memory files"))
+        columns = ["file", "action", "lines", "to"]
+        if any(m.get("redactedLines") for m in data["memory"]):
+            columns.insert(3, "redactedLines")  # credentials found in OpenClaw's notes were not copied
+        out.print(table(data["memory"], columns, "memory files"))
     config = data.get("config")
     if config:
         out.print(f"config: {config['action']}", highlight=False)

@@ -25,8 +25,7 @@ def mcp_command(
     """MCP server: sessions_list, sessions_history, sessions_search, session_status, memory_search,
     memory_get, memory_remember, memory_edit, memory_forget, memory_undo and sessions_send, as the
     --session caller."""
-    from ..mcp import serve_http, serve_stdio  # noqa: PLC0415 - the SDK loads only for this command
-    from ..mcp.server import check_http_access  # noqa: PLC0415
+    from ..mcp.server import check_http_access, serve_http, serve_stdio  # deferred: the MCP SDK, for this command only
 
     if session is not None:
         Engine.check_session_key(session, "--session")

@@ -10,6 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..api import Shape
+from ..deferred import deferred_import
+
+bars = deferred_import("rich.progress")  # deferred: ≈5 ms of Rich, only for the commands that show a bar
 
 
 def as_json_data(data: Any) -> Any:
@@ -37,3 +40,13 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str | None = No
         # plain Text: a key such as `agent:main:x:thread:42` is not an emoji code or markup
         grid.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
     return grid
+
+
+def progress_display(console: Any, *, disable: bool, transient: bool = True, label: str = "{task.description}",
+             sizes: bool = False) -> Any:
+    """A Rich progress display on `console`: a bar with items done of the total and the time
+    elapsed, or with `sizes` the bytes read and the time remaining."""
+    columns = (bars.DownloadColumn(), bars.TimeRemainingColumn()) if sizes else (
+        bars.MofNCompleteColumn(), bars.TimeElapsedColumn())
+    return bars.Progress(bars.TextColumn(label), bars.BarColumn(), *columns, console=console, transient=transient,
+                         disable=disable)

@@ -15,7 +15,7 @@ def gateway(
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error"),
 ) -> None:
     """Serve the HTTP API and the control UI; Ctrl-C or SIGTERM stops it gracefully."""
-    from ..gateway import serve  # noqa: PLC0415 - the web stack loads only for this command
+    from ..gateway import serve  # deferred: the web stack, for this command only
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
         raise typer.BadParameter(f"{log_level!r} is not a log level; use debug, info, warning or error")

@@ -7,6 +7,7 @@ import re
 import types
 from datetime import timedelta
 from typing import Any, Literal, Union, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
@@ -70,8 +71,6 @@ def known_zone(value: str | None) -> str | None:
     """An IANA time-zone name (None stays None: the host's local time)."""
     if value is None:
         return value
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
-
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):

@@ -9,8 +9,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from ..deferred import deferred_import
 from .active_memory import ActiveMemoryConfig
 from .base import _Model, known_zone
+
+cron = deferred_import("croniter")  # deferred: croniter and dateutil, only when the key is set
 
 
 class LightPhaseConfig(_Model):
@@ -53,10 +56,8 @@ class DreamingConfig(_Model):
     @field_validator("frequency")
     @classmethod
     def _cron(cls, value: str) -> str:
-        from croniter import croniter  # noqa: PLC0415 - only when the key is set
-
         text = " ".join(str(value).split())
-        if len(text.split()) != 5 or not croniter.is_valid(text):
+        if len(text.split()) != 5 or not cron.croniter.is_valid(text):
             raise ValueError(f"{value!r} is not a cron expression; give five fields (minute hour day month "
                              "weekday), e.g. \"0 3 * * *\" (03:00 every day) or \"0 */6 * * *\"")
         return text

@@ -14,6 +14,7 @@ For the gateway's loop:
     dreaming.run_due(runtime)                            # sweeps when due; None otherwise
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from .recorder import install
@@ -30,7 +31,5 @@ _LATER = {"is_due": "schedule", "next_run": "schedule", "previous_run": "schedul
 def __getattr__(name: str) -> object:
     # Every engine installs the recorder; the sweep and the schedule (croniter) load when used.
     if name in _LATER:
-        from importlib import import_module
-
         return getattr(import_module(f".{_LATER[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,6 @@ def _set_aside(rt: Runtime, line: SourceLine) -> str | None:
 
 
 def _date(text: str | None):
-    from datetime import date  # noqa: PLC0415
-
     try:
         return date.fromisoformat(text) if text else None
     except ValueError:

@@ -16,6 +16,7 @@ from functools import lru_cache
 from ..memory import items
 from ..redact import redact_secrets
 from ..text.analyzer import analyze_document
+from ..text.query import han_words
 from ..text.stopwords import CJK, ENGLISH
 from ..text.tokens import CJK_RUN, stem
 
@@ -137,8 +138,6 @@ def _latin(text: str, add) -> None:
 
 
 def _cjk_words(run: str) -> list[str]:
-    from ..text.query import han_words  # noqa: PLC0415
-
     if any("\u4e00" <= ch <= "\u9fff" for ch in run):
         return han_words(run)
     return [run]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -243,8 +244,6 @@ def _stated_on(item: items.Item) -> str | None:
 
 
 def _day(text: str | None) -> Any:
-    from datetime import date  # noqa: PLC0415
-
     try:
         return date.fromisoformat(text) if text else None
     except ValueError:

@@ -48,8 +48,8 @@ def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...]
         return
     if session is not None and parse_key(session).incognito:  # an incognito thread is never stored
         return
-    from ..memory import service as memory  # noqa: PLC0415 - see the note on imports above
-    from .store import DreamsDir  # noqa: PLC0415
+    from ..memory import service as memory  # deferred: see the note on imports above
+    from .store import DreamsDir  # deferred: as the memory service
 
     if not memory.has_memory(rt):  # a search of an agent that has nothing creates nothing
         return
@@ -60,7 +60,7 @@ def _record(rt: Runtime, kind: str, query: str, hits: tuple[dict[str, Any], ...]
 def record(dreams: DreamsDir, kind: str, query: str, hits: Any, session: str | None, at: int, *,
            snippets_redacted: bool = False, **extra: Any) -> None:
     """Append one trace (also the way tests and imports write past traces with their own times)."""
-    from .claims import redacted  # noqa: PLC0415 - see the note on imports above
+    from .claims import redacted  # deferred: see the note on imports above
 
     def shown(snippet: Any) -> str:
         text = str(snippet or "")[:MAX_SNIPPET_CHARS]

@@ -5,6 +5,7 @@ shutdown waits for it; a failing job is logged and tried again at its next time.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -42,8 +43,6 @@ def freeze_start_up() -> int:
     model, compiled rules) is never garbage, and each full collection walked it again — ≈60 ms at
     80k objects, a pause in whichever request it fell on. Done once, after the warm-up: objects
     made later stay collectable. Returns how many objects were frozen."""
-    import gc  # noqa: PLC0415
-
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()

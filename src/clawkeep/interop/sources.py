@@ -14,13 +14,19 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import json5
 
+from ..deferred import deferred_import
 from ..errors import InputError
 from ..storage.sqlite.openclaw import DatabaseError, OpenClawDatabase
 from .events import parse_time
+
+if TYPE_CHECKING:
+    import zstandard
+else:
+    zstandard = deferred_import("zstandard")  # deferred: only zstd archives and events need it
 
 AGENT_DB = Path("agent") / "openclaw-agent.sqlite"
 SESSIONS_DIR = "sessions"
@@ -206,8 +212,6 @@ def has_lone_surrogate(value: Any) -> bool:
 def _open_binary(path: Path) -> io.BufferedIOBase:
     handle = open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
     if path.name.endswith(".zst"):
-        import zstandard  # noqa: PLC0415 - only zstd archives need it
-
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(handle, closefd=True))
     return handle
 
@@ -425,8 +429,6 @@ def _unpack(packed: bytes | None, size: int | None, where: str) -> bytes:
     MAX_LINE_BYTES (the JSONL path's cap): what a frame or the row declares is never allocated."""
     if packed is None:
         raise InputError(f"{where}: event has neither JSON nor a compressed body")
-    import zstandard  # noqa: PLC0415
-
     cap = MAX_LINE_BYTES // (1024 * 1024)
     declared = max(int(size or 0), _frame_size(packed))
     if declared > MAX_LINE_BYTES:
@@ -448,8 +450,6 @@ def _unpack(packed: bytes | None, size: int | None, where: str) -> bytes:
 
 def _frame_size(packed: bytes) -> int:
     """The content size a zstd frame header declares (0 when it declares none or is unreadable)."""
-    import zstandard  # noqa: PLC0415
-
     try:
         return max(zstandard.frame_content_size(packed), 0)
     except zstandard.ZstdError:

@@ -16,10 +16,12 @@ import json
 import signal
 import threading
 from functools import partial
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 import mcp.types as types
+import uvicorn  # the SDK loads it already (its HTTP transports)
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -28,7 +30,7 @@ from ..api import AGENT_TOOLS, OPERATIONS
 from ..api.operations import result_json
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
-from ..visibility import Limit, limited
+from ..visibility import Limit
 from .stdio import CheckedLines, ClaimedStdin
 
 SERVER_NAME = "clawkeep"
@@ -64,8 +66,7 @@ def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str
                              "made by the operator or an agent token")
         caller = grant.caller(engine.runtime, caller)
         limit = Limit(grant.limit().agent_id, grant.sandboxed or sandboxed)
-    with limited(limit):
-        return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
+    return result_json(operation.run(engine.limited(limit), operation.parse(arguments or {}), caller))
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -101,8 +102,6 @@ def build_server(engine: Engine, caller: str | None = None, *, sandboxed: bool =
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - once per server
-
     try:
         return version("clawkeep")
     except PackageNotFoundError:
@@ -139,8 +138,6 @@ def serve_http(engine: Engine, caller: str | None = None, *, host: str = "127.0.
                token: str | None = None, sandboxed: bool = False) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Off loopback a token is
     required, and every request must carry `Authorization: Bearer <token>`."""
-    import uvicorn  # noqa: PLC0415 - only the HTTP transport needs it
-
     check_http_access(host, token)
     # plain JSON answers (no SSE stream per call): the tools send no progress notifications
     app: Any = build_server(engine, caller, sandboxed=sandboxed).streamable_http_app(host=host, json_response=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import MemorySearchConfig
+from ..deferred import deferred_import
 from ..errors import ClawkeepError, ConflictError
 from ..redact import redact_secrets
 from ..storage.memory_base import ChunkRecord, FileRecord, MemoryStore
@@ -35,6 +36,8 @@ from .workspace import contained_file, walk_markdown
 
 if TYPE_CHECKING:
     import numpy as np  # loaded with the first embedding: a keyword search never needs it
+else:
+    np = deferred_import("numpy")  # deferred: a keyword search never needs it
 
 # bump when chunk rendering or token analysis changes (5: line vectors, chunk = their mean; 6: the
 # stored tokens keep the chunk's line breaks, so a search never analyses a hit's lines again; 7: the secret
@@ -370,8 +373,6 @@ class MemoryIndex:
         of its lines' (one embedding pass over the text, not two). A line shared by overlapping
         chunks is embedded once (the cache is keyed by text); a chunk without such lines is
         embedded whole."""
-        import numpy as np  # noqa: PLC0415
-
         wanted = [(chunk, i, text) for chunk in chunks for i, line in enumerate(chunk.text.split("\n"))
                   if (text := line_for_vector(line, chunk.source))]
         if len(wanted) > MAX_LINE_VECTORS:
@@ -394,8 +395,6 @@ class MemoryIndex:
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embeddings through the cache keyed by provider+model (fingerprint) and text hash."""
-        import numpy as np  # noqa: PLC0415
-
         key = self.vector_key()
         assert key is not None and self.provider is not None
         hashes = [text_hash(t) for t in texts]

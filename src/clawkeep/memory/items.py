@@ -211,7 +211,7 @@ def lines_for_reader(lines: list[str], reader_key: str, *, across: bool, today: 
 def filter_reason(text: str, *, allow_secrets: bool = False) -> str | None:
     """Why `text` must not become long-term memory (None = it may): a secret, a one-off
     operational instruction or venting without a durable fact (`filters.classify`)."""
-    from . import filters  # noqa: PLC0415 - see the note on imports above
+    from . import filters  # deferred: many patterns, for writes only (see the note on imports above)
 
     return filters.classify(text, allow_secrets=allow_secrets).reason
 
@@ -265,7 +265,7 @@ def new_item_id() -> str:
 def is_time_bound(text: str, today: date) -> date | None:
     """The expiry of a time-bound fact: the day of a future plan. Dated past events ("I was born
     on 1990-03-12") and recurring dates are durable: None (`timeparse.plan_day`)."""
-    from .timeparse import plan_day  # noqa: PLC0415 - see the note on imports above
+    from .timeparse import plan_day  # deferred: the plan reader, for writes only (see the note above)
 
     return plan_day(text, today)
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ..errors import ClawkeepError
+from .errors import WireBroken, WireError, WireTimeout, WireTooLarge, WireUnreachable
 
 try:
     _VERSION = importlib.metadata.version("clawkeep")
@@ -38,40 +39,6 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree
 USER_AGENT = f"clawkeep/{_VERSION}"
 T = TypeVar("T")
 SseEvent = tuple[str, str]  # (event name, data)
-
-
-# -- wire failures ----------------------------------------------------------------------------
-
-
-class WireError(Exception):
-    """A failure on the wire, before any provider wording. `cause` is the httpx exception, if any."""
-
-    def __init__(self, detail: str = "", cause: BaseException | None = None):
-        super().__init__(detail)
-        self.detail = detail
-        self.cause = cause
-
-
-class WireTimeout(WireError):
-    """No answer (`complete=False`) or no complete answer (`complete=True`) within the timeout."""
-
-    def __init__(self, *, complete: bool, cause: BaseException | None = None):
-        super().__init__("no complete answer" if complete else "no answer", cause)
-        self.complete = complete
-
-
-class WireUnreachable(WireError):
-    """No connection: refused, DNS, TLS, proxy, unsupported URL."""
-
-
-class WireBroken(WireError):
-    """The connection broke mid-exchange (dropped, reset, malformed HTTP)."""
-
-
-class WireTooLarge(WireError):
-    def __init__(self, limit: int):
-        super().__init__(f"answer larger than {limit} bytes")
-        self.limit = limit
 
 
 _BROKEN = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)

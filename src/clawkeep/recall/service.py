@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.active_memory import (
     SEARCH_TOOL,
@@ -22,21 +22,27 @@ from ..config.active_memory import (
     active_memory_config,
     remember_across_conversations,
 )
+from ..context.compaction import active_messages
 from ..errors import ClawkeepError, InputError
 from ..events import RecallTraced
 from ..memory import service as memory
 from ..memory.owners import DM_KINDS, visible_to
 from ..memory.sessions_source import eligible as transcript_eligible
-from ..routing.keys import SYNTHETIC_KINDS
+from ..models.errors import ModelTimeoutError
+from ..routing.keys import SYNTHETIC_KINDS, subagent_key
+from ..routing.router import Route
 from ..runtime import Runtime
 from ..sessions import transcript
-from ..sessions.service import find_session
-from ..storage import SessionFilter, SessionRecord, TextQuery
+from ..sessions.service import create_session, find_session
+from ..storage import EntryRecord, SessionFilter, SessionRecord, TextQuery
 from ..text.query import parse_query, rerank
 from ..timeutil import to_iso
 from . import lanes
 from .detector import classify
 from .evidence import memory_evidence, sentences, settle
+
+if TYPE_CHECKING:
+    from ..turns.turn import Turn
 
 
 @dataclass
@@ -110,17 +116,18 @@ def breaker(rt: Runtime) -> CircuitBreaker:
 
 
 def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False,
-           session: SessionRecord | None = None) -> RecallResult:
+           session: SessionRecord | None = None, turn: Turn | None = None) -> RecallResult:
     """Active Memory for one would-be message; the outcome is published as `RecallTraced`.
-    A turn passes the `session` record it already holds, so it is not looked up again."""
-    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session, session=session)
+    A turn passes the `session` record it already holds, so it is not looked up again, and
+    itself (`turn`: its memory searches share one index check; None outside a turn)."""
+    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session, session=session, turn=turn)
     rt.events.publish(RecallTraced(rt.now(), rt.agent_id, session_ref, text, result.status, result.lane,
                                    result.summary, result.elapsed_ms))
     return result
 
 
 def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool,
-            session: SessionRecord | None) -> RecallResult:
+            session: SessionRecord | None, turn: Turn | None) -> RecallResult:
     started = time.monotonic()
 
     def done(status: str, lane: int | None, past: bool, summary: str | None = None,
@@ -151,7 +158,7 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
             return done("none", None, past, reason="mode-off")
         if options.mode == "escalate" and not past:
             return done("none", None, past, reason="no-recall-intent")
-        return _lane_two(rt, session, text, options, model, past, done)
+        return _lane_two(rt, session, text, options, model, past, done, turn)
     except ClawkeepError as exc:
         return done("error", 2, past, reason=str(exc))
     except (OSError, ValueError) as exc:  # A4: a broken memory file never blocks the turn
@@ -160,11 +167,11 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
 
 
 def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
-              past: bool, done: Any) -> RecallResult:
+              past: bool, done: Any, turn: Turn | None = None) -> RecallResult:
     if SEARCH_TOOL not in options.allowed_tools():  # toolsAllow: lane 2's one evidence tool is not permitted
         return done("skipped", 2, past, reason=f"toolsAllow does not permit {SEARCH_TOOL}")
     across = remember_across_conversations(rt.config)
-    evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across),
+    evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across, turn),
                             (lambda q: _transcript_evidence(rt, session, q)) if across else None, text)
     evidence = settle(evidence, text, memory.today(rt))  # no earlier questions, no outdated plans
     if model is None:
@@ -174,8 +181,6 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
     circuit = breaker(rt)
     if circuit.open(key):
         return done("skipped", 2, past, reason="circuit open after repeated timeouts")
-    from ..models.chat import ModelTimeoutError  # noqa: PLC0415 - only needed with a model
-
     context = lanes.conversation_context(_recent_turns(rt, session), text, mode=options.query_mode,
                                          user_turns=options.recent_user_turns,
                                          assistant_turns=options.recent_assistant_turns)
@@ -195,8 +200,6 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
 
 
 def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
-    from ..context.compaction import active_messages  # noqa: PLC0415
-
     messages, _ = active_messages(rt.store_for_key(session.key), session)
     return [(m.role, transcript.plain_text(m.content)) for m in messages[-40:] if m.role in ("user", "assistant")]
 
@@ -204,11 +207,6 @@ def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
 def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary: str | None) -> None:
     """persistTranscripts: keep the recall sub-agent's exchange as a sub-agent session of the turn's
     session (temporary and unrecorded otherwise)."""
-    from ..routing.keys import subagent_key  # noqa: PLC0415
-    from ..routing.router import Route  # noqa: PLC0415
-    from ..sessions.service import create_session  # noqa: PLC0415
-    from ..storage import EntryRecord  # noqa: PLC0415
-
     at = rt.now()
     route = Route(subagent_key(session.agent_id), session.agent_id, "subagent", None, "subagent", None, None,
                   "subagent")
@@ -219,10 +217,12 @@ def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary
                                              role=role, content=transcript.text_blocks(text_)))
 
 
-def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
+def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool,
+                     turn: Turn | None = None) -> list[lanes.Evidence]:
     """memory_search, minus what belongs to other conversations when DMs are isolated and minus
     the current session's own transcript (A5: its turns are the conversation, not memory)."""
-    results = memory.search(rt, query, limit=6, caller=session.key, without_session=session.session_id)["results"]
+    results = memory.search(rt, query, limit=6, caller=session.key, without_session=session.session_id,
+                            turn=turn)["results"]
     workspace = memory.workspace(rt)
     found = []
     for hit in results:

@@ -8,6 +8,7 @@ share the database). Incognito stores stay process-local SQLite in memory either
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..config import StorageConfig
 from .base import AgentStore
@@ -19,6 +20,13 @@ __all__ = ["agent_database_path", "agent_store_exists", "check_storage", "known_
            "open_agent_store", "open_agent_store_file", "open_in_memory_store", "open_memory_index"]
 
 
+def _postgres() -> Any:
+    """The PostgreSQL backend's package, imported when `storage.url` names a server."""
+    from . import postgres  # deferred: the driver (psycopg, its pool) only for a postgresql:// URL
+
+    return postgres
+
+
 def agent_database_path(home: Path, agent_id: str) -> Path:
     return home / "agents" / agent_id / "agent.sqlite"
 
@@ -26,20 +34,17 @@ def agent_database_path(home: Path, agent_id: str) -> Path:
 def open_agent_store(home: Path, agent_id: str, config: StorageConfig) -> AgentStore:
     """The durable store for one agent, chosen by `storage.url`."""
     if config.is_postgres:
-        from .postgres import PgAgentStore  # noqa: PLC0415 - optional driver
-
-        return PgAgentStore(config.url, agent_id, prefix=config.schema_prefix, pool_size=config.pool_size,
-                            connect_timeout_ms=config.connect_timeout_ms, lock_timeout_ms=config.busy_timeout_ms)
+        return _postgres().PgAgentStore(config.url, agent_id, prefix=config.schema_prefix,
+                                        pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms,
+                                        lock_timeout_ms=config.busy_timeout_ms)
     return open_agent_store_file(agent_database_path(home, agent_id), agent_id, config)
 
 
 def known_agent_ids(home: Path, config: StorageConfig) -> set[str]:
     """Agents that have a durable store (nothing is created)."""
     if config.is_postgres:
-        from .postgres import catalog_names  # noqa: PLC0415
-
-        return set(catalog_names(config.url, config.schema_prefix, "agent", pool_size=config.pool_size,
-                                 connect_timeout_ms=config.connect_timeout_ms))
+        return set(_postgres().catalog_names(config.url, config.schema_prefix, "agent", pool_size=config.pool_size,
+                                             connect_timeout_ms=config.connect_timeout_ms))
     agents_dir = home / "agents"
     return {p.parent.name for p in agents_dir.glob("*/agent.sqlite")} if agents_dir.is_dir() else set()
 
@@ -47,10 +52,10 @@ def known_agent_ids(home: Path, config: StorageConfig) -> set[str]:
 def check_storage(config: StorageConfig) -> None:
     """PostgreSQL: log in to the server once (nothing is created); its error says what is wrong."""
     if config.is_postgres:
-        from .postgres.connection import Database, require_driver  # noqa: PLC0415
-
-        require_driver()
-        Database.release(Database.acquire(config.url, config.pool_size, config.connect_timeout_ms))
+        connection = _postgres().connection
+        connection.require_driver()
+        database = connection.Database
+        database.release(database.acquire(config.url, config.pool_size, config.connect_timeout_ms))
 
 
 def agent_store_exists(home: Path, agent_id: str, config: StorageConfig) -> bool:
@@ -79,9 +84,7 @@ def open_memory_index(path: Path | str, config: StorageConfig | None = None, *,
     when the server has it, else exact top-k over a plain column (postgres/vectors.py)."""
     config = config or StorageConfig()
     if config.is_postgres:
-        from .postgres import PgMemoryStore  # noqa: PLC0415
-
-        return PgMemoryStore(config.url, name or Path(path).parent.name, prefix=config.schema_prefix,
-                             pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms)
+        return _postgres().PgMemoryStore(config.url, name or Path(path).parent.name, prefix=config.schema_prefix,
+                                         pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms)
     # synchronous stays NORMAL: the index can always be rebuilt from Markdown
     return SqliteMemoryStore(path, busy_timeout_ms=config.busy_timeout_ms, vector_store=vector_store)

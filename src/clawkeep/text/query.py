@@ -388,15 +388,13 @@ def _import_jieba() -> Any:
     it to open its own dictionary file and falls back to a plain `open` when it is missing.
     Importing pkg_resources scans every installed distribution (≈0.2 s here) and leaves ≈10k
     objects behind for every later garbage collection to walk."""
-    if "pkg_resources" in sys.modules:  # already paid for by someone else
-        import jieba  # noqa: PLC0415
-
-        return jieba
-    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # makes `import pkg_resources` fail
+    hide = "pkg_resources" not in sys.modules  # else already paid for by someone else
+    if hide:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # makes `import pkg_resources` fail
     try:
-        import jieba  # noqa: PLC0415
+        import jieba  # deferred: English-only workloads never segment Chinese (see _jieba)
     finally:
-        if sys.modules.get("pkg_resources", False) is None:
+        if hide and sys.modules.get("pkg_resources", False) is None:
             del sys.modules["pkg_resources"]
     return jieba
 

@@ -42,11 +42,11 @@ def _english_stemmer() -> Any:
     """PyStemmer (Snowball in C) when installed, else snowballstemmer (the same algorithm in
     pure Python: identical stems, a test compares them); loaded when English is first stemmed."""
     try:
-        import Stemmer  # noqa: PLC0415
+        import Stemmer  # deferred: loaded when English is first stemmed
 
         return Stemmer.Stemmer("english")
     except ImportError:
-        import snowballstemmer  # noqa: PLC0415
+        import snowballstemmer  # deferred: the fallback when PyStemmer is missing
 
         return snowballstemmer.stemmer("english")
 

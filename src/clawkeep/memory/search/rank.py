@@ -9,13 +9,19 @@ import re
 import weakref
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...deferred import deferred_import
 from ...errors import ClawkeepError
 from ...storage import TextQuery, VectorFilter
 from ...text.query import score_boost
 from ..index import MemoryIndex
 from .terms import Terms
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: a keyword search never needs it
 
 STRONG_SHARE = 0.8  # under decay, a match within 80% of the best relevance always stays
 SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
@@ -88,8 +94,6 @@ def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sour
     spans two conversations); its vector is their normalised sum, so its similarity is the sum
     of their similarities over the sum's length — no vector is made at query time, and all the
     chunks go through one set of matrix operations."""
-    import numpy as np  # noqa: PLC0415
-
     found = index.store.line_vectors(chunk_ids, vector_filter(index, sources))
     if not found:
         return {}, {}
@@ -114,8 +118,6 @@ def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sour
 def _window_similarities(lines: Any, owner: Any, matrix: Any, sims: Any) -> Any:
     """Each line's similarity to the query through its window's vector (see line_similarities);
     `owner` tells which chunk a line belongs to (neighbours are lines of one chunk)."""
-    import numpy as np  # noqa: PLC0415
-
     n = len(lines)
     adjacent = (np.diff(lines) == 1) & (np.diff(owner) == 0)  # line k and k+1 are neighbours
     pair = np.einsum("ij,ij->i", matrix[:-1], matrix[1:]) if n > 1 else np.zeros(0)

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ...models.rerank import Reranker, RerankError, create_reranker
+from ...models.rerank import BUNDLED_MODEL, Reranker, RerankError, bundled_model_dir, create_reranker
 from ...text.tokens import scripts
 
 T = TypeVar("T")
@@ -116,8 +116,6 @@ def status(settings: Any) -> dict[str, Any]:
     out.update({"candidates": settings.candidates, "weight": settings.weight,
                 "appliesTo": "queries and passages in Latin script only"})
     if settings.provider == "local":
-        from ...models.rerank import BUNDLED_MODEL, bundled_model_dir  # noqa: PLC0415
-
         folder = settings.model_dir or bundled_model_dir()
         out.update({"model": BUNDLED_MODEL if not settings.model_dir else settings.model_dir,
                     "modelDir": str(folder) if folder else None, "maxTokens": settings.max_tokens,

@@ -51,6 +51,7 @@ llamacpp (:8080). The hosted three need a key. `context_window` comes from the m
 `contextWindow`, else a table of well-known hosted models (`KNOWN_CONTEXT_WINDOWS`), else 32k.
 """
 
+from ..errors import ContextOverflowError, ModelError, ModelResponseError, ModelTimeoutError
 from .anthropic import AnthropicChatModel
 from .base import (
     DEFAULT_CONTEXT_WINDOW,
@@ -58,10 +59,6 @@ from .base import (
     OVERFLOW_PATTERNS,
     ChatModel,
     ChatResult,
-    ContextOverflowError,
-    ModelError,
-    ModelResponseError,
-    ModelTimeoutError,
     StreamResult,
     ToolCall,
     default_context_window,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.providers import DEFAULT_CONTEXT_WINDOW
-from ...errors import ClawkeepError, InputError
+from ...errors import InputError
 
 ROLES = ("user", "assistant", "system", "tool")
 
@@ -137,70 +137,6 @@ def finished_stream(result: ChatResult) -> StreamResult:
         return result
 
     return StreamResult(gen())
-
-
-# -- errors ----------------------------------------------------------------------------------
-
-
-class ModelError(ClawkeepError):
-    """A model call failed. `retryable` marks transient failures (connection, 429, 5xx)."""
-
-    code = "model_error"
-    http_status = 502
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str,
-        model: str,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after_s: float | None = None,
-    ):
-        super().__init__(message)
-        self.provider = provider
-        self.model = model
-        self.status = status
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
-
-
-class ModelTimeoutError(ModelError):
-    """No (complete) answer within the per-request timeout. Never retried here."""
-
-    code = "model_timeout"
-    http_status = 504
-
-
-class ContextOverflowError(ModelError):
-    """The provider says the prompt exceeds the model's context; the caller should compact."""
-
-    code = "context_overflow"
-    # 502 like any provider failure, not 413: by the time the provider refuses, the user's
-    # message is stored, and 413 reads as "request body refused, nothing kept" (the provider's
-    # own status is in `.status`)
-    http_status = 502
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str,
-        model: str,
-        status: int | None = None,
-        observed_tokens: int | None = None,
-        limit_tokens: int | None = None,
-    ):
-        super().__init__(message, provider=provider, model=model, status=status)
-        self.observed_tokens = observed_tokens
-        self.limit_tokens = limit_tokens
-
-
-class ModelResponseError(ModelError):
-    """The answer was empty, not JSON, or not the shape the protocol promises."""
-
-    code = "model_bad_response"
 
 
 # -- context overflow detection --------------------------------------------------------------

@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ...errors import InputError
-from .base import ChatModel, ChatResult, ContextOverflowError, ModelError, ModelTimeoutError, StreamResult
+from ..errors import ContextOverflowError, ModelError, ModelTimeoutError
+from .base import ChatModel, ChatResult, StreamResult
 
 T = TypeVar("T")
 

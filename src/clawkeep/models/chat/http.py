@@ -14,6 +14,7 @@ import httpx
 
 from ...config.providers import ProviderConfig
 from ...errors import InputError
+from ..errors import ContextOverflowError, ModelError, ModelResponseError, ModelTimeoutError
 from ..http import (
     HttpClient,
     RetryPolicy,
@@ -29,10 +30,6 @@ from ..http import (
 from .base import (
     ChatModel,
     ChatResult,
-    ContextOverflowError,
-    ModelError,
-    ModelResponseError,
-    ModelTimeoutError,
     StreamResult,
     check_messages,
     check_tools,

@@ -69,7 +69,7 @@ provider, the model and the problem and never contains the API key.
 from typing import TYPE_CHECKING
 
 from .base import EmbeddingError, EmbeddingProvider
-from .factory import AUTO_ORDER, KEY_ENV, PROVIDER_IDS, create_embedding_provider
+from .factory import AUTO_ORDER, KEY_ENV, PROVIDER_IDS, create_embedding_provider, remote_module
 from .local import DEFAULT_LOCAL_MODEL, E5_SMALL, LOCAL_MODELS, USE_M3, LocalEmbeddingProvider, LocalModelSpec
 
 if TYPE_CHECKING:
@@ -90,9 +90,7 @@ _REMOTE_NAMES = ("REMOTE_PROVIDERS", "GeminiEmbeddingProvider", "HttpEmbeddingPr
 def __getattr__(name: str) -> object:
     # The remote providers load the HTTP client: imported when one is named, not with the package.
     if name in _REMOTE_NAMES:
-        from . import remote
-
-        return getattr(remote, name)
+        return getattr(remote_module(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -13,10 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...deferred import deferred_import
 from ...errors import ClawkeepError, InputError
 
 if TYPE_CHECKING:
     import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: loads with the first embedding, not with the provider
 
 Side = Literal["query", "document"]
 # The remote providers (models.embeddings.remote, which loads the HTTP client): their ids here,
@@ -124,8 +127,6 @@ class EmbeddingProvider(ABC):
         """Embed texts to be stored (chunks, notes). Returns float32 (len(texts), dims),
         every row L2-normalised. Splits into batches of `batch_size`; each batch has its own
         deadline of `timeout_s`."""
-        import numpy as np  # noqa: PLC0415 - numpy loads with the first embedding, not with the provider
-
         items = _check_texts(texts)
         if not items:
             return np.zeros((0, self._dims or 0), dtype=np.float32)
@@ -179,8 +180,6 @@ class EmbeddingProvider(ABC):
 
     def _as_matrix(self, raw: Any, expected: int) -> np.ndarray:
         """Validate one batch answer and return it as normalised float32 (n, d)."""
-        import numpy as np  # noqa: PLC0415
-
         if isinstance(raw, np.ndarray):
             matrix = raw
         else:

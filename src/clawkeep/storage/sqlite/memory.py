@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...deferred import deferred_import
 from ...errors import ConflictError
 from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
 from ..query import TextQuery
@@ -24,12 +25,15 @@ from . import bm25
 from .connection import SqliteConnection, storage_error
 from .fts import match_expression, vocab_sql
 from .migrations import Migration
+from .vectors import vector_backend
 
 if TYPE_CHECKING:
     import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: a keyword search never loads vectors
 
-# numpy (and the vector backends) load with the first vector operation: a keyword-only
-# search in a short-lived process never pays for them.
+# numpy loads with the first vector operation (vectors.py defers it too): a keyword-only
+# search in a short-lived process never pays for it.
 
 # Released migrations are never edited: a schema change is a new entry at the end.
 _INITIAL = (
@@ -178,8 +182,6 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     def replace_file(self, record: FileRecord, chunks: Sequence[ChunkRecord],
                      vectors: np.ndarray | None, vector_key: str | None) -> None:
-        if vectors is not None or any(chunk.line_vectors for chunk in chunks):
-            import numpy as np  # noqa: PLC0415 - see the note on imports above
         with self.transaction():
             self._check_guard()
             self._delete_chunks(record.path)
@@ -389,14 +391,10 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     # --- vectors ----------------------------------------------------------------
     def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
-        from .vectors import vector_backend  # noqa: PLC0415
-
         ids, sims = vector_backend(self, flt).top_k(query_vec, k)
         return [(int(i), float(s)) for i, s in zip(ids, sims, strict=True)]
 
     def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        import numpy as np  # noqa: PLC0415
-
         wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
         grouped: dict[int, tuple[list[int], list[bytes]]] = {}
         for start in range(0, len(wanted), 500):
@@ -413,20 +411,14 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
                 for cid, (lines, blobs) in grouped.items()}
 
     def vector_count(self, flt: VectorFilter) -> int:
-        from .vectors import vector_backend  # noqa: PLC0415
-
         return len(vector_backend(self, flt))
 
     def describe_vectors(self, flt: VectorFilter) -> dict[str, Any]:
-        from .vectors import vector_backend  # noqa: PLC0415
-
         return vector_backend(self, flt).describe()
 
     def vectors(self, vector_key: str, sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, float32 matrix) of every stored vector made with `vector_key` (what the
         top-k backends load; SQLite only)."""
-        import numpy as np  # noqa: PLC0415
-
         marks = ", ".join("?" for _ in sources)
         rows = self._rows(f"SELECT chunk_id, vec FROM vectors WHERE vector_key = ? AND source IN ({marks})",
                           [vector_key, *sources])
@@ -438,8 +430,6 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
 
     # --- embedding cache --------------------------------------------------------
     def cached_embeddings(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        import numpy as np  # noqa: PLC0415
-
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(hashes))
         for start in range(0, len(unique), 500):
@@ -452,8 +442,6 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return found
 
     def cache_embeddings(self, key: str, items: dict[str, np.ndarray]) -> None:
-        import numpy as np  # noqa: PLC0415
-
         with self.transaction():
             self._conn.executemany(
                 "INSERT OR REPLACE INTO embedding_cache(key, hash, vec) VALUES (?, ?, ?)",

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from ...deferred import deferred_import
 from ...errors import InputError, StorageError
 from ..memory_base import VectorFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = deferred_import("numpy")  # deferred: loads with the first vector read
 
 BACKENDS = ("numpy", "sqlite-vec")
 _CACHE: dict[tuple[str, str, int, tuple[str, ...], str], Any] = {}
@@ -51,8 +55,8 @@ class NumpyVectors:
 
 def _connect_with_vec(path: str) -> Any:
     try:
-        import sqlean  # noqa: PLC0415 - optional dependency
-        import sqlite_vec  # noqa: PLC0415
+        import sqlean  # deferred: optional (clawkeep[sqlite-vec]), only for that vector store
+        import sqlite_vec  # deferred: as sqlean
     except ImportError:
         raise InputError("memorySearch.vectorStore 'sqlite-vec' needs the optional packages sqlite-vec and "
                          "sqlean.py: pip install 'clawkeep[sqlite-vec]'; allowed without them: numpy") from None
