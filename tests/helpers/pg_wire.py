@@ -3,7 +3,10 @@
 A round trip is each time the client hands the server a complete request and waits for its
 answer: a simple Query ('Q'), an extended-protocol Sync ('S'), or a Flush ('H', which psycopg's
 pipeline mode sends to read a result before the Sync; an 'H' right behind an 'S' rides with it
-and is not counted). The proxy parses the frontend message stream (startup packet first, then
+and is not counted). A statement's preparation (a named Parse synced
+alone, no Execute: psycopg prepares a statement on its fifth use on a connection, then only binds
+it) waits too, but once per pooled connection, not per operation: it is counted apart, in
+`prepares`. The proxy parses the frontend message stream (startup packet first, then
 typed messages `type:1 length:4 body`) and counts those; with `delay_ms` it also holds each
 one back that long, as a server on another host would (bench/postgres_bench.py's 1 ms row).
 
@@ -48,6 +51,7 @@ class WireCounter:
         self.target = _upstream(url)
         self.delay = delay_ms / 1000
         self.trips = 0
+        self.prepares = 0  # Syncs that only prepared a statement (see the module doc)
         self.connections = 0
         self.kinds: dict[str, int] = {}
         self.log: list[str] | None = None  # when a list: each Query, Parse and Sync, for a look at where trips go
@@ -70,6 +74,7 @@ class WireCounter:
     def reset(self) -> None:
         with self._lock:
             self.trips = 0
+            self.prepares = 0
             self.connections = 0
             self.kinds = {}
 
@@ -116,7 +121,7 @@ class WireCounter:
         """Client -> server, message by message, counting Query and Sync."""
         buffer = b""
         started = False
-        last = [""]
+        last: list = ["", False, False]  # the previous message's kind; since the last Sync: a named Parse, an Execute
         try:
             while True:
                 data = client.recv(65536)
@@ -136,9 +141,10 @@ class WireCounter:
         finally:
             _shut_down(client, server)
 
-    def _split(self, buffer: bytes, started: bool, last: list[str]) -> tuple[bytes, bytes, bool, int]:
+    def _split(self, buffer: bytes, started: bool, last: list) -> tuple[bytes, bytes, bool, int]:
         """The complete messages at the head of `buffer` (to forward), the rest, and the trips;
-        `last` holds the kind of the connection's previous message."""
+        `last` holds the kind of the connection's previous message and what its batch since the
+        last Sync held (a named Parse, an Execute)."""
         at, trips = 0, 0
         while True:
             if not started:  # untyped: SSLRequest / GSSENCRequest / StartupMessage
@@ -162,10 +168,21 @@ class WireCounter:
                 body = buffer[at - length + 4:at]
                 text = "" if kind in ("S", "H") else body.split(b"\0")[1 if kind == "P" else 0].decode(errors="replace")
                 self.log.append(f"{kind} {text[:110]}")
-            if kind in ("Q", "S") or kind == "H" and last[0] != "S":
+            if kind == "P" and buffer[at - length + 4:at].split(b"\0", 1)[0]:
+                last[1] = True
+            elif kind == "E":
+                last[2] = True
+            if kind == "S" and last[1] and not last[2]:  # a statement's preparation
+                with self._lock:
+                    self.prepares += 1
+                if self.delay:
+                    time.sleep(self.delay)
+            elif kind in ("Q", "S") or kind == "H" and last[0] != "S":
                 trips += 1
                 with self._lock:
                     self.kinds[kind] = self.kinds.get(kind, 0) + 1
+            if kind == "S":
+                last[1] = last[2] = False
             last[0] = kind
         return buffer[:at], buffer[at:], started, trips
 

@@ -93,6 +93,7 @@ class MemoryIndex:
         self._walked: tuple[int, str | None] | None = None
         self._walk_again = True
         self._vectors_waiting = False
+        self._checked = threading.local()  # .generation: as this thread's last staleness check read it
 
     # --- provider -------------------------------------------------------------------
     @property
@@ -145,17 +146,27 @@ class MemoryIndex:
         Transcripts are checked here unless watched (their poller re-indexes ~5 s after a change).
         A keyword search passes `vectors=False`: changed files are indexed for keywords now and
         embedded by the next sync that may load the embedding model."""
+        self._checked.generation = None
         if self.recovered is not None:
-            return self.sync(vectors=vectors)
+            return self._checked_sync(vectors=vectors)
         queue = self.change_queue()
         if queue is None:
-            return None if self.watched else self.sync(vectors=vectors)
+            return None if self.watched else self._checked_sync(vectors=vectors)
         with self._sync_lock:  # a sync under way has taken the queue's events: wait for its walk
             files = not self._unchanged(queue)
             sessions = not self.watched and "sessions" in self.settings.sources and self._sessions is not None
             if not files and not sessions:
                 return None
-            return self.sync(vectors=vectors, files=files)
+            return self._checked_sync(vectors=vectors, files=files)
+
+    def _checked_sync(self, **how: Any) -> SyncReport:
+        """A refresh's sync; the generation it left is the one the search that follows reads."""
+        self._checked.generation = None
+        with self._sync_lock:
+            report = self.sync(**how)
+            if report.superseded is None and self._walked is not None:
+                self._checked.generation = self._walked[0]
+        return report
 
     def change_queue(self) -> ChangeQueue | None:
         """The kernel's change queue for the workspace (opened on first use), or None: none here,
@@ -171,9 +182,19 @@ class MemoryIndex:
         """Nothing to walk for: the last walk left nothing to redo, no other writer touched the
         index since (its generation and configuration are as that walk left them), and the
         kernel queued no event about a memory file."""
-        if self._walk_again or self._walked != (self.store.generation(), self.store.get_meta("fingerprint")):
+        state = self.store.generation_and_fingerprint()
+        self._checked.generation = state[0]
+        if self._walk_again or self._walked != state:
             return False
         return not queue.changed()
+
+    def checked_generation(self) -> int | None:
+        """The index generation as this thread's last staleness check (`refresh`) read it (a sync
+        since then read it again), once: the search that follows takes it, so it need not read
+        the generation itself (it keys what a search keeps per generation: chunk and vector
+        counts). None: no check since the last search; read it."""
+        generation, self._checked.generation = getattr(self._checked, "generation", None), None
+        return generation
 
     def close(self) -> None:
         """Let go of the change queue (the store is closed by its owner)."""
@@ -208,7 +229,7 @@ class MemoryIndex:
             if "sessions" in self.settings.sources and self._sessions is not None:
                 self._sync_sessions(report, progress)
             # this process's own writes are accounted for; a change of either is another writer's
-            self._walked = (self.store.generation(), self.store.get_meta("fingerprint"))
+            self._walked = self.store.generation_and_fingerprint()
         except ConflictError as exc:
             report.superseded = str(exc)  # another configuration owns the index now; stop writing
             self._walk_again = True

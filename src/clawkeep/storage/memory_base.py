@@ -64,6 +64,9 @@ class MemoryStore(abc.ABC):
     """
 
     fingerprint_guard: str | None = None
+    # Each read is a round trip to a server (PostgreSQL): a search then reads the texts of a few
+    # candidates with them, not after, and keeps counts per index generation (memory/search).
+    remote = False
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[None]: ...
@@ -111,16 +114,21 @@ class MemoryStore(abc.ABC):
     def chunk_count(self) -> int: ...
 
     @abc.abstractmethod
-    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
-        """(chunk id, bm25 rank — lower is better, analysed tokens) of chunks of `sources`, best first."""
+    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int,
+                       rows: dict[int, ChunkRecord] | None = None) -> list[tuple[int, float, str]]:
+        """(chunk id, bm25 rank — lower is better, analysed tokens) of chunks of `sources`, best first.
+        `rows`: where a store may put the chunks (with text) it read along with the ranking, so
+        the search need not read them again (a server's round trip); any subset, or none."""
 
     @abc.abstractmethod
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]: ...
 
     @abc.abstractmethod
-    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter, *,
+                      total: int | None = None) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the `k` stored vectors nearest `query_vec` (unit
-        length, like the stored ones), most similar first."""
+        length, like the stored ones), most similar first. `total`: `vector_count(flt)` when the
+        caller knows it (a store that needs it need not count again)."""
 
     def line_vectors(self, chunk_ids: Sequence[int], flt: VectorFilter) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """{chunk id: (line offsets, float32 matrix of their unit vectors)} of the given chunks,
@@ -140,6 +148,20 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     def generation(self) -> int:
         """Bumped on every change, so in-process caches know when to reload."""
+
+    def generation_and_fingerprint(self) -> tuple[int, str | None]:
+        """`generation()` and the stored "fingerprint" meta value: what a search's staleness
+        check compares (one round trip on a server)."""
+        return self.generation(), self.get_meta("fingerprint")
+
+    def read_candidates(self, ids: Iterable[int], *, text: bool, line_ids: Sequence[int] = (),
+                        flt: VectorFilter | None = None
+                        ) -> tuple[dict[int, ChunkRecord], dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """`chunks(ids, text=text)` and `line_vectors(line_ids, flt)` (none without `flt`):
+        a search's candidates and the line vectors of its best ones, together (one round trip
+        on a server)."""
+        found = self.chunks(ids, text=text)
+        return found, (self.line_vectors(list(line_ids), flt) if flt is not None and line_ids else {})
 
     @abc.abstractmethod
     def cached_embeddings(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...

@@ -56,6 +56,7 @@ MAX_QUERY_CHARS = 4096
 MAX_LIMIT = MAX_MEMORY_SEARCH  # results per memory_search (--limit 1-50)
 MAX_CANDIDATES = 200
 WINDOW_SHARE = 0.7
+TEXTS_ALONG = 64  # on a server, up to this many candidates read with their texts (a default search: ≤ 48)
 _POOL: list[Any] = []  # [(pid, executor)]: a forked child starts its own threads
 _POOL_LOCK = threading.Lock()
 
@@ -77,17 +78,38 @@ def validate(query: str) -> str:
 
 
 
+def _read_candidates(index: MemoryIndex, candidates: dict[int, Candidate], carried: dict[int, Any],
+                     query_vec: Any, w: tuple[float, float], pool: int, sources: list[str]
+                     ) -> tuple[dict[int, Any], dict[int, Any] | None]:
+    """The candidates' chunks (those the keyword ranking brought along are not read again) and,
+    with a query vector, the line vectors of the `pool` best by merged score, read together (one
+    round trip on a server). A server also sends the texts of a few candidates with them, not
+    after (the texts of those that get windows would be another round trip). The lines are
+    those `_line_evidence` needs unless some candidates turn out gone or invisible."""
+    missing = [cid for cid in candidates if cid not in carried]
+    line_ids = ([c.chunk_id for c in sorted(candidates.values(), key=lambda c: c.merged(*w), reverse=True)[:pool]]
+                if query_vec is not None else [])
+    chunks, lines = index.store.read_candidates(
+        missing, text=index.store.remote and len(missing) <= TEXTS_ALONG, line_ids=line_ids,
+        flt=vector_filter(index, sources) if line_ids else None)
+    chunks.update((cid, chunk) for cid, chunk in carried.items() if cid in candidates)
+    return chunks, (lines if line_ids else None)
+
+
 def _line_evidence(index: MemoryIndex, query_vec: Any, candidates: dict[int, Candidate], chunks: dict[int, Any],
-                   w: tuple[float, float], pool: int, sources: list[str]
+                   w: tuple[float, float], pool: int, sources: list[str], read: dict[int, Any] | None = None
                    ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
     """Fact-level vectors: the lines of the best `pool` chunks against the query. A chunk's vector
     evidence becomes the mean of its own and its best line's similarity (LoCoMo dev r@4000c 0.823;
     the best line alone 0.735; the chunk alone 0.822 but blind to one fact among many in a file),
     and either alone as similar as minScore keeps it. Returns the line similarities relative to
-    the query's background, and as they are (cosine)."""
+    the query's background, and as they are (cosine). `read`: line vectors read with the
+    candidates (`_read_candidates`), used when they cover the chunks ranked here."""
     ranked = sorted((c for c in candidates.values() if c.chunk_id in chunks),
                     key=lambda c: c.merged(*w), reverse=True)[:pool]
-    line_sims, window_sims = line_similarities(index, query_vec, [c.chunk_id for c in ranked], sources)
+    ids = [c.chunk_id for c in ranked]
+    line_sims, window_sims = line_similarities(index, query_vec, ids, sources,
+                                               read if read is not None and read.keys() >= set(ids) else None)
     for cid, sims in line_sims.items():
         cand = candidates[cid]
         cand.line = max(sims.values(), default=0.0)
@@ -136,6 +158,7 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     windows. `pool_for`: the number of results the candidate pool is sized for (default
     `limit`; more when some candidates may be invisible). `hidden_messages`: transcript
     message ids whose lines are never offered (the message being answered)."""
+    generation = index.checked_generation()  # taken first: a check's generation serves one search at most
     if mode not in ("hybrid", "keyword", "vector"):
         raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
     text = validate(query)
@@ -149,22 +172,27 @@ def memory_search(index: MemoryIndex, query: str, *, limit: int | None = None, m
     candidates: dict[int, Candidate] = {}
     # the vector path (query embedding + matrix product, both outside the GIL) runs beside the
     # keyword path (SQLite FTS5, also outside the GIL)
-    vectors = (_pool().submit(vector, index, text, sources, pool)
+    if generation is None:  # else as the staleness check just read it: no read of its own
+        generation = index.store.generation()
+    vectors = (_pool().submit(vector, index, text, sources, pool, generation)
                if mode in ("hybrid", "vector") and index.provider is not None else None)
-    terms = Terms.of(index, text)
+    terms = Terms.of(index, text, generation)
     keyword_ok = False
+    carried: dict[int, Any] = {}  # chunks the keyword ranking read along (a server: few candidates)
     if mode in ("hybrid", "keyword") and terms is not None:
-        keyword_ok = keyword(index, terms, sources, pool, candidates)
+        keyword_ok = keyword(index, terms, sources, pool, candidates, carried)
     answer = vectors.result() if vectors is not None else None
     vector_ok = answer is not None
     similar, query_vec = answer if answer is not None else ((), None)
     for cid, sim in similar:
         candidates.setdefault(cid, Candidate(cid)).vector = sim
     wv, wt = weights(settings.hybrid.vector_weight, settings.hybrid.text_weight, vector_ok, keyword_ok)
-    chunks = index.store.chunks(candidates, text=False)  # texts only for the rows that get windows
+    # texts only for the rows that get windows (read later), unless they came along
+    chunks, lines_read = _read_candidates(index, candidates, carried, query_vec, (wv, wt), pool, sources)
     if visible is not None:
         chunks = {cid: chunk for cid, chunk in chunks.items() if visible(chunk)}
-    line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources)
+    line_sims, raw_line_sims, blended = (_line_evidence(index, query_vec, candidates, chunks, (wv, wt), pool, sources,
+                                                        lines_read)
                                          if query_vec is not None else ({}, {}, {}))
     near_line = _nearest_lines_floor(raw_line_sims, limit)
     today = today or date.today()

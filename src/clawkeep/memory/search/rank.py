@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import weakref
 from dataclasses import dataclass
 from datetime import date
@@ -27,6 +28,8 @@ STRONG_SHARE = 0.8  # under decay, a match within 80% of the best relevance alwa
 SHARE_WEIGHT = 0.5  # keyword score = this × bm25 share + the rest × coverage
 _WORD = re.compile(r"\w+")
 _FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_VECTOR_COUNTS: dict[tuple[str, str, tuple[str, ...]], tuple[int, int]] = {}  # (store, key, sources) -> (gen, n)
+_VECTOR_COUNTS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -52,8 +55,9 @@ def weights(wv: float, wt: float, vector_ok: bool, keyword_ok: bool) -> tuple[fl
 
 
 def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
-             candidates: dict[int, Candidate]) -> bool:
-    rows = index.store.keyword_search(TextQuery.of(terms.search.terms), sources=sources, limit=pool)
+             candidates: dict[int, Candidate], chunks: dict[int, Any] | None = None) -> bool:
+    """`chunks`: where the store may leave the chunks it read with the ranking (see keyword_search)."""
+    rows = index.store.keyword_search(TextQuery.of(terms.search.terms), sources=sources, limit=pool, rows=chunks)
     if not rows:
         return True
     best = max(-rank for _, rank, _ in rows) or 1.0
@@ -72,29 +76,57 @@ def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
 
 
 
-def vector(index: MemoryIndex, text: str, sources: list[str], pool: int
+def vector(index: MemoryIndex, text: str, sources: list[str], pool: int, generation: int | None = None
            ) -> tuple[list[tuple[int, float]], Any] | None:
     """((chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks, the query vector);
-    None when unavailable."""
+    None when unavailable. `generation`: the index's as the search read it (a server's vector
+    count is then kept per generation, not counted again by every search)."""
     try:
         flt = vector_filter(index, sources)
-        if not index.store.vector_count(flt):
+        total = _vector_count(index, flt, generation)
+        if not total:
             return None
         query = index.provider.embed_query(text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
-    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt)], query
+    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt, total=total)], query
 
 
-def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str]
+def _vector_count(index: MemoryIndex, flt: VectorFilter, generation: int | None) -> int:
+    """The filter's stored vectors; on a server, kept per index generation. A kept 0 is counted
+    again (the vectors of a keyword-only sync arrive with the next embedding sync), so a kept
+    count never hides vectors: at worst a count from a writer's commit ago picks the exact scan
+    or HNSW one search later."""
+    if generation is None or not index.store.remote:
+        return index.store.vector_count(flt)
+    key = (getattr(index.store, "path", ""), flt.vector_key, flt.sources)
+    with _VECTOR_COUNTS_LOCK:
+        kept = _VECTOR_COUNTS.get(key)
+    if kept is not None and kept[0] == generation and kept[1]:
+        return kept[1]
+    count = index.store.vector_count(flt)
+    with _VECTOR_COUNTS_LOCK:
+        if len(_VECTOR_COUNTS) > 256:  # bounded: dropped wholesale, counted again when asked
+            _VECTOR_COUNTS.clear()
+        _VECTOR_COUNTS[key] = (generation, count)
+    return count
+
+
+def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str],
+                      read: dict[int, tuple[Any, Any]] | None = None
                       ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
     """({chunk id: {line offset: cosine similarity ≥ 0}}, the same for each line's window) from
     the stored line vectors. A line's window is the line and its neighbours before and after
     (adjacent lines with vectors: a date line between two turns has none, so a window never
     spans two conversations); its vector is their normalised sum, so its similarity is the sum
     of their similarities over the sum's length — no vector is made at query time, and all the
-    chunks go through one set of matrix operations."""
-    found = index.store.line_vectors(chunk_ids, vector_filter(index, sources))
+    chunks go through one set of matrix operations. `read`: line vectors already read (of these
+    chunks and maybe others, which are left out), else they are read here."""
+    if read is None:
+        found = index.store.line_vectors(chunk_ids, vector_filter(index, sources))
+    else:  # read with the candidates (`read_candidates`): these chunks' lines, in the store's order
+        wanted = set(chunk_ids)
+        found = {cid: lines for cid, lines in read.items() if cid in wanted}
     if not found:
         return {}, {}
     ids = list(found)

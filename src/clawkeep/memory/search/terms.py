@@ -44,7 +44,8 @@ class Terms:
     small: bool = False  # fewer than SMALL_INDEX chunks: chunk counts say nothing about a word
 
     @classmethod
-    def of(cls, index: MemoryIndex, text: str) -> Terms | None:
+    def of(cls, index: MemoryIndex, text: str, generation: int | None = None) -> Terms | None:
+        """`generation`: the index's, when the caller has read it (`MemoryIndex.checked_generation`)."""
         parsed = parse_query(text)
         if parsed is None:
             return None
@@ -54,7 +55,7 @@ class Terms:
         def df(wanted: Any) -> dict[str, int]:
             return {tok: counts.get(tok, 0) for tok in wanted}
 
-        total = chunk_count(index)
+        total = chunk_count(index, generation)
         small = total < SMALL_INDEX
         search = _within_budget(parsed.select(df, total, max_terms=KEYWORD_TERMS,
                                               common_ratio=1.0 if small else COMMON_RATIO), counts)
@@ -90,9 +91,9 @@ def _with(query: SearchQuery, extra: tuple[Any, ...], weight: float) -> SearchQu
 
 
 
-def chunk_count(index: MemoryIndex) -> int:
+def chunk_count(index: MemoryIndex, generation: int | None = None) -> int:
     """Chunks in the index, counted once per index generation (a count scans the table)."""
-    key = (getattr(index.store, "path", ""), index.store.generation())
+    key = (getattr(index.store, "path", ""), index.store.generation() if generation is None else generation)
     with _COUNTS_LOCK:
         count = _COUNTS.get(key)
     if count is None:

@@ -80,6 +80,7 @@ class PgMemoryStore(PgConnection, MemoryStore):
     kind = "memory"
     vector_store = "pgvector"
     vector_index = PGVECTOR  # or EXACT: chosen when the schema is created (vectors.py)
+    remote = True
 
     def __init__(self, url: str, name: str, *, prefix: str = "clawkeep", pool_size: int = 8,
                  connect_timeout_ms: int = 10_000):
@@ -122,6 +123,12 @@ class PgMemoryStore(PgConnection, MemoryStore):
     def generation(self) -> int:
         rows = self._query("SELECT last_value, is_called FROM {s}.generation")
         return int(rows[0][0]) if rows[0][1] else 0
+
+    def generation_and_fingerprint(self) -> tuple[int, str | None]:
+        (last, called, fingerprint), = self._query(
+            "SELECT g.last_value, g.is_called, (SELECT value FROM {s}.meta WHERE key = 'fingerprint') "
+            "FROM {s}.generation g")
+        return (int(last) if called else 0), fingerprint
 
     # --- files and chunks -------------------------------------------------------
     def files(self, source: str | None = None) -> dict[str, FileRecord]:
@@ -204,6 +211,21 @@ class PgMemoryStore(PgConnection, MemoryStore):
         columns = _CHUNK_COLUMNS if text else _CHUNK_COLUMNS_NO_TEXT
         return {row[0]: self._chunk(row) for row in self._by_ids(f"SELECT {columns} FROM {{s}}.chunks", ids)}
 
+    def read_candidates(self, ids: Iterable[int], *, text: bool, line_ids: Sequence[int] = (),
+                        flt: VectorFilter | None = None
+                        ) -> tuple[dict[int, ChunkRecord], dict[int, tuple[np.ndarray, np.ndarray]]]:
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        lines = list(dict.fromkeys(int(i) for i in line_ids)) if flt is not None else []
+        statements = []
+        if wanted:
+            columns = _CHUNK_COLUMNS if text else _CHUNK_COLUMNS_NO_TEXT
+            statements.append((f"SELECT {columns} FROM {{s}}.chunks WHERE id = ANY(%s)", (wanted,)))
+        if lines:
+            statements.append((_LINE_VECTORS_SQL, (flt.vector_key, lines)))
+        found = self._queries(statements)
+        chunks = {row[0]: self._chunk(row) for row in found.pop(0)} if wanted else {}
+        return chunks, (_grouped_line_vectors(found[0]) if lines else {})
+
     def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
         return dict(self._by_ids("SELECT id, text FROM {s}.chunks", ids))
 
@@ -223,9 +245,15 @@ class PgMemoryStore(PgConnection, MemoryStore):
                                                             "SELECT count(*) FROM {s}.chunks", total_kept=True)
         return ranker
 
-    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
-        # sources: nearly every chunk is in a searched one, so not a narrowing scope
-        return self._ranker().rank(query, limit, " AND m.source = ANY(%s)", (list(sources),), narrow=False).rows
+    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int,
+                       rows: dict[int, ChunkRecord] | None = None) -> list[tuple[int, float, str]]:
+        # sources: nearly every chunk is in a searched one, so not a narrowing scope; the
+        # chunks come along when the candidates are few (`rows`: the statement that reads them saved)
+        ranked = self._ranker().rank(query, limit, " AND m.source = ANY(%s)", (list(sources),),
+                                     _ALONG if rows is not None else None, narrow=False)
+        if rows is not None and ranked.extra is not None:
+            rows.update((cid, self._chunk((cid, *ranked.extra[cid]))) for cid, _, _ in ranked.rows)
+        return ranked.rows
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         return self._ranker().document_frequency(tokens)
@@ -236,14 +264,18 @@ class PgMemoryStore(PgConnection, MemoryStore):
                            (flt.vector_key, list(flt.sources)))
         return int(rows[0][0]) if rows else None
 
-    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter, *,
+                      total: int | None = None) -> list[tuple[int, float]]:
         if self.vector_index != PGVECTOR:  # the query's own width: no round trip for the stored one
             return exact_search(self, query_vec, k, flt.vector_key, flt.sources, int(np.size(query_vec)))
-        dims = self._dims(flt)
+        if total is None:
+            dims = self._dims(flt)
+            total = self.vector_count(flt) if dims is not None else 0
+        else:  # vectors of one key share the query's width (one embedding configuration)
+            dims = int(np.size(query_vec)) if total else None
         if dims is None or k <= 0:
             return []
         vec = _vector_text(query_vec)
-        total = self.vector_count(flt)
         if total > EXACT_LIMIT and k <= MAX_EF_SEARCH:
             found = self._hnsw(vec, dims, k, flt)
             if len(found) >= min(k, total):
@@ -270,15 +302,7 @@ class PgMemoryStore(PgConnection, MemoryStore):
         wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
         if not wanted:
             return {}
-        grouped: dict[int, tuple[list[int], list[bytes]]] = {}
-        for cid, line, blob in self._query("SELECT chunk_id, line, vec FROM {s}.line_vectors WHERE vector_key = %s "
-                                           "AND chunk_id = ANY(%s) ORDER BY chunk_id, line", (flt.vector_key, wanted)):
-            lines, blobs = grouped.setdefault(int(cid), ([], []))
-            lines.append(int(line))
-            blobs.append(bytes(blob))
-        return {cid: (np.asarray(lines, dtype=np.int64),
-                      np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(lines), -1))
-                for cid, (lines, blobs) in grouped.items()}
+        return _grouped_line_vectors(self._query(_LINE_VECTORS_SQL, (flt.vector_key, wanted)))
 
     def vector_count(self, flt: VectorFilter) -> int:
         rows = self._query("SELECT count(*) FROM {s}.vectors WHERE vector_key = %s AND source = ANY(%s)",
@@ -312,6 +336,23 @@ class PgMemoryStore(PgConnection, MemoryStore):
                     f"INSERT INTO {self.s}.embedding_cache (key, hash, vec) VALUES (%s, %s, %s) "
                     "ON CONFLICT (key, hash) DO UPDATE SET vec = excluded.vec",
                     [(key, digest, np.asarray(vec, dtype=np.float32).tobytes()) for digest, vec in items.items()])
+
+
+_LINE_VECTORS_SQL = ("SELECT chunk_id, line, vec FROM {s}.line_vectors WHERE vector_key = %s AND chunk_id = ANY(%s) "
+                     "ORDER BY chunk_id, line")
+# a chunk's columns after its id, read with the keyword candidates (fts.Ranker's `with_rows`)
+_ALONG = (", ".join("i." + c.strip() for c in _CHUNK_COLUMNS.split(",")[1:]), "")
+
+
+def _grouped_line_vectors(rows: Iterable[Any]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    grouped: dict[int, tuple[list[int], list[bytes]]] = {}
+    for cid, line, blob in rows:
+        lines, blobs = grouped.setdefault(int(cid), ([], []))
+        lines.append(int(line))
+        blobs.append(bytes(blob))
+    return {cid: (np.asarray(lines, dtype=np.int64),
+                  np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(lines), -1))
+            for cid, (lines, blobs) in grouped.items()}
 
 
 def _literal(text: str) -> str:

@@ -254,7 +254,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return self._rows("SELECT count(*) FROM chunks")[0][0]
 
     # --- search -----------------------------------------------------------------
-    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int) -> list[tuple[int, float, str]]:
+    def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int,
+                       rows: dict[int, ChunkRecord] | None = None) -> list[tuple[int, float, str]]:
         """(chunk id, bm25 rank, analysed tokens) of the best `limit` matches, best first, ties
         by id (the order FTS5's own `ORDER BY rank` gives)."""
         if set(self._sources()) <= set(sources):
@@ -390,7 +391,8 @@ class SqliteMemoryStore(SqliteConnection, MemoryStore):
         return dict(self._committed_read(("df", tuple(unique)), read))
 
     # --- vectors ----------------------------------------------------------------
-    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter) -> list[tuple[int, float]]:
+    def vector_search(self, query_vec: np.ndarray, k: int, flt: VectorFilter, *,
+                      total: int | None = None) -> list[tuple[int, float]]:
         ids, sims = vector_backend(self, flt).top_k(query_vec, k)
         return [(int(i), float(s)) for i, s in zip(ids, sims, strict=True)]
 
