@@ -45,8 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: reads or damages the SQLite files themselves; "
                                        "not run under --engine-backend postgres")
-    config.addinivalue_line("markers", "in_process_only: asserts the Engine's own wording of a check that the "
-                                       "HTTP API words its own way; not run under --engine-backend client")
+    config.addinivalue_line("markers", "in_process_only: needs the Engine in the test's own process (its runtime, "
+                                       "a monkeypatch, its timing) or asserts wording the HTTP API documents "
+                                       "otherwise (--at); not run under --engine-backend client")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

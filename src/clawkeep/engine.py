@@ -187,7 +187,7 @@ class Engine:
             thread=thread,
             session=session,
         )
-        check.flag(record_only, "record only")
+        check.flag(record_only, "record_only")
         return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
@@ -223,7 +223,7 @@ class Engine:
             check.choice(kind, "kind", KINDS)  # an unknown kind matched nothing: an empty list hid the typo
         check.text(search_text, "search text", optional=True)
         check.integer(active_minutes, "active_minutes", 0, check.MAX_INT)
-        check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
+        check.integer(recent_messages, "recent_messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
         return [api.SessionInfo.model_validate(row) for row in service.list_sessions(self.runtime, flt, Caller(caller))]
@@ -236,7 +236,7 @@ class Engine:
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
-        check.flag(include_tools, "include tools")
+        check.flag(include_tools, "include_tools")
         return api.History.model_validate(history.sessions_history(
             self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
 
@@ -273,7 +273,7 @@ class Engine:
 
         check.ident(session, "session")
         check.text(message, "message")
-        check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
+        check.integer(timeout_seconds, "timeout_seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
         check.ident(caller, "caller", optional=True)
         return api.SendResult.model_validate(
             send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller,
@@ -352,7 +352,7 @@ class Engine:
         check.integer(limit, "limit", 1, MAX_LIMIT)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
-        check.number(min_score, "min score", 0.0, 1.0)
+        check.number(min_score, "min_score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
         found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus,
                               turn=self.turn)["results"]
@@ -414,24 +414,30 @@ class Engine:
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
 
     # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
-    def memory_store_read(self, path: str) -> api.StoreFile:
-        """A store file whole, with the sha256 a write names to detect a concurrent writer."""
+    def memory_store_read(self, path: str, *, caller: str | None = None) -> api.StoreFile:
+        """A store file whole, with the sha256 a write names to detect a concurrent writer. A
+        calling session reads only the files it owns and the agent's (`memory/store_files.py`)."""
         from .memory import store_files
 
-        return api.StoreFile.model_validate(store_files.read(self.runtime, path))
+        check.ident(caller, "caller", optional=True)
+        return api.StoreFile.model_validate(store_files.read(self.runtime, path, caller))
 
-    def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
-        """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
+    def memory_store_write(self, path: str, text: str, base_sha256: str | None = None, *,
+                           caller: str | None = None) -> api.StoreFile:
+        """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`.
+        A calling session writes only the files it owns."""
         from .memory import store_files
 
         check.text(text, "store text", optional=True)
-        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256))
+        check.ident(caller, "caller", optional=True)
+        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256, caller))
 
-    def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
-        """The store files under `prefix`, each with its text."""
+    def memory_store_files(self, *, prefix: str = "memory/store", caller: str | None = None) -> list[api.StoreFile]:
+        """The store files under `prefix`, each with its text (a calling session: those it may read)."""
         from .memory import store_files
 
-        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
+        check.ident(caller, "caller", optional=True)
+        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix, caller)]
 
     def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
                        caller: str | None = None) -> api.MemoryChange:

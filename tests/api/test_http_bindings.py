@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -88,7 +89,8 @@ def test_operator_only_bindings_are_refused_to_a_session(tmp_path: Path) -> None
                 path = re.sub(r"{\w+}", lambda m: caller if m.group(0) == "{session_key}" else "nope", op.http.path)
                 json_body = {"dreaming_enable": {"enabled": False}, "memory_item_edit": {"text": "x"},
                              "memory_store_write": {"path": "memory/store/x.md", "text": "x"}}.get(op.name)
-                params = {"path": "memory/store/x.md"} if op.name == "memory_store_read" else None
+                own_file = f"memory/store/sessions/{quote(caller, safe='')}.md"  # a session reads its own store files
+                params = {"path": own_file} if op.name == "memory_store_read" else None
                 headers = {"X-Clawkeep-Session": caller}
                 if op.http.method != "GET":
                     headers["Content-Type"] = "application/json"

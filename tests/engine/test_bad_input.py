@@ -89,12 +89,14 @@ def test_cli_refuses_undecodable_bytes_with_exit_2(home):
 # --- times and integers -------------------------------------------------------------------------
 @pytest.mark.parametrize("at", ["0001-01-01", "9999-12-31T23:59:59-14:00", "1969-12-31T23:00:00Z", "2201-01-01",
                                 "2150-01-01T00:00:00Z"])
+@pytest.mark.in_process_only  # the Engine names its flag --at; over HTTP the JSON field `at` (docs/gateway.md)
 def test_at_outside_the_window_is_refused(engine, at):
     with pytest.raises(InputError, match="--at"):
         engine.message("hi", at=at)
 
 
 @pytest.mark.parametrize("at", [10**20, -1, 2**63, 1.5, True])
+@pytest.mark.in_process_only  # the Engine names its flag --at; over HTTP the JSON field `at` (docs/gateway.md)
 def test_api_timestamps_out_of_range(engine, at):
     with pytest.raises(InputError, match="--at"):
         engine.message("hi", at=at)
@@ -329,7 +331,7 @@ from clawkeep.memory import service as memory_service  # noqa: E402
 
 def test_memory_get_caps_characters_per_answer(engine, home):
     notes = home / "workspace" / "memory"
-    notes.mkdir(parents=True)
+    notes.mkdir(parents=True, exist_ok=True)  # a gateway on the home (--engine-backend client) made it
     (notes / "big.md").write_text("x" * 5_000_000 + "\nsecond line\n")
     got = engine.memory_get("memory/big.md")
     assert len(got["text"]) == memory_service.MAX_GET_CHARS == got["maxChars"]
@@ -355,6 +357,7 @@ def test_cli_memory_get_reports_truncation(cli, home):
     assert data["truncated"] is True and data["omittedChars"] == 200_000
 
 
+@pytest.mark.in_process_only  # times the Engine's own check, not an HTTP round trip
 def test_deep_memory_paths_are_refused_quickly(engine):
     for path in ("a/" * 5000 + "x.md", "a/" * 600 + "x.md", "a//" * 100 + "x.md"):
         started = time.perf_counter()
@@ -363,6 +366,7 @@ def test_deep_memory_paths_are_refused_quickly(engine):
         assert time.perf_counter() - started < 0.05
 
 
+@pytest.mark.in_process_only  # reads the Engine's runtime warnings (a gateway's are in its own process)
 def test_a_non_utf8_note_does_not_block_items_or_remember(engine, home, caplog):
     engine.memory_remember("I prefer TypeScript")
     notes = home / "workspace" / "memory"
@@ -404,6 +408,7 @@ def _read_only(monkeypatch, root: pathlib.Path) -> None:
     monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
 
 
+@pytest.mark.in_process_only  # as root, makes this process's writes fail: a gateway process writes on
 def test_read_only_workspace_is_an_input_error_naming_the_file(engine, home, monkeypatch):
     item = engine.memory_remember("I prefer TypeScript")["item"]
     workspace = home / "workspace"

@@ -77,7 +77,6 @@ def test_operator_soup_is_plain_text(engine, corpus, soup):
         assert corpus["noise"] in hit_ids(engine, soup)  # the word itself is still searched
 
 
-@pytest.mark.in_process_only  # over HTTP a bad limit is FastAPI's "limit: Input should be less than or equal to 25"
 def test_query_length_and_limits(engine, corpus):
     with pytest.raises(InputError, match="empty"):
         engine.sessions_search("   ")

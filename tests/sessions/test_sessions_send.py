@@ -214,7 +214,7 @@ def test_thread_keys_oneself_hidden_and_missing_targets_are_refused(home):
         with pytest.raises(NotFoundError) as absent:
             eng.sessions_send(missing, "hello", caller=alice)
         assert str(hidden.value).replace(bob, "K") == str(absent.value).replace(missing, "K")
-        for bad, pattern in ((-1, "timeout seconds"), (3601, "timeout seconds"), (True, "timeout seconds")):
+        for bad, pattern in ((-1, "timeout_seconds"), (3601, "timeout_seconds"), (True, "timeout_seconds")):
             with pytest.raises(InputError, match=pattern):
                 eng.sessions_send(bob, "hello", timeout_seconds=bad)
         with pytest.raises(InputError, match="message is empty"):

@@ -344,7 +344,8 @@ def DELETE(path: str, **rest: Any) -> Http:  # noqa: N802
 
 _SESSION = (("session", "session_key"),)  # Engine's sessions_* methods call the key `session`
 _MEMORY: dict[str, Any] = {"own_agent": True, "what": "memory"}  # this gateway's agent's memory
-_STORE_READ = "reading the key/value store"
+# a calling session uses its own namespaces only (memory/store_files.py decides from the path)
+_STORE: dict[str, Any] = {"own_agent": True, "what": "the key/value store"}
 _MESSAGE_DOC = ("`?stream=true` answers with server-sent events: `token` (visible reply text), `discard`, "
                 "`tool_call`, then `result` or `error`. A client message id reused for another text is a 409.")
 _CREATE_DOC = ("`incognito`: kept in memory only, never written to disk; with `coding: NAME` the coding session "
@@ -528,16 +529,15 @@ def _ops() -> list[Operation]:
                   http=POST("/v1/memory/index", operator=True, agent_token=True, what="indexing memory",
                             doc="The gateway also indexes by itself.")),
         Operation("memory_store_read", "A key/value store file (memory/store/) whole, with its sha256.",
-                  StoreReadArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_read(a.path),
-                  http=GET("/v1/memory/store/file", "path", operator=True, what=_STORE_READ, positional=("path",))),
+                  StoreReadArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_read(a.path, caller=c),
+                  http=GET("/v1/memory/store/file", "path", positional=("path",), **_STORE)),
         Operation("memory_store_write", "Replace a key/value store file (409 if it changed since base_sha256).",
                   StoreWriteArgs, shapes.StoreFile,
-                  lambda e, a, c: e.memory_store_write(a.path, a.text, a.base_sha256), writes=True,
-                  http=PUT("/v1/memory/store/file", operator=True, what="writing the key/value store",
-                           positional=("path", "text", "base_sha256"))),
+                  lambda e, a, c: e.memory_store_write(a.path, a.text, a.base_sha256, caller=c), writes=True,
+                  http=PUT("/v1/memory/store/file", positional=("path", "text", "base_sha256"), **_STORE)),
         Operation("memory_store_files", "The key/value store files under a prefix, with their text.",
-                  StoreFilesArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_files(prefix=a.prefix),
-                  http=GET("/v1/memory/store", "prefix", operator=True, what=_STORE_READ, many=True)),
+                  StoreFilesArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_files(prefix=a.prefix, caller=c),
+                  http=GET("/v1/memory/store", "prefix", many=True, **_STORE)),
         Operation("memory_status", "Workspace, provider, vector store and index health.", MemoryStatusArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status(deep=a.deep),
                   http=GET("/v1/memory/status", "deep", operator=True, agent_token=True,

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from .. import errors
 from ..api.operations import OPERATIONS, Operation
+from ..api.wording import check_arguments
 
 SESSION_HEADER = "X-Clawkeep-Session"
 MAX_RETRIES = 3  # a 503 with Retry-After, or a GET whose connection failed
@@ -107,6 +108,7 @@ def build(op: Operation, fields: dict[str, Any], caller: str | None, *, stream: 
         if not isinstance(value, str) or not value:
             raise errors.InputError(f"{op.name}: {name} must be a non-empty string, got {value!r}")
         path = path.replace("{" + name + "}", quote(value, safe=":@"))
+    check_arguments(op, fields)  # the Engine's checks and words, before anything is sent
     params = {param: _query_value(fields[name]) for name, param in http.query_params(op.args).items()
               if fields.get(name) is not None}
     body = None

@@ -136,7 +136,7 @@ class Gateway:
         try:
             return operation.args.model_validate({k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
-            raise _Invalid(errors.describe_validation(exc.errors())) from None
+            raise _Invalid(errors.describe_validation(exc.errors(), operation)) from None
 
     async def call(self, work: Any, *args: Any) -> JSONResponse:
         return _respond(await self.inflight.run(work, *args))

@@ -12,6 +12,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..api.operations import Operation
+from ..api.wording import engine_message, route_operation
 from ..errors import ClawkeepError
 
 log = logging.getLogger("clawkeep.gateway")
@@ -40,11 +42,21 @@ def http_message(exc: ClawkeepError) -> str:
     return f"{FLAG_NAMES[flag]}{space}{rest}" if flag in FLAG_NAMES and space else text
 
 
-def describe_validation(errors: list[Any]) -> str:
-    """Pydantic's errors as one sentence naming each input, what was wrong and what is allowed."""
-    parts = []
+def describe_validation(errors: list[Any], op: Operation | None = None) -> str:
+    """Pydantic's errors as one sentence naming each input, what was wrong and what is allowed.
+    With the operation the request is for, a field the Engine checks is worded as the Engine
+    words it (`wording.py`), once per field."""
+    parts: list[str] = []
+    worded: set[str] = set()
     for e in errors[:8]:
         loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        if op is not None and loc and (same := engine_message(op, e)) is not None:
+            if loc[0] not in worded:
+                worded.add(loc[0])
+                parts.append(same)
+            continue
+        if loc and loc[0] in worded:
+            continue  # the union's other member (at: text or integer): the field is worded already
         where = ".".join(loc)
         message = e.get("msg", "invalid")
         if e.get("type") == "extra_forbidden":
@@ -71,7 +83,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_input", describe_validation(list(exc.errors())))
+        route = request.scope.get("route")
+        op = route_operation(request.method, getattr(route, "path", None))
+        return error_response(422, "invalid_input", describe_validation(list(exc.errors()), op))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

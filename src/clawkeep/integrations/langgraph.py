@@ -16,11 +16,18 @@ by clawkeep's hybrid search like every other memory file:
 
 The bullet's text is what is searched: the `index` fields of the value (LangGraph's `index=[…]`;
 default: every top-level field), only the key with `index=False`. The JSON comment keeps the
-exact value, times and TTL. A namespace sees only its own file (get) or the files under its
-prefix (search, list); a search hit in another namespace's file is never returned. `filter`
-takes exact values and $eq/$ne/$gt/$gte/$lt/$lte; `ttl` (minutes) hides an expired item and drops
-it at its file's next write; `refresh_ttl` extends it on read. The files are the operator's
-(memory_store_* operations): give the store an Engine or a Client without a calling session.
+exact value, times and TTL. `filter` takes exact values and $eq/$ne/$gt/$gte/$lt/$lte; `ttl`
+(minutes) hides an expired item and drops it at its file's next write; `refresh_ttl` extends it
+on read.
+
+Namespaces map onto clawkeep owners by their first labels (the engine decides from the path, so
+no client can claim another's): `("users", "CHANNEL:SENDER", …)` is that peer's (owned by the
+session routing gives its direct messages), `("sessions", KEY, …)` that session's, `("agent", …)`
+the agent's shared one, anything else the operator's. A store run as a calling session (a Client
+with a peer, session or agent token, or `caller=`) reads, writes and lists only its own
+namespaces and reads the agent's; another's is a ForbiddenError and never listed. A namespace sees
+only its own file (get) or the files under its prefix (search, list): a search hit in another
+namespace's file is never returned.
 """
 
 from __future__ import annotations
@@ -106,8 +113,8 @@ class _File:
         live = [e for e in self.entries.values() if not e.expired(now)]
         if not live:
             return ""  # an empty namespace has no file
-        header = json.dumps({"namespace": list(self.namespace)}, ensure_ascii=False).replace(">", "\\u003e")
-        lines = [f"# {' / '.join(self.namespace)}", f"<!-- clawkeep-store {header} -->", ""]
+        header = {"namespace": list(self.namespace)}
+        lines = [f"# {' / '.join(self.namespace)}", f"<!-- clawkeep-store {_comment_json(header)} -->", ""]
         lines += [_bullet(entry) for entry in live]
         return "\n".join(lines) + "\n"
 
@@ -115,8 +122,13 @@ class _File:
 def _bullet(entry: _Entry) -> str:
     meta = {"key": entry.key, "value": entry.value, "createdAt": entry.created_at, "updatedAt": entry.updated_at,
             "index": entry.index, "ttl": entry.ttl, "expiresAt": entry.expires_at}
-    encoded = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")  # a value never closes the comment
+    encoded = _comment_json(meta)
     return f"- {_readable(entry)} <!-- clawkeep-item {encoded} -->"
+
+
+def _comment_json(data: Any) -> str:
+    """JSON for an HTML comment: a value never closes it (">") nor opens a clawkeep marker ("<")."""
+    return json.dumps(data, ensure_ascii=False).replace(">", "\\u003e").replace("<", "\\u003c")
 
 
 def _readable(entry: _Entry) -> str:
@@ -196,11 +208,14 @@ class ClawkeepStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, engine_or_client: Any, *, ttl: TTLConfig | None = None):
+    def __init__(self, engine_or_client: Any, *, caller: str | None = None, ttl: TTLConfig | None = None):
+        """`caller`: the calling session the store runs as (an Engine's `caller=`, a Client's
+        X-Clawkeep-Session); without it an Engine is the operator and a Client its token's own."""
         if hasattr(engine_or_client, "aclose") and not hasattr(engine_or_client, "close"):
             raise InputError("ClawkeepStore takes an Engine or a clawkeep.Client (its async methods run the "
                              "sync calls in a thread); an AsyncClient cannot be called from batch()")
         self.target = engine_or_client
+        self._as = {"caller": caller} if caller is not None else {}
         self.ttl_config = ttl or TTLConfig(refresh_on_read=True)
 
     # -- BaseStore ------------------------------------------------------------------------
@@ -226,12 +241,12 @@ class ClawkeepStore(BaseStore):
 
     # -- operations -----------------------------------------------------------------------
     def _read(self, path: str) -> _File:
-        got = self.target.memory_store_read(path)
+        got = self.target.memory_store_read(path, **self._as)
         return parse(path, got.text, got.sha256)
 
     def _files(self, prefix: tuple[str, ...]) -> list[_File]:
         folder = ROOT if not prefix else namespace_path(prefix)[:-3]
-        return [parse(f.path, f.text, f.sha256) for f in self.target.memory_store_files(prefix=folder)]
+        return [parse(f.path, f.text, f.sha256) for f in self.target.memory_store_files(prefix=folder, **self._as)]
 
     def _write(self, path: str, namespace: tuple[str, ...], change: Any, now: datetime) -> None:
         """Apply `change(file)` and write the file, again from a fresh read if another writer won."""
@@ -240,7 +255,7 @@ class ClawkeepStore(BaseStore):
             current.namespace = namespace
             change(current)
             try:
-                self.target.memory_store_write(path, current.render(now), current.sha256)
+                self.target.memory_store_write(path, current.render(now), current.sha256, **self._as)
                 return
             except ConflictError:
                 continue
@@ -284,7 +299,7 @@ class ClawkeepStore(BaseStore):
         ranked: list[tuple[_File, _Entry, float | None]] = []
         if op.query:
             best: dict[tuple[str, str], float] = {}
-            found = self.target.memory_search(op.query, corpus="memory", limit=SEARCH_POOL)
+            found = self.target.memory_search(op.query, corpus="memory", limit=SEARCH_POOL, **self._as)
             for hit in found.results:
                 file = files.get(hit.path)  # a hit outside the prefix's files is another namespace's
                 for entry in file.entries.values() if file is not None else ():

@@ -140,9 +140,22 @@ def is_session_excerpt(lines: list[str]) -> bool:
         _SESSION_HEADER.match(line) for line in lines[1:12])
 
 
+def _file_owner(line: str) -> str | None:
+    """The session a whole file belongs to, from one of its first lines: a session excerpt's
+    "- Session key: KEY", or an owner line `<!-- ck:session=KEY -->` (a store file's, written by
+    the engine: memory/store_files.py)."""
+    if (m := _SESSION_HEADER.match(line)) is not None:
+        return m[1]
+    if line.startswith("<!--"):
+        content, attrs = parse_marker(line)
+        if not content.strip() and set(attrs) == {"session"}:
+            return attrs["session"]
+    return None
+
+
 def line_states(lines: list[str]) -> list[LineState]:
     """Index-time state of every line: weight, expiry and originating session."""
-    header = next((m[1] for line in lines[:12] if (m := _SESSION_HEADER.match(line))), None)
+    header = next((owner for line in lines[:12] if (owner := _file_owner(line))), None)
     states = []
     for line in lines:
         _, attrs = parse_marker(line)
