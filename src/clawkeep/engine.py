@@ -222,7 +222,7 @@ class Engine:
         if kind is not None:
             check.choice(kind, "kind", KINDS)  # an unknown kind matched nothing: an empty list hid the typo
         check.text(search_text, "search text", optional=True)
-        check.integer(active_minutes, "active_minutes", 0, check.MAX_INT)
+        check.integer(active_minutes, "active_minutes", 1, check.MAX_INT)  # as its argument model: ge=1
         check.integer(recent_messages, "recent_messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
