@@ -9,7 +9,9 @@ with Engine.open(home="~/.clawkeep") as engine:
 from __future__ import annotations
 
 import functools
+import importlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,10 @@ from . import api, dreaming, hooks
 from . import validation as check
 from .config import Config, config_from_dict, load_config, with_storage_environment
 from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
+from .hooks import metrics as metric_rates
+from .memory import refusals as refusal_log
+from .routing.keys import KINDS, parse_key
+from .routing.router import Inbound
 from .runtime import Runtime, default_home
 from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
@@ -26,9 +32,44 @@ from .visibility import Caller
 if TYPE_CHECKING:
     from .turns import MessageRequest, TurnEvent
 
-# The services are imported inside the methods that use them: a short-lived process (one CLI
-# command) then loads only what its one call needs — a keyword search never imports the turn
-# pipeline, the recall detector, Dreaming, numpy or the HTTP client.
+
+class _Deferred:
+    """A module imported on the first read of one of its names (then sys.modules answers)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(sys.modules.get(self._name) or importlib.import_module(self._name), attr)
+
+
+# The service modules are deferred: a short-lived process (one CLI command) loads only what its
+# one call needs (tests/test_cold_start.py). Each costs tens to hundreds of milliseconds cold:
+# the memory index and its search (~110 ms), Dreaming (~170 ms), the turn pipeline with the
+# recall detector and the model clients (~300 ms); a keyword search never imports the turn
+# pipeline, the recall detector, Dreaming, numpy or the HTTP client. (The modules imported above
+# are loaded by every Engine.open anyway.)
+sessions = _Deferred("clawkeep.sessions.service")
+history = _Deferred("clawkeep.sessions.history")
+timeline = _Deferred("clawkeep.sessions.timeline")
+session_search = _Deferred("clawkeep.sessions.search")
+maintenance = _Deferred("clawkeep.sessions.maintenance")
+memory = _Deferred("clawkeep.memory.service")
+store_files = _Deferred("clawkeep.memory.store_files")
+corrections = _Deferred("clawkeep.memory.corrections")
+turns = _Deferred("clawkeep.turns")
+send = _Deferred("clawkeep.turns.send")
+reply = _Deferred("clawkeep.turns.reply")
+recall_service = _Deferred("clawkeep.recall.service")
+detector = _Deferred("clawkeep.recall.detector")
+dream_service = _Deferred("clawkeep.dreaming.service")
+review = _Deferred("clawkeep.dreaming.review")
+dream_backfill = _Deferred("clawkeep.dreaming.backfill")
+credentials = _Deferred("clawkeep.credentials")
+interop = _Deferred("clawkeep.interop.service")
+doctor_checks = _Deferred("clawkeep.doctor")
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
@@ -106,7 +147,6 @@ class Engine:
     @staticmethod
     def check_session_key(key: str, what: str = "session key") -> str:
         """`key` if it is a valid session key, else an InputError naming `what`."""
-        from .routing.keys import parse_key
 
         try:
             return parse_key(check.ident(key, what)).key
@@ -122,16 +162,15 @@ class Engine:
     # --- messages -------------------------------------------------------------------
     def message(self, text: str, **inbound: Any) -> api.MessageResult:
         """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
-        from .turns import handle_message
 
-        return api.MessageResult.model_validate(handle_message(self.runtime, self.request(text, **inbound)).to_json())
+        return api.MessageResult.model_validate(
+            turns.handle_message(self.runtime, self.request(text, **inbound)).to_json())
 
     def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
         """The same turn as events: reply `token`s as the model streams them, then `result`
         (a MessageResult) or `error` (the ClawkeepError that ended the turn)."""
-        from .turns import stream_message
 
-        return stream_message(self.runtime, self.request(text, **inbound))
+        return turns.stream_message(self.runtime, self.request(text, **inbound))
 
     def request(
         self,
@@ -152,8 +191,6 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
-        from .routing.router import Inbound
-        from .turns import MessageRequest
 
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
@@ -171,18 +208,17 @@ class Engine:
             session=session,
         )
         check.flag(record_only, "record only")
-        return MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
+        return turns.MessageRequest(text, inbound, role, message_id, _at(self.runtime, at), record_only=record_only)
 
     def system_event(
         self, session: str, text: str, *, at: str | int | None = None, queue: bool = True
     ) -> api.SystemEventResult:
-        from .turns import record_system_event
 
         check.ident(session, "session")
         check.text(text, "system event text")
         check.flag(queue, "queue")
         return api.SystemEventResult.model_validate(
-            record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue))
+            turns.record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue))
 
     # --- sessions -------------------------------------------------------------------
     def sessions_list(
@@ -197,8 +233,6 @@ class Engine:
         recent_messages: int = 0,
         caller: str | None = None,
     ) -> list[api.SessionInfo]:
-        from .routing.keys import KINDS
-        from .sessions import service
 
         for name, value in (("kind", kind), ("label", label), ("agent id", agent_id), ("caller", caller)):
             check.ident(value, name, optional=True)
@@ -206,15 +240,15 @@ class Engine:
             check.choice(kind, "kind", KINDS)  # an unknown kind matched nothing: an empty list hid the typo
         check.text(search_text, "search text", optional=True)
         check.integer(active_minutes, "active_minutes", 0, check.MAX_INT)
-        check.integer(recent_messages, "recent messages", 0, service.MAX_RECENT_MESSAGES, optional=False)
+        check.integer(recent_messages, "recent messages", 0, sessions.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
-        flt = service.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
-        return [api.SessionInfo.model_validate(row) for row in service.list_sessions(self.runtime, flt, Caller(caller))]
+        flt = sessions.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
+        return [api.SessionInfo.model_validate(row)
+                for row in sessions.list_sessions(self.runtime, flt, Caller(caller))]
 
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
     ) -> api.History:
-        from .sessions import history
 
         check.ident(session, "session")
         check.ident(message_id, "message id", optional=True)
@@ -225,26 +259,24 @@ class Engine:
 
     def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
         """The session's intervals (reset boundaries) and the compactions inside them."""
-        from .sessions import timeline
 
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return api.Timeline.model_validate(timeline.sessions_timeline(self.runtime, session, Caller(caller)))
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
-        from .sessions import search
 
         check.text(query, "search query")
-        check.integer(limit, "limit", 1, search.MAX_LIMIT)
+        check.integer(limit, "limit", 1, session_search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
-        return api.SearchResult.model_validate(search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
+        return api.SearchResult.model_validate(
+            session_search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
-        from .sessions import service
 
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
-        return api.SessionStatus.model_validate(service.session_status(self.runtime, session, Caller(caller)))
+        return api.SessionStatus.model_validate(sessions.session_status(self.runtime, session, Caller(caller)))
 
     def sessions_send(self, session: str, message: str, *, timeout_seconds: int = api.SEND_TIMEOUT_DEFAULT_S,
                       caller: str | None = None) -> api.SendResult:
@@ -252,7 +284,6 @@ class Engine:
         returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
         session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
         in the background; `close()` waits for that work."""
-        from .turns import send
 
         check.ident(session, "session")
         check.text(message, "message")
@@ -263,27 +294,24 @@ class Engine:
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
-        from .sessions import service
 
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return api.ResetResult.model_validate(
-            service.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
+            sessions.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
-        from .sessions import service
 
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
-        return api.SessionInfo.model_validate(service.fork_session(self.runtime, session, Caller(caller), label=label))
+        return api.SessionInfo.model_validate(sessions.fork_session(self.runtime, session, Caller(caller), label=label))
 
     def sessions_create(self, *, incognito: bool = False, label: str | None = None, coding: str | None = None,
                         key: str | None = None, caller: str | None = None) -> api.SessionInfo:
         """A new dashboard thread; with `coding` the coding session agent:<id>:coding:<name>; with `key`,
         the session of that key (an OpenClaw key is mapped as import maps it), created if missing —
         `created` says which. A calling session may open only itself."""
-        from .sessions import service
 
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
@@ -293,13 +321,13 @@ class Engine:
         if coding is not None:
             if incognito:
                 raise InputError("a coding session cannot be incognito; give either coding or incognito")
-            return api.SessionInfo.model_validate(service.create_coding(self.runtime, coding, label=label))
+            return api.SessionInfo.model_validate(sessions.create_coding(self.runtime, coding, label=label))
         if key is None:
             return api.SessionInfo.model_validate(
-                service.create_dashboard(self.runtime, incognito=incognito, label=label))
+                sessions.create_dashboard(self.runtime, incognito=incognito, label=label))
         if incognito:
             raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
-        opened, created = service.open_by_key(self.runtime, key, label=label)
+        opened, created = sessions.open_by_key(self.runtime, key, label=label)
         if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
             raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
                              "operator or with an agent credential")
@@ -307,14 +335,12 @@ class Engine:
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
-        from .sessions import service
 
-        return service.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
+        return sessions.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
 
     def sessions_cleanup(
         self, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
     ) -> api.CleanupReport:
-        from .sessions import maintenance
 
         for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
             check.flag(value, name)
@@ -327,11 +353,9 @@ class Engine:
                       caller: str | None = None) -> api.MemorySearchResult:
         """Hybrid search over the memory files and indexed transcripts; a calling session sees
         only the notes and transcripts visible to it."""
-        from .memory import service as memory
-        from .memory.search import MAX_LIMIT
 
         check.text(query, "memory search query")
-        check.integer(limit, "limit", 1, MAX_LIMIT)
+        check.integer(limit, "limit", 1, check.MAX_MEMORY_SEARCH)
         check.ident(mode, "mode")
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
@@ -343,18 +367,16 @@ class Engine:
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                    caller: str | None = None) -> api.MemoryFile:
         """Lines of a memory file or an indexed transcript, as `caller` may see them (None: the operator)."""
-        from .memory import service as memory
 
         check.path(path, "memory path")
         check.integer(from_line, "from_line", 1, check.MAX_INT)
-        check.integer(lines, "lines", 1, memory.MAX_GET_LINES)
+        check.integer(lines, "lines", 1, check.MAX_GET_LINES)
         check.ident(caller, "caller", optional=True)
         return api.MemoryFile.model_validate(
             memory.get(self.runtime, path, from_line=from_line, lines=lines, caller=caller))
 
     def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
         """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
-        from .memory import service as memory
 
         check.text(text, "memory text")
         check.flag(force, "force")
@@ -366,13 +388,11 @@ class Engine:
 
     def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
         """What the write filters refused in the last `days` days (1-30), newest first."""
-        from .memory import refusals as refusal_log
 
         check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
         return [api.Refusal.model_validate(row) for row in refusal_log.recent(self.runtime, days, self.runtime.now())]
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
-        from .memory import service as memory
 
         check.ident(status, "status", optional=True)
         return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
@@ -380,7 +400,6 @@ class Engine:
     def memory_edit(self, item_id: str, text: str, base_text: str | None = None) -> api.MemoryItem:
         """`base_text`: the text the editor started from; when the item no longer says it, the
         edit is refused as a conflict (ConflictError) instead of overwriting the other writer."""
-        from .memory import service as memory
 
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
@@ -389,7 +408,6 @@ class Engine:
         return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text, base_text))
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
-        from .memory import service as memory
 
         check.ident(item_id, "memory item id")
         return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
@@ -397,20 +415,17 @@ class Engine:
     # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
     def memory_store_read(self, path: str) -> api.StoreFile:
         """A store file whole, with the sha256 a write names to detect a concurrent writer."""
-        from .memory import store_files
 
         return api.StoreFile.model_validate(store_files.read(self.runtime, path))
 
     def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
         """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
-        from .memory import store_files
 
         check.text(text, "store text", optional=True)
         return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256))
 
     def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
         """The store files under `prefix`, each with its text."""
-        from .memory import store_files
 
         return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
 
@@ -419,7 +434,6 @@ class Engine:
         """Correct a remembered line (the model's memory_edit): the new text passes the write
         filters and supersedes the old line, which is kept as the trail; undoable (memory_undo).
         A calling session corrects only lines it may see and owns."""
-        from .memory import corrections
 
         return self._correction(lambda owner: corrections.edit(
             self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), text, owner),
@@ -428,7 +442,6 @@ class Engine:
     def memory_forget(self, item_id: str | None, *, old_text: str | None = None,
                       caller: str | None = None) -> api.MemoryChange:
         """Retire a remembered line (kept in its file, marked forgotten; undoable)."""
-        from .memory import corrections
 
         return self._correction(lambda owner: corrections.forget(
             self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), owner),
@@ -436,7 +449,6 @@ class Engine:
 
     def memory_undo(self, item_id: str, *, caller: str | None = None) -> api.MemoryChange:
         """Undo a memory_edit or memory_forget by the `undo` id it answered with."""
-        from .memory import corrections
 
         check.ident(item_id, "memory item id")
         return self._correction(lambda owner: corrections.undo(self.runtime, item_id, owner), caller)
@@ -454,18 +466,15 @@ class Engine:
         return api.MemoryChange.model_validate(work(owner))
 
     def memory_sweep(self) -> api.SweepResult:
-        from .memory import service as memory
 
         return api.SweepResult.model_validate(memory.sweep(self.runtime))
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
-        from .memory import service as memory
 
         check.flag(force, "force")
         return api.IndexReport.model_validate(memory.index(self.runtime, force=force, progress=progress).to_json())
 
     def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
-        from .memory import service as memory
 
         check.flag(deep, "deep")
         return api.MemoryStatus.model_validate(memory.status(self.runtime, deep=deep))
@@ -473,19 +482,17 @@ class Engine:
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
                          session: str | None = None) -> list[api.BootstrapFile]:
         """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
-        from .memory import service as memory
 
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
-        from .turns.reply import window_budget
 
         # budgeted for the default model's window, as a turn without a session model sees them
         try:
             model = self.runtime.models.chat_model()
         except ClawkeepError:  # a broken model setting is reported by a turn, not by this view
             model = None
-        budget = window_budget(self.runtime, model)
+        budget = reply.window_budget(self.runtime, model)
         files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session,
                                  max_tokens=budget.bootstrap)
         return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
@@ -493,12 +500,10 @@ class Engine:
 
     def memory_warm(self) -> None:
         """Load the embedding model now instead of at the first search that needs vectors."""
-        from .memory import service as memory
 
         memory.warm(self.runtime)
 
     def memory_watch(self) -> Any:
-        from .memory import service as memory
 
         return memory.watch(self.runtime)
 
@@ -512,7 +517,6 @@ class Engine:
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> api.RecallResult:
         """Active Memory for a would-be user message in `session`, without storing it."""
-        from .recall import service as recall_service
 
         check.text(text, "recall text")
         check.ident(session, "session")
@@ -521,10 +525,9 @@ class Engine:
         return api.RecallResult.model_validate(recalled.to_json())
 
     def classify(self, text: str) -> api.Classification:
-        from .recall.detector import classify
 
         check.text(text, "text")
-        found = classify(text)
+        found = detector.classify(text)
         return api.Classification(past_question=found.past_question, language=found.language)
 
     def status(self) -> api.EngineStatus:
@@ -545,22 +548,19 @@ class Engine:
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
         injected memory — over every process that used this agent's database."""
-        from .hooks import metrics
 
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
-        return api.Metrics.model_validate({**metrics.rates(totals), "counters": totals})
+        return api.Metrics.model_validate({**metric_rates.rates(totals), "counters": totals})
 
     # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
     def dreaming_status(self) -> api.DreamingStatus:
-        from .dreaming import service as dream_service
 
         return api.DreamingStatus.model_validate(dream_service.status(self.runtime))
 
     def dreaming_enable(self, enabled: bool) -> api.DreamingToggle:
         """Switch the schedule and the recording on or off (the overrides file, like `/dreaming on|off`)."""
-        from .dreaming import service as dream_service
 
         check.flag(enabled, "enabled")
         return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
@@ -569,24 +569,20 @@ class Engine:
     def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
                       sandboxed: bool = False) -> dict[str, Any]:
         """A new token: its description and, under `token`, the secret (shown this once only)."""
-        from . import credentials  # noqa: PLC0415
 
         record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
         return {**credentials.describe(record), "token": secret}
 
     def tokens_list(self) -> list[dict[str, Any]]:
-        from . import credentials  # noqa: PLC0415
 
         return credentials.listing(self.runtime)
 
     def tokens_revoke(self, name: str) -> dict[str, Any]:
-        from . import credentials  # noqa: PLC0415
 
         return credentials.revoke(self.runtime, name)
 
     def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
         """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""
-        from .dreaming import review
 
         check.integer(limit, "limit", 1, review.MAX_LIMIT, optional=False)
         check.ident(caller, "caller", optional=True)
@@ -608,7 +604,6 @@ class Engine:
                        min_recall_count: int | None = None, min_unique_queries: int | None = None) -> Any:
         """The ranked promotion candidates (a preview), or with `apply` a Light + Deep run now.
         The gates default to the deep-phase configuration."""
-        from .dreaming import service as dream_service
 
         check.flag(apply, "apply")
         check.integer(limit, "limit", 1, 1000)
@@ -620,14 +615,12 @@ class Engine:
         return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
 
     def memory_promote_explain(self, query: str) -> api.ExplainReport:
-        from .dreaming import service as dream_service
 
         check.text(query, "query")
         return api.ExplainReport.model_validate(dream_service.explain(self.runtime, query))
 
     def memory_promote_undo(self, target: str | None = None) -> api.UndoReport:
         """Undo a promotion run (its id), one promoted item (its id), or by default the last run."""
-        from .dreaming import service as dream_service
 
         check.ident(target, "run or item id", optional=True)
         return api.UndoReport.model_validate(dream_service.undo(self.runtime, target))
@@ -635,7 +628,6 @@ class Engine:
     def rem_harness(self, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
         """REM's themes and Deep's would-be promotions now, or the grounded reading of the dated
         notes under `path`; writes nothing."""
-        from .dreaming import service as dream_service
 
         check.path(path, "path", optional=True)
         check.flag(grounded, "grounded")
@@ -643,8 +635,6 @@ class Engine:
 
     def rem_backfill(self, *, path: str | None = None, stage_short_term: bool = False, rollback: bool = False,
                      rollback_short_term: bool = False) -> api.BackfillReport:
-        from .dreaming import backfill as dream_backfill
-
         check.path(path, "path", optional=True)
         for name, value in (("stage short term", stage_short_term), ("rollback", rollback),
                             ("rollback short term", rollback_short_term)):
@@ -676,9 +666,8 @@ class Engine:
         check.flag(dry_run, "dry run")
         check.choice(config, "config", ("keep", "force", "skip"))
         check.flag(accept_models, "accept models")
-        from .interop import service  # noqa: PLC0415 - only for this command
 
-        return service.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
+        return interop.import_openclaw(self.runtime, Path(path), agent=agent, dry_run=dry_run, config=config,
                                        progress=progress, accept_models=accept_models).to_json()
 
     def import_jsonl(self, paths: list[str | os.PathLike[str]], *, dry_run: bool = False) -> dict[str, Any]:
@@ -686,32 +675,28 @@ class Engine:
         for value in paths:
             check.path(value, "export file")
         check.flag(dry_run, "dry run")
-        from .interop import service  # noqa: PLC0415
 
-        return service.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
+        return interop.import_jsonl(self.runtime, [Path(p) for p in paths], dry_run=dry_run).to_json()
 
     def export_session(self, session: str, out: Any) -> dict[str, Any]:
         """Write one session (key or id) to the text stream `out` in clawkeep's JSONL format."""
         check.ident(session, "session")
-        from .interop import service  # noqa: PLC0415
 
-        return service.export_session(self.runtime, session, out)
+        return interop.export_session(self.runtime, session, out)
 
     def export_all(self, directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every session of every agent into `directory/<agent>/<sessionId>.jsonl`."""
         check.path(directory, "directory")
-        from .interop import service  # noqa: PLC0415
 
-        return service.export_all(self.runtime, Path(directory))
+        return interop.export_all(self.runtime, Path(directory))
 
     def doctor(self, *, repair: bool = False, agent: str | None = None) -> dict[str, Any]:
         """Check every agent database and memory index (or one agent's); `repair` salvages a
         damaged agent.sqlite into a new file (the original is kept) and rebuilds a damaged index."""
         check.flag(repair, "repair")
         check.ident(agent, "agent id", optional=True)
-        from .doctor import doctor  # noqa: PLC0415 - only for this command
 
-        return doctor(self.runtime, repair=repair, agent=agent)
+        return doctor_checks.doctor(self.runtime, repair=repair, agent=agent)
 
 
 def _reports_commits(method: Any) -> Any:
