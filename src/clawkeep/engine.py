@@ -243,8 +243,7 @@ class Engine:
         check.integer(recent_messages, "recent messages", 0, sessions.MAX_RECENT_MESSAGES, optional=False)
         check.flag(preview, "preview")
         flt = sessions.ListFilter(kind, label, agent_id, active_minutes, search_text, preview, recent_messages)
-        return [api.SessionInfo.model_validate(row)
-                for row in sessions.list_sessions(self.runtime, flt, Caller(caller))]
+        return sessions.list_sessions(self.runtime, flt, Caller(caller))
 
     def sessions_history(
         self, session: str, *, message_id: str | None = None, include_tools: bool = False, caller: str | None = None
@@ -276,7 +275,7 @@ class Engine:
 
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
-        return api.SessionStatus.model_validate(sessions.session_status(self.runtime, session, Caller(caller)))
+        return sessions.session_status(self.runtime, session, Caller(caller))
 
     def sessions_send(self, session: str, message: str, *, timeout_seconds: int = api.SEND_TIMEOUT_DEFAULT_S,
                       caller: str | None = None) -> api.SendResult:
@@ -297,15 +296,14 @@ class Engine:
 
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
-        return api.ResetResult.model_validate(
-            sessions.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at)))
+        return sessions.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
 
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
-        return api.SessionInfo.model_validate(sessions.fork_session(self.runtime, session, Caller(caller), label=label))
+        return sessions.fork_session(self.runtime, session, Caller(caller), label=label)
 
     def sessions_create(self, *, incognito: bool = False, label: str | None = None, coding: str | None = None,
                         key: str | None = None, caller: str | None = None) -> api.SessionInfo:
@@ -321,17 +319,16 @@ class Engine:
         if coding is not None:
             if incognito:
                 raise InputError("a coding session cannot be incognito; give either coding or incognito")
-            return api.SessionInfo.model_validate(sessions.create_coding(self.runtime, coding, label=label))
+            return sessions.create_coding(self.runtime, coding, label=label)
         if key is None:
-            return api.SessionInfo.model_validate(
-                sessions.create_dashboard(self.runtime, incognito=incognito, label=label))
+            return sessions.create_dashboard(self.runtime, incognito=incognito, label=label)
         if incognito:
             raise InputError("key and incognito do not go together: an incognito thread gets a new key of its own")
-        opened, created = sessions.open_by_key(self.runtime, key, label=label)
-        if caller is not None and opened["key"] != self.session_status(caller, caller=caller).key:
+        opened = sessions.open_by_key(self.runtime, key, label=label)
+        if caller is not None and opened.key != self.session_status(caller, caller=caller).key:
             raise InputError(f"key {key!r}: a calling session may open only itself; open other sessions as the "
                              "operator or with an agent credential")
-        return api.SessionInfo.model_validate({**opened, "created": created})
+        return opened
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""

@@ -139,7 +139,7 @@ def set_model_override(rt: Runtime, store: Any, session: SessionRecord, model: s
 
 
 def _status(call: CommandCall) -> CommandOutcome:
-    return CommandOutcome("status", status=service.session_status(call.rt, call.session.key))
+    return CommandOutcome("status", status=service.session_status(call.rt, call.session.key).to_json())
 
 
 def _compact(call: CommandCall) -> CommandOutcome:
