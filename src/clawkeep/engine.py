@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,9 @@ if TYPE_CHECKING:
 
 
 class _Deferred:
-    """A module imported on the first read of one of its names (then sys.modules answers)."""
+    """A module imported on the first read of one of its names. import_module, not a look-up in
+    sys.modules: while another thread is still importing the module it waits for that import
+    to finish instead of reading a half-initialised module."""
 
     __slots__ = ("_name",)
 
@@ -42,7 +43,7 @@ class _Deferred:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(sys.modules.get(self._name) or importlib.import_module(self._name), attr)
+        return getattr(importlib.import_module(self._name), attr)
 
 
 # The service modules are deferred: a short-lived process (one CLI command) loads only what its
@@ -357,9 +358,10 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)["results"]
-        kept = [hit for hit in found if min_score is None or hit["score"] >= min_score]
-        return api.MemorySearchResult.model_validate({"results": kept})
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)
+        if min_score is not None:
+            found = api.MemorySearchResult(results=[hit for hit in found.results if hit.score >= min_score])
+        return found
 
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                    caller: str | None = None) -> api.MemoryFile:
@@ -369,8 +371,7 @@ class Engine:
         check.integer(from_line, "from_line", 1, check.MAX_INT)
         check.integer(lines, "lines", 1, check.MAX_GET_LINES)
         check.ident(caller, "caller", optional=True)
-        return api.MemoryFile.model_validate(
-            memory.get(self.runtime, path, from_line=from_line, lines=lines, caller=caller))
+        return memory.get(self.runtime, path, from_line=from_line, lines=lines, caller=caller)
 
     def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
         """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
@@ -380,8 +381,7 @@ class Engine:
         check.ident(caller, "caller", optional=True)
         owner = self.runtime.caller_session(Caller(caller)).key if caller else None
         source = "tool" if caller else "remember"
-        return api.RememberResult.model_validate(memory.remember(
-            self.runtime, text, force=force, owner=owner, source=source).to_json(memory.today(self.runtime)))
+        return memory.remember(self.runtime, text, force=force, owner=owner, source=source)
 
     def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
         """What the write filters refused in the last `days` days (1-30), newest first."""
@@ -392,7 +392,7 @@ class Engine:
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
 
         check.ident(status, "status", optional=True)
-        return [api.MemoryItem.model_validate(item) for item in memory.list_items(self.runtime, status=status)]
+        return memory.list_items(self.runtime, status=status)
 
     def memory_edit(self, item_id: str, text: str, base_text: str | None = None) -> api.MemoryItem:
         """`base_text`: the text the editor started from; when the item no longer says it, the
@@ -402,12 +402,12 @@ class Engine:
         check.text(text, "memory text")
         if base_text is not None:
             check.text(base_text, "memory base text")
-        return api.MemoryItem.model_validate(memory.edit_item(self.runtime, item_id, text, base_text))
+        return memory.edit_item(self.runtime, item_id, text, base_text)
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
 
         check.ident(item_id, "memory item id")
-        return api.DeleteResult.model_validate(memory.delete_item(self.runtime, item_id))
+        return memory.delete_item(self.runtime, item_id)
 
     # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
     def memory_store_read(self, path: str) -> api.StoreFile:
@@ -460,21 +460,21 @@ class Engine:
             check.text(text, "memory text")
         check.ident(caller, "caller", optional=True)
         owner = self.runtime.caller_session(Caller(caller)).key if caller else None
-        return api.MemoryChange.model_validate(work(owner))
+        return work(owner)
 
     def memory_sweep(self) -> api.SweepResult:
 
-        return api.SweepResult.model_validate(memory.sweep(self.runtime))
+        return memory.sweep(self.runtime)
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
 
         check.flag(force, "force")
-        return api.IndexReport.model_validate(memory.index(self.runtime, force=force, progress=progress).to_json())
+        return memory.index(self.runtime, force=force, progress=progress)
 
     def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
 
         check.flag(deep, "deep")
-        return api.MemoryStatus.model_validate(memory.status(self.runtime, deep=deep))
+        return memory.status(self.runtime, deep=deep)
 
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
                          session: str | None = None) -> list[api.BootstrapFile]:

@@ -433,7 +433,7 @@ def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[s
     if fact is None or session.meta.get("incognito"):
         return None
     try:
-        return memory.remember(rt, fact, owner=session.key, source="chat").to_json(memory.today(rt))
+        return memory.remember(rt, fact, owner=session.key, source="chat").to_json()
     except ClawkeepError as exc:  # a read-only workspace, an unwritable file: the message is kept anyway
         return {"status": "failed", "reason": str(exc)}
 
