@@ -254,23 +254,22 @@ class Engine:
         check.ident(message_id, "message id", optional=True)
         check.ident(caller, "caller", optional=True)
         check.flag(include_tools, "include tools")
-        return api.History.model_validate(history.sessions_history(
-            self.runtime, session, Caller(caller), message_id=message_id, include_tools=include_tools))
+        return history.sessions_history(self.runtime, session, Caller(caller), message_id=message_id,
+                                        include_tools=include_tools)
 
     def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
         """The session's intervals (reset boundaries) and the compactions inside them."""
 
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
-        return api.Timeline.model_validate(timeline.sessions_timeline(self.runtime, session, Caller(caller)))
+        return timeline.sessions_timeline(self.runtime, session, Caller(caller))
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
 
         check.text(query, "search query")
         check.integer(limit, "limit", 1, session_search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
-        return api.SearchResult.model_validate(
-            session_search.sessions_search(self.runtime, query, Caller(caller), limit=limit))
+        return session_search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
 
@@ -387,7 +386,7 @@ class Engine:
         """What the write filters refused in the last `days` days (1-30), newest first."""
 
         check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
-        return [api.Refusal.model_validate(row) for row in refusal_log.recent(self.runtime, days, self.runtime.now())]
+        return refusal_log.recent(self.runtime, days, self.runtime.now())
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
 
@@ -413,18 +412,18 @@ class Engine:
     def memory_store_read(self, path: str) -> api.StoreFile:
         """A store file whole, with the sha256 a write names to detect a concurrent writer."""
 
-        return api.StoreFile.model_validate(store_files.read(self.runtime, path))
+        return store_files.read(self.runtime, path)
 
     def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
         """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
 
         check.text(text, "store text", optional=True)
-        return api.StoreFile.model_validate(store_files.write(self.runtime, path, text, base_sha256))
+        return store_files.write(self.runtime, path, text, base_sha256)
 
     def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
         """The store files under `prefix`, each with its text."""
 
-        return [api.StoreFile.model_validate(row) for row in store_files.listing(self.runtime, prefix)]
+        return store_files.listing(self.runtime, prefix)
 
     def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
                        caller: str | None = None) -> api.MemoryChange:
@@ -549,7 +548,7 @@ class Engine:
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
-        return api.Metrics.model_validate({**metric_rates.rates(totals), "counters": totals})
+        return metric_rates.rates(totals)
 
     # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
     def dreaming_status(self) -> api.DreamingStatus:

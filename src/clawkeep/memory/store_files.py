@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
+from .. import api
 from ..errors import ConflictError, InputError
 from ..fileio import replace_text
 from ..runtime import Runtime
@@ -34,14 +34,14 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read(rt: Runtime, path: str) -> dict[str, Any]:
+def read(rt: Runtime, path: str) -> api.StoreFile:
     target = _target(rt, path)
     text = target.read_text(encoding="utf-8") if target.is_file() else ""
-    return {"path": path, "text": text, "sha256": _digest(text) if target.is_file() else "",
-            "exists": target.is_file()}
+    return api.StoreFile(path=path, text=text, sha256=_digest(text) if target.is_file() else "",
+                         exists=target.is_file())
 
 
-def write(rt: Runtime, path: str, text: str, base_sha256: str | None) -> dict[str, Any]:
+def write(rt: Runtime, path: str, text: str, base_sha256: str | None) -> api.StoreFile:
     """Replace the file (empty text: delete it). `base_sha256`: the version the caller read ("" for
     a file that did not exist); if the file changed since, nothing is written (409)."""
     target = _target(rt, path)
@@ -54,10 +54,10 @@ def write(rt: Runtime, path: str, text: str, base_sha256: str | None) -> dict[st
         replace_text(target, text)
     elif target.is_file():
         target.unlink()
-    return {"path": path, "text": text, "sha256": _digest(text) if text else "", "exists": bool(text)}
+    return api.StoreFile(path=path, text=text, sha256=_digest(text) if text else "", exists=bool(text))
 
 
-def listing(rt: Runtime, prefix: str = ROOT) -> list[dict[str, Any]]:
+def listing(rt: Runtime, prefix: str = ROOT) -> list[api.StoreFile]:
     """Every store file under `prefix` (a folder or a file path without .md) with its text, by path."""
     if not prefix.startswith(ROOT):
         raise InputError(f"store prefix {prefix!r}: must start with {ROOT}")
@@ -71,5 +71,5 @@ def listing(rt: Runtime, prefix: str = ROOT) -> list[dict[str, Any]]:
         if relative.startswith(prefix.rstrip("/") + "/") or relative == prefix.rstrip("/") + ".md" \
                 or prefix.rstrip("/") == ROOT:
             text = file.read_text(encoding="utf-8")
-            found.append({"path": relative, "text": text, "sha256": _digest(text), "exists": True})
+            found.append(api.StoreFile(path=relative, text=text, sha256=_digest(text), exists=True))
     return found
