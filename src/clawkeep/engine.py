@@ -148,7 +148,6 @@ class Engine:
     @staticmethod
     def check_session_key(key: str, what: str = "session key") -> str:
         """`key` if it is a valid session key, else an InputError naming `what`."""
-
         try:
             return parse_key(check.ident(key, what)).key
         except InputError as exc:
@@ -163,14 +162,12 @@ class Engine:
     # --- messages -------------------------------------------------------------------
     def message(self, text: str, **inbound: Any) -> api.MessageResult:
         """Route one inbound message to its session and run the turn (see `request` for the arguments)."""
-
         return api.MessageResult.model_validate(
             turns.handle_message(self.runtime, self.request(text, **inbound)).to_json())
 
     def message_stream(self, text: str, **inbound: Any) -> Iterator[TurnEvent]:
         """The same turn as events: reply `token`s as the model streams them, then `result`
         (a MessageResult) or `error` (the ClawkeepError that ended the turn)."""
-
         return turns.stream_message(self.runtime, self.request(text, **inbound))
 
     def request(
@@ -192,7 +189,6 @@ class Engine:
         """A checked turn request: where the message came from (channel, account, sender, chat
         type, group, thread — or `session` to deliver into an existing session), role, the
         channel's own message id (idempotent per conversation) and an optional time."""
-
         check.text(text, "message text")
         for name, value in (("channel", channel), ("sender", sender), ("chat type", chat_type), ("role", role)):
             check.ident(value, name)
@@ -218,8 +214,7 @@ class Engine:
         check.ident(session, "session")
         check.text(text, "system event text")
         check.flag(queue, "queue")
-        return api.SystemEventResult.model_validate(
-            turns.record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue))
+        return turns.record_system_event(self.runtime, session, text, at=_at(self.runtime, at), queue=queue)
 
     # --- sessions -------------------------------------------------------------------
     def sessions_list(
@@ -259,20 +254,17 @@ class Engine:
 
     def sessions_timeline(self, session: str, *, caller: str | None = None) -> api.Timeline:
         """The session's intervals (reset boundaries) and the compactions inside them."""
-
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return timeline.sessions_timeline(self.runtime, session, Caller(caller))
 
     def sessions_search(self, query: str, *, limit: int | None = None, caller: str | None = None) -> api.SearchResult:
-
         check.text(query, "search query")
         check.integer(limit, "limit", 1, session_search.MAX_LIMIT)
         check.ident(caller, "caller", optional=True)
         return session_search.sessions_search(self.runtime, query, Caller(caller), limit=limit)
 
     def session_status(self, session: str | None = None, *, caller: str | None = None) -> api.SessionStatus:
-
         check.ident(session, "session", optional=True)
         check.ident(caller, "caller", optional=True)
         return sessions.session_status(self.runtime, session, Caller(caller))
@@ -283,23 +275,19 @@ class Engine:
         returns at once (`accepted`); otherwise waits that long for the target's reply. A calling
         session then goes back and forth with the target (session.agentToAgent.maxPingPongTurns)
         in the background; `close()` waits for that work."""
-
         check.ident(session, "session")
         check.text(message, "message")
         check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
         check.ident(caller, "caller", optional=True)
-        return api.SendResult.model_validate(
-            send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller))
+        return send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller)
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
-
         check.ident(session, "session")
         check.ident(caller, "caller", optional=True)
         return sessions.reset_session(self.runtime, session, Caller(caller), at=_at(self.runtime, at))
 
     def sessions_fork(self, session: str, *, label: str | None = None, caller: str | None = None) -> api.SessionInfo:
-
         check.ident(session, "session")
         check.ident(label, "label", optional=True)
         check.ident(caller, "caller", optional=True)
@@ -310,7 +298,6 @@ class Engine:
         """A new dashboard thread; with `coding` the coding session agent:<id>:coding:<name>; with `key`,
         the session of that key (an OpenClaw key is mapped as import maps it), created if missing —
         `created` says which. A calling session may open only itself."""
-
         check.flag(incognito, "incognito")
         check.ident(label, "label", optional=True)
         check.ident(key, "key", optional=True)
@@ -332,7 +319,6 @@ class Engine:
 
     def sessions_roll_over(self, *, at: str | int | None = None) -> list[str]:
         """Reset every session whose daily or idle reset is due now (the gateway's reset clock)."""
-
         return sessions.roll_over_due(self.runtime, _at(self.runtime, at) or self.runtime.now())
 
     def sessions_cleanup(
@@ -341,8 +327,7 @@ class Engine:
 
         for name, value in (("dry run", dry_run), ("enforce", enforce), ("fix dm scope", fix_dm_scope)):
             check.flag(value, name)
-        return api.CleanupReport.model_validate(
-            maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope))
+        return maintenance.cleanup(self.runtime, dry_run=dry_run, enforce=enforce, fix_dm_scope=fix_dm_scope)
 
     # --- memory ---------------------------------------------------------------------
     def memory_search(self, query: str, *, limit: int | None = None, mode: str = "hybrid",
@@ -350,7 +335,6 @@ class Engine:
                       caller: str | None = None) -> api.MemorySearchResult:
         """Hybrid search over the memory files and indexed transcripts; a calling session sees
         only the notes and transcripts visible to it."""
-
         check.text(query, "memory search query")
         check.integer(limit, "limit", 1, check.MAX_MEMORY_SEARCH)
         check.ident(mode, "mode")
@@ -365,7 +349,6 @@ class Engine:
     def memory_get(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                    caller: str | None = None) -> api.MemoryFile:
         """Lines of a memory file or an indexed transcript, as `caller` may see them (None: the operator)."""
-
         check.path(path, "memory path")
         check.integer(from_line, "from_line", 1, check.MAX_INT)
         check.integer(lines, "lines", 1, check.MAX_GET_LINES)
@@ -374,7 +357,6 @@ class Engine:
 
     def memory_remember(self, text: str, *, force: bool = False, caller: str | None = None) -> api.RememberResult:
         """Write one fact; from a calling session the line is that conversation's (owner boundary)."""
-
         check.text(text, "memory text")
         check.flag(force, "force")
         check.ident(caller, "caller", optional=True)
@@ -384,19 +366,16 @@ class Engine:
 
     def memory_refusals(self, *, days: int = 7) -> list[api.Refusal]:
         """What the write filters refused in the last `days` days (1-30), newest first."""
-
         check.integer(days, "days", 1, refusal_log.RETENTION_DAYS, optional=False)
         return refusal_log.recent(self.runtime, days, self.runtime.now())
 
     def memory_items(self, *, status: str | None = None) -> list[api.MemoryItem]:
-
         check.ident(status, "status", optional=True)
         return memory.list_items(self.runtime, status=status)
 
     def memory_edit(self, item_id: str, text: str, base_text: str | None = None) -> api.MemoryItem:
         """`base_text`: the text the editor started from; when the item no longer says it, the
         edit is refused as a conflict (ConflictError) instead of overwriting the other writer."""
-
         check.ident(item_id, "memory item id")
         check.text(text, "memory text")
         if base_text is not None:
@@ -404,25 +383,21 @@ class Engine:
         return memory.edit_item(self.runtime, item_id, text, base_text)
 
     def memory_delete(self, item_id: str) -> api.DeleteResult:
-
         check.ident(item_id, "memory item id")
         return memory.delete_item(self.runtime, item_id)
 
     # --- key/value store files (memory/store/: the LangGraph store's namespaces) ---------------
     def memory_store_read(self, path: str) -> api.StoreFile:
         """A store file whole, with the sha256 a write names to detect a concurrent writer."""
-
         return store_files.read(self.runtime, path)
 
     def memory_store_write(self, path: str, text: str, base_sha256: str | None = None) -> api.StoreFile:
         """Replace a store file (empty text deletes it); 409 when it changed since `base_sha256`."""
-
         check.text(text, "store text", optional=True)
         return store_files.write(self.runtime, path, text, base_sha256)
 
     def memory_store_files(self, *, prefix: str = "memory/store") -> list[api.StoreFile]:
         """The store files under `prefix`, each with its text."""
-
         return store_files.listing(self.runtime, prefix)
 
     def memory_correct(self, item_id: str | None, text: str, *, old_text: str | None = None,
@@ -430,7 +405,6 @@ class Engine:
         """Correct a remembered line (the model's memory_edit): the new text passes the write
         filters and supersedes the old line, which is kept as the trail; undoable (memory_undo).
         A calling session corrects only lines it may see and owns."""
-
         return self._correction(lambda owner: corrections.edit(
             self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), text, owner),
             caller, item_id=item_id, old_text=old_text, text=text)
@@ -438,14 +412,12 @@ class Engine:
     def memory_forget(self, item_id: str | None, *, old_text: str | None = None,
                       caller: str | None = None) -> api.MemoryChange:
         """Retire a remembered line (kept in its file, marked forgotten; undoable)."""
-
         return self._correction(lambda owner: corrections.forget(
             self.runtime, corrections.resolve(self.runtime, item_id, old_text, owner), owner),
             caller, item_id=item_id, old_text=old_text)
 
     def memory_undo(self, item_id: str, *, caller: str | None = None) -> api.MemoryChange:
         """Undo a memory_edit or memory_forget by the `undo` id it answered with."""
-
         check.ident(item_id, "memory item id")
         return self._correction(lambda owner: corrections.undo(self.runtime, item_id, owner), caller)
 
@@ -462,23 +434,19 @@ class Engine:
         return work(owner)
 
     def memory_sweep(self) -> api.SweepResult:
-
         return memory.sweep(self.runtime)
 
     def memory_index(self, *, force: bool = False, progress: Any = None) -> api.IndexReport:
-
         check.flag(force, "force")
         return memory.index(self.runtime, force=force, progress=progress)
 
     def memory_status(self, *, deep: bool = False) -> api.MemoryStatus:
-
         check.flag(deep, "deep")
         return memory.status(self.runtime, deep=deep)
 
     def memory_bootstrap(self, *, chat_type: str | None = "direct", new_session: bool = True,
                          session: str | None = None) -> list[api.BootstrapFile]:
         """The bootstrap files as `session` would see them in its prompt (None: the operator)."""
-
         check.ident(chat_type, "chat type", optional=True)
         check.flag(new_session, "new session")
         check.ident(session, "session", optional=True)
@@ -489,18 +457,14 @@ class Engine:
         except ClawkeepError:  # a broken model setting is reported by a turn, not by this view
             model = None
         budget = reply.window_budget(self.runtime, model)
-        files = memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session,
-                                 max_tokens=budget.bootstrap)
-        return [api.BootstrapFile(path=f.path, text=f.text, truncated=f.truncated, original_chars=f.original_chars)
-                for f in files]
+        return memory.bootstrap(self.runtime, chat_type=chat_type, new_session=new_session, session_key=session,
+                                max_tokens=budget.bootstrap)
 
     def memory_warm(self) -> None:
         """Load the embedding model now instead of at the first search that needs vectors."""
-
         memory.warm(self.runtime)
 
     def memory_watch(self) -> Any:
-
         return memory.watch(self.runtime)
 
     def register_compaction_provider(self, summarizer: Any) -> None:
@@ -513,15 +477,12 @@ class Engine:
     # --- recall ---------------------------------------------------------------------
     def recall(self, text: str, *, session: str) -> api.RecallResult:
         """Active Memory for a would-be user message in `session`, without storing it."""
-
         check.text(text, "recall text")
         check.ident(session, "session")
         model = self.runtime.models.chat_model()
-        recalled = recall_service.recall(self.runtime, text, session, model=model)
-        return api.RecallResult.model_validate(recalled.to_json())
+        return recall_service.recall(self.runtime, text, session, model=model)
 
     def classify(self, text: str) -> api.Classification:
-
         check.text(text, "text")
         found = detector.classify(text)
         return api.Classification(past_question=found.past_question, language=found.language)
@@ -529,13 +490,13 @@ class Engine:
     def status(self) -> api.EngineStatus:
         rt = self.runtime
         store = rt.read_store()  # status of an agent without a database must not create one
-        sessions = store.list_sessions()
-        server = store.server_info()
+        listed = store.list_sessions()
+        server = store.server_info()  # the backend and its version: "postgres", "PostgreSQL 16.2"
         return api.EngineStatus(
             home=str(rt.home), agent_id=rt.agent_id, agents=rt.agent_ids(),
             database=getattr(store, "path", None) if rt.has_database() else None, storage=server["storage"],
             storage_version=server["storageVersion"], pgvector=server["pgvector"],
-            sessions=len(sessions), messages=sum(s.message_count for s in sessions),
+            sessions=len(listed), messages=sum(s.message_count for s in listed),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
             visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
@@ -544,7 +505,6 @@ class Engine:
     def metrics(self) -> api.Metrics:
         """G5: compaction rate per 100 turns, recall hit rate, supersession rate, adoption of
         injected memory — over every process that used this agent's database."""
-
         totals = dict(self.runtime.read_store().counters())
         for name, value in self.runtime.metrics.pending().items():  # counted here, not yet flushed
             totals[name] = totals.get(name, 0) + value
@@ -552,82 +512,71 @@ class Engine:
 
     # --- dreaming (Dr1–Dr2) -----------------------------------------------------------
     def dreaming_status(self) -> api.DreamingStatus:
-
-        return api.DreamingStatus.model_validate(dream_service.status(self.runtime))
+        return dream_service.status(self.runtime)
 
     def dreaming_enable(self, enabled: bool) -> api.DreamingToggle:
         """Switch the schedule and the recording on or off (the overrides file, like `/dreaming on|off`)."""
-
         check.flag(enabled, "enabled")
-        return api.DreamingToggle.model_validate(dream_service.set_enabled(self.runtime, enabled))
+        return dream_service.set_enabled(self.runtime, enabled)
 
     # --- caller credentials (tokens) ---------------------------------------------------
     def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
                       sandboxed: bool = False) -> dict[str, Any]:
         """A new token: its description and, under `token`, the secret (shown this once only)."""
-
         record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
         return {**credentials.describe(record), "token": secret}
 
     def tokens_list(self) -> list[dict[str, Any]]:
-
         return credentials.listing(self.runtime)
 
     def tokens_revoke(self, name: str) -> dict[str, Any]:
-
         return credentials.revoke(self.runtime, name)
 
     def dreaming_review(self, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
         """DREAMS.md's blocks, the Dream Diary and the promotion runs (a caller: only its visible items)."""
-
         check.integer(limit, "limit", 1, review.MAX_LIMIT, optional=False)
         check.ident(caller, "caller", optional=True)
-        return api.DreamsReview.model_validate(review.review(self.runtime, limit=limit, caller=caller))
+        return review.review(self.runtime, limit=limit, caller=caller)
 
     def dream_if_due(self) -> api.SweepReport | None:
         """The scheduled sweep (the gateway's clock): runs when `dreaming.frequency` says one is
         due and Dreaming is enabled; None otherwise."""
-        report = dreaming.run_due(self.runtime)
-        return api.SweepReport.model_validate(report) if report is not None else None
+        return dreaming.run_due(self.runtime)
 
     def dream(self, *, phase: str = "all", at: str | int | None = None) -> api.SweepReport:
         """Run a sweep now: every phase (Light → REM → Deep) or one (`light`, `rem`, `deep`)."""
         check.choice(phase, "phase", ("all", *dreaming.PHASES))
         phases = dreaming.PHASES if phase == "all" else (phase,)
-        return api.SweepReport.model_validate(dreaming.run_sweep(self.runtime, _at(self.runtime, at), phases=phases))
+        return dreaming.run_sweep(self.runtime, _at(self.runtime, at), phases=phases)
 
     def memory_promote(self, *, apply: bool = False, limit: int | None = None, min_score: float | None = None,
-                       min_recall_count: int | None = None, min_unique_queries: int | None = None) -> Any:
+                       min_recall_count: int | None = None, min_unique_queries: int | None = None
+                       ) -> api.SweepReport | api.PromoteReport:
         """The ranked promotion candidates (a preview), or with `apply` a Light + Deep run now.
         The gates default to the deep-phase configuration."""
-
         check.flag(apply, "apply")
         check.integer(limit, "limit", 1, 1000)
         check.number(min_score, "min_score", 0.0, 1.0)
         check.integer(min_recall_count, "min_recall_count", 0, check.MAX_INT)
         check.integer(min_unique_queries, "min_unique_queries", 0, 32)
-        result = dream_service.promote(self.runtime, apply=apply, limit=limit, min_score=min_score,
-                                       min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
-        return (api.SweepReport if apply else api.PromoteReport).model_validate(result)
+        return dream_service.promote(self.runtime, apply=apply, limit=limit, min_score=min_score,
+                                     min_recall_count=min_recall_count, min_unique_queries=min_unique_queries)
 
     def memory_promote_explain(self, query: str) -> api.ExplainReport:
-
         check.text(query, "query")
-        return api.ExplainReport.model_validate(dream_service.explain(self.runtime, query))
+        return dream_service.explain(self.runtime, query)
 
     def memory_promote_undo(self, target: str | None = None) -> api.UndoReport:
         """Undo a promotion run (its id), one promoted item (its id), or by default the last run."""
-
         check.ident(target, "run or item id", optional=True)
-        return api.UndoReport.model_validate(dream_service.undo(self.runtime, target))
+        return dream_service.undo(self.runtime, target)
 
     def rem_harness(self, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
         """REM's themes and Deep's would-be promotions now, or the grounded reading of the dated
         notes under `path`; writes nothing."""
-
         check.path(path, "path", optional=True)
         check.flag(grounded, "grounded")
-        return api.HarnessReport.model_validate(dream_service.harness(self.runtime, path=path, grounded=grounded))
+        return dream_service.harness(self.runtime, path=path, grounded=grounded)
 
     def rem_backfill(self, *, path: str | None = None, stage_short_term: bool = False, rollback: bool = False,
                      rollback_short_term: bool = False) -> api.BackfillReport:
@@ -636,19 +585,15 @@ class Engine:
                             ("rollback short term", rollback_short_term)):
             check.flag(value, name)
         if rollback or rollback_short_term:
-            out: dict[str, Any] = {}
-            if rollback:
-                out.update(dream_backfill.rollback(self.runtime))
-            if rollback_short_term:
-                out.update(dream_backfill.rollback_short_term(self.runtime))
-            return api.BackfillReport.model_validate(out)
+            done = [report(self.runtime) for wanted, report in ((rollback, dream_backfill.rollback),
+                    (rollback_short_term, dream_backfill.rollback_short_term)) if wanted]
+            # both: one report with both counts (each sets only its own fields)
+            return done[0].model_copy(update=done[1].model_dump(exclude_unset=True)) if len(done) == 2 else done[0]
         if path is None:
             raise InputError("rem-backfill needs --path DIR (a folder of YYYY-MM-DD.md notes), or --rollback / "
                              "--rollback-short-term")
-        return api.BackfillReport.model_validate(
-            dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term))
+        return dream_backfill.backfill(self.runtime, Path(path), stage_short_term=stage_short_term)
 
-    # --- maintenance ----------------------------------------------------------------
     # --- import and export (G4) ----------------------------------------------------------
     def import_openclaw(self, path: str | os.PathLike[str], *, agent: str | None = None, dry_run: bool = False,
                         config: str = "keep", progress: Any = None, accept_models: bool = False) -> dict[str, Any]:

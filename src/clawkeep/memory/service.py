@@ -35,7 +35,6 @@ from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     DREAMS_FILE,
     MEMORY_FILE,
-    BootstrapFile,
     bootstrap_files,
     daily_note,
     ensure_workspace,
@@ -769,7 +768,7 @@ def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
 
 
 def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True,
-              session_key: str | None = None, max_tokens: int | None = None) -> list[BootstrapFile]:
+              session_key: str | None = None, max_tokens: int | None = None) -> list[api.BootstrapFile]:
     """The bootstrap files as the conversation `session_key` may see them (None: the operator,
     who sees every line but never the hidden state comments or stale items), each within
     bootstrapMaxChars and together within `max_tokens` (the window's share, `Budget.bootstrap`)."""

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..config.active_memory import active_memory_config
 from ..errors import ClawkeepError, InputError
 from ..events import TurnCompleted
 from ..memory import service as memory
@@ -150,8 +151,9 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
     if recalled is not None:
         result.active_memory = recalled.to_json()
         if session.meta.get("verbose") == "on":
+            query_mode = active_memory_config(rt.config).config.query_mode
             result.verbose = (f"Active Memory: {recalled.status}, {recalled.elapsed_ms} ms, query mode "
-                              f"{recalled.query_mode}, summary {len(recalled.summary or '')} chars")
+                              f"{query_mode}, summary {len(recalled.summary or '')} chars")
         if session.meta.get("trace") == "on" and recalled.summary:
             result.trace = f"Active Memory recalled: {recalled.summary}"
     mode = "inter-session" if inter_session else "record" if outcome.record_mode else "model"

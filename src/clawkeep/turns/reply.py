@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..api import RecallResult
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
@@ -22,7 +23,7 @@ from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
 from ..memory import items
 from ..memory import service as memory
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
-from ..recall.service import RecallResult, recall
+from ..recall.service import recall
 from ..runtime import Runtime
 from ..sessions import transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord

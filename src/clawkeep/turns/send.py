@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import api
 from ..context.assembly import REPLY_SKIP
 from ..errors import ClawkeepError, InputError
 from ..routing.keys import is_session_id, parse_key
@@ -53,7 +54,8 @@ class _Delivery:
     error: BaseException | None = None
 
 
-def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, caller: str | None) -> dict[str, Any]:
+def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, caller: str | None
+                  ) -> api.SendResult:
     """Deliver `text` into the session `target_ref` as the calling session `caller` (None: the
     operator) and report what became of it (the SendResult shape)."""
     requester, target = _resolve(rt, target_ref, text, caller)
@@ -78,18 +80,18 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
     # A caller that waits lends the delivery its chain of held turns (so a send back is refused,
     # not deadlocked); a fire-and-forget delivery waits for nobody and starts afresh.
     rt.background.start("sessions-send", deliver, context=contextvars.copy_context() if timeout_s else None)
-    out: dict[str, Any] = {"sessionKey": target.key}
+    out: dict[str, Any] = {"session_key": target.key}  # the SendResult fields every outcome has
     if exchange:
-        out["pingPongTurns"] = exchange
+        out["ping_pong_turns"] = exchange
     if recording:
         out.update(mode="record", note=RECORD_NOTE)
     if timeout_s == 0:
-        return {**out, "status": "accepted"}
+        return api.SendResult(**out, status="accepted")
     if not delivery.done.wait(timeout_s):
-        return {**out, "status": "timeout",
-                "error": f"no reply from {target.key} within {timeout_s} s; the message is delivered in turn order "
-                         "and its reply will be in that session's history"}
-    return {**out, **_outcome(delivery)}
+        return api.SendResult(**out, status="timeout",
+                              error=f"no reply from {target.key} within {timeout_s} s; the message is delivered in "
+                                    "turn order and its reply will be in that session's history")
+    return api.SendResult(**{**out, **_outcome(delivery)})
 
 
 def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None) -> tuple[SessionRecord | None,
@@ -147,13 +149,14 @@ def is_skip(text: str) -> bool:
 
 
 def _outcome(delivery: _Delivery) -> dict[str, Any]:
+    """The SendResult fields that say what became of a delivery that finished in time."""
     if delivery.error is not None:
         detail = str(delivery.error) if isinstance(delivery.error, ClawkeepError) else \
             f"internal error ({type(delivery.error).__name__})"
         return {"status": "error", "error": f"the target's turn failed: {detail}"}
     result = delivery.result
     assert result is not None
-    out: dict[str, Any] = {"messageId": result.message_id}
+    out: dict[str, Any] = {"message_id": result.message_id}
     if result.mode == "record":
         return {**out, "status": "no_reply"}  # the note says why
     answer = _answer(result)
