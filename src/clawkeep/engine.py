@@ -523,6 +523,10 @@ class Engine:
     def tokens_create(self, name: str, scope: str, *, expires: str | None = None,
                       sandboxed: bool = False) -> dict[str, Any]:
         """A new token: its description and, under `token`, the secret (shown this once only)."""
+        for what, value in (("token name", name), ("scope", scope)):
+            check.text(value, what)
+        check.text(expires, "expires", optional=True)  # a list here was an AttributeError in parse_duration
+        check.flag(sandboxed, "sandboxed")
         record, secret = credentials.create(self.runtime, name, scope, expires=expires, sandboxed=sandboxed)
         return {**credentials.describe(record), "token": secret}
 
