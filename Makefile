@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 .PHONY: run test bench docs venv clean
 # whole-engine scenarios run again with only storage.url changed (PostgreSQL, SPEC D1): on the pgvector
 # bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
-PG_SCENARIOS := tests/test_transcripts.py tests/test_search.py tests/test_history.py tests/test_visibility.py \
-	tests/test_session_memory_hook.py tests/test_security_routing.py tests/test_recall.py tests/test_memory_index.py
+PG_SCENARIOS := tests/sessions/test_transcripts.py tests/sessions/test_search.py tests/sessions/test_history.py tests/sessions/test_visibility.py \
+	tests/hooks/test_session_memory_hook.py tests/security/test_security_routing.py tests/recall/test_recall.py tests/memory/test_memory_index.py
 # ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
-CLIENT_SCENARIOS := tests/test_search.py tests/test_history.py tests/test_visibility.py tests/test_transcripts.py
+CLIENT_SCENARIOS := tests/sessions/test_search.py tests/sessions/test_history.py tests/sessions/test_visibility.py tests/sessions/test_transcripts.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OpenClaw for the plugin tests (tests/test_openclaw_plugin.py): Node 24 and OpenClaw from the npm
+# OpenClaw for the plugin tests (tests/integrations/test_openclaw_plugin.py): Node 24 and OpenClaw from the npm
 # registry, installed once into a cache outside the clone and reused by later runs.
 #
 #   .ci/openclaw.sh install    install if missing; print the directory whose bin/ holds node and openclaw

@@ -7,7 +7,7 @@
 #   .ci/postgres.sh restart DIR       restart it (fast shutdown: connections are dropped)
 #   .ci/postgres.sh stop DIR          stop the cluster in DIR (fast shutdown)
 #
-# The pgvector server the memory tests need comes from PyPI (`pgserver`, see tests/pg_servers.py):
+# The pgvector server the memory tests need comes from PyPI (`pgserver`, see tests/helpers/pg_servers.py):
 # Debian's apt sources carry no pgvector package.
 set -euo pipefail
 

@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.helpers
 
 from clawkeep.storage.postgres.fts import lexeme, tsvector_literal  # noqa: E402
 from clawkeep.text.analyzer import analyze_document  # noqa: E402
@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--messages", type=int, default=100_000)
     n = p.parse_args(argv).messages
-    from pg_servers import DebianServer
-
     import psycopg
+
+    from tests.helpers.pg_servers import DebianServer
 
     server = DebianServer()
     try:

@@ -4,7 +4,7 @@ python bench/fuzz.py            # long profile (1,000 examples per target; CI ru
 python bench/fuzz.py --quick    # the CI profile (what `make test` runs)
 python -m bench --only fuzz     # the same, as a section of bench/results/latest.md
 
-Runs pytest on tests/test_fuzz.py with CLAWKEEP_FUZZ_PROFILE and reports how many inputs were
+Runs pytest on tests/engine/test_fuzz.py with CLAWKEEP_FUZZ_PROFILE and reports how many inputs were
 tried (per API method, CLI verb and the config loader) and whether any failed.
 """
 
@@ -36,7 +36,7 @@ def run_fuzz(profile: str) -> dict[str, Any]:
         env.pop("CLAWKEEP_DEBUG", None)
         started = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
-                               str(Path(scratch) / "tmp"), "tests/test_fuzz.py"], cwd=ROOT, env=env,
+                               str(Path(scratch) / "tmp"), "tests/engine/test_fuzz.py"], cwd=ROOT, env=env,
                               capture_output=True, text=True)
         seconds = time.perf_counter() - started
         tried = json.loads(stats.read_text()) if stats.exists() else {}
@@ -64,7 +64,7 @@ def section(result: dict[str, Any]) -> Section:
               f"Profile `{result['profile']}` (CLAWKEEP_FUZZ_PROFILE), {result['seconds']:.0f} s, "
               f"pytest: {result['summary']} — {outcome}. Allowed outcomes: success, or a ClawkeepError "
               "(CLI exit 0 or 2; 1 only for a StorageError; never a traceback)."]
-    return Section("fuzz", "Fuzzing (property-based, tests/test_fuzz.py)", blocks, result)
+    return Section("fuzz", "Fuzzing (property-based, tests/engine/test_fuzz.py)", blocks, result)
 
 
 def run_bench(progress: Any = None, quick: bool = False) -> Section:

@@ -1,7 +1,7 @@
 """`python -m bench --only pg-instances`: 1, 2 and 3 `clawkeep gateway` processes on one
 PostgreSQL server, beside one gateway on SQLite, measured on this machine's 2 shared cores.
 
-- Server: the `pgserver` bundle (PostgreSQL 16 + pgvector, as tests/pg_servers.py starts it) in a
+- Server: the `pgserver` bundle (PostgreSQL 16 + pgvector, as tests/helpers/pg_servers.py starts it) in a
   scratch data directory, Unix socket, fsync and synchronous_commit on; removed at the end.
 - Load: record-mode user turns (`POST /v1/messages`, dmScope per-peer, no chat model) from a lean
   asyncio load generator in this process (one keep-alive HTTP/1.1 connection per client, bench/gateway.py's
@@ -13,7 +13,7 @@ PostgreSQL server, beside one gateway on SQLite, measured on this machine's 2 sh
   checkpointer … — and, through the postmaster's cutime/cstime, children that exited meanwhile),
   divided by the turns acknowledged in the window. The load generator's own CPU is reported apart.
 - Latency under injected round-trip time: one gateway, one client, its PostgreSQL connections
-  through tests/pg_wire.py's loopback proxy, which counts round trips (Query, Sync, a lone Flush)
+  through tests/helpers/pg_wire.py's loopback proxy, which counts round trips (Query, Sync, a lone Flush)
   and holds each back `delay` (1 ms: a database on another host); turn p50 and round trips per turn
   (the gateway's whole work in the window — background reads included — divided by its turns).
 """
@@ -34,9 +34,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))  # tests/pg_wire.py: the round-trip counting, delaying proxy
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests/helpers/pg_wire.py: the round-trip counting, delaying proxy
 
 from .common import Section, fmt_ms, load_average, make_progress, md_table, percentile, scratch_dir  # noqa: E402
 from .gateway import RECORD_CONFIG, WORDS, _LeanClient, start_gateway, stop_gateway  # noqa: E402
@@ -189,7 +189,7 @@ def measure(urls: list[str], gateway_pids: list[int], server: BundledServer | No
 def delayed_turns(scratch: Path, server: BundledServer, delay_ms: float, seconds: float, turns: int,
                   warm: float) -> dict[str, Any]:
     """One gateway whose PostgreSQL connections go through the counting proxy, `delay_ms` per round trip."""
-    from pg_wire import WireCounter
+    from tests.helpers.pg_wire import WireCounter
 
     with WireCounter(server.url, delay_ms=delay_ms) as proxy:
         def body(urls: list[str], pids: list[int]) -> dict[str, Any]:
@@ -298,7 +298,7 @@ def run_bench(progress: Any = None, quick: bool = False) -> Section:
              "postmaster with all its children (backends and auxiliary processes), read from /proc before and "
              "after the window, per acknowledged turn; SQLite has no server. All processes share 2 cores with "
              "other work (load average at start → end of each window); the bench runs niced. The latency rows: "
-             f"one client, {lat_s:g} s each; the proxy (tests/pg_wire.py) counts Query/Sync/Flush messages and "
+             f"one client, {lat_s:g} s each; the proxy (tests/helpers/pg_wire.py) counts Query/Sync/Flush messages and "
              "sleeps 1 ms for each before forwarding (a sleep can overshoot on a loaded machine); its round trips "
              "per turn include whatever else the gateway read in the window (timed checks, background jobs). "
              "Each PostgreSQL commit waits for its WAL flush (fsync on, as a production server runs); SQLite's "

@@ -10,7 +10,7 @@ schema of each) are kept between runs: a rerun seeds and loads nothing it alread
 
 Server: the `pgserver` bundle (PostgreSQL 16.2 + pgvector 0.6.2, Unix socket, fsync and
 synchronous_commit on: every acknowledged append is on disk), as the tests use it
-(tests/pg_servers.py), on the cached data directory; stopped at the end.
+(tests/helpers/pg_servers.py), on the cached data directory; stopped at the end.
 
 - append: the storage path of a user message (entry + index row + session row in one
   transaction, `record.record_message`'s writes) into a fresh store, SQLite (NORMAL and FULL)
@@ -23,8 +23,8 @@ synchronous_commit on: every acknowledged append is on disk), as the tests use i
   bulk-copied into PostgreSQL (HNSW built after the load), hybrid/keyword/vector searches with
   the query vector precomputed (the model's embedding time left out on both sides), p50.
 - multi-instance: 1, 2, 3 processes × 10 concurrent clients on one PostgreSQL database
-  (tests/multi_instance_worker.py: record-mode turns into 10 shared group chats), turns/s.
-- a server 1 ms away: record-mode turns through tests/pg_wire.py's loopback proxy, which holds
+  (tests/helpers/multi_instance_worker.py: record-mode turns into 10 shared group chats), turns/s.
+- a server 1 ms away: record-mode turns through tests/helpers/pg_wire.py's loopback proxy, which holds
   each round trip back 1 ms, p50 (`--delayed-turns N` runs only this row).
 """
 
@@ -48,8 +48,8 @@ if __package__ in (None, ""):
     __package__ = "bench"
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests.helpers
 
 import numpy as np  # noqa: E402
 
@@ -359,7 +359,7 @@ def bench_memory_search(server: Server, n: int, progress: Any) -> dict[str, Any]
 
 # --- several instances --------------------------------------------------------------------------
 def bench_instances(server: Server, per: int) -> dict[str, Any]:
-    worker = REPO / "tests" / "multi_instance_worker.py"
+    worker = REPO / "tests" / "helpers" / "multi_instance_worker.py"
     out: dict[str, Any] = {}
     for count in (1, 2, 3):
         prefix = server.scratch_prefix("mi")
@@ -444,10 +444,10 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
 
 
 def bench_delayed_turns(server: Server, turns: int, delay_ms: float = 1.0) -> dict[str, Any]:
-    """Record-mode turns with the server `delay_ms` away: a loopback proxy (tests/pg_wire.py)
+    """Record-mode turns with the server `delay_ms` away: a loopback proxy (tests/helpers/pg_wire.py)
     holds each round trip back that long, as a server on another host would. Turn p50 in ms,
     and the round trips of one turn (issue 30: ≤ 12 ms at 1 ms, ≤ 6 round trips)."""
-    from pg_wire import WireCounter
+    from tests.helpers.pg_wire import WireCounter
 
     home = scratch_dir("pg-delay-")
     with WireCounter(server.url, delay_ms=delay_ms) as proxy:
@@ -512,13 +512,12 @@ def _sql_dot_p50(url: str, schema: str, matrix: np.ndarray, queries: np.ndarray,
 
 def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384, reps: int = 50,
                      sql_reps: int = 5) -> dict[str, Any]:
-    """memory vector top-k on Debian's PostgreSQL without pgvector (tests/pg_servers.py): the
+    """memory vector top-k on Debian's PostgreSQL without pgvector (tests/helpers/pg_servers.py): the
     first search of a process (loads every vector), later searches (change counter + one
     matrix-vector product), the search after one file of 10 chunks changed (fetches those
     only), and the same top-k computed in SQL over a real[] column; p50 ms."""
-    from pg_servers import DebianServer
-
     from clawkeep.storage import ChunkRecord, FileRecord, VectorFilter
+    from tests.helpers.pg_servers import DebianServer
 
     server = DebianServer()
     out: dict[str, Any] = {"dims": dims}

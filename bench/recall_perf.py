@@ -26,7 +26,8 @@
    with cProfile whenever a target is missed.
 2. Compaction. A 200-turn transcript (user/assistant turns, some tool calls, with ticket ids,
    URLs, paths, UUIDs, versions, e-mails, SHAs, tasks and decisions) is compacted with
-   `clawkeep.context.compaction.compact(store, session, [], …)` — no model, so the built-in
+   `clawkeep.context.compaction.compact(store, session, [], …)` and written with
+   `clawkeep.sessions.compactions.record_compaction` — no model, so the built-in
    extractive summary — with the default keepRecentTokens and with a small one; wall time
    and how many identifiers of the compacted turns appear verbatim in the summary.
 """
@@ -66,6 +67,7 @@ from clawkeep.memory.chunking import chunk_lines  # noqa: E402
 from clawkeep.recall import lanes  # noqa: E402
 from clawkeep.recall import service as recall_service  # noqa: E402
 from clawkeep.recall.detector import classify  # noqa: E402
+from clawkeep.sessions import compactions  # noqa: E402
 from clawkeep.config.active_memory import active_memory_config, remember_across_conversations  # noqa: E402
 from clawkeep.sessions import transcript  # noqa: E402
 from clawkeep.sessions.service import find_session  # noqa: E402
@@ -1094,8 +1096,9 @@ def bench_compaction(reps: int) -> tuple[list[str], dict[str, Any]]:
                 start = time.perf_counter()
                 result = compaction.compact(store, built.session, [], at=built.last_ts + 1000,
                                             keep_recent_tokens=keep)
-                times.append(time.perf_counter() - start)
                 assert result.compacted and result.summary is not None
+                compactions.record_compaction(store, built.session, result, at=built.last_ts + 1000)
+                times.append(time.perf_counter() - start)
                 messages, latest = compaction.active_messages(store, built.session)
                 first_kept = latest.meta["firstKeptSeq"] if latest else 0
                 older = [seq for seq in built.planted if seq < first_kept]

@@ -9,7 +9,7 @@ Store: the Active Memory bench's seeded home (`bench/recall_perf.py`, cached und
 messages across ~800 sessions; `--quick`: 1.5k chunks, 10k messages), copied to a scratch home
 for each run, since the turns write to it.
 
-Model: `tests/scripted_server.py`'s `ScriptedServer` on loopback speaking the OpenAI chat
+Model: `tests/helpers/scripted_server.py`'s `ScriptedServer` on loopback speaking the OpenAI chat
 protocol and answering at once, in its own process (as a model provider is: a server thread in
 the engine's process would share its GIL, and the hand-overs of the GIL between the two on every
 request would be counted as the engine's time; that variant is measured too, for comparison). In a *tool* turn the first call answers with one `memory_search`
@@ -49,17 +49,17 @@ if __package__ in (None, ""):  # `python bench/tool_loop.py`
     __package__ = "bench"
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests.helpers
 
 import httpx  # noqa: E402
-from scripted_server import Reply, ScriptedServer  # noqa: E402
 
 from clawkeep import Engine  # noqa: E402
 from clawkeep.memory.chunking import estimate_tokens  # noqa: E402
 from clawkeep.models.chat import ToolCall  # noqa: E402
 from clawkeep.sessions.service import find_session  # noqa: E402
 from clawkeep.turns import tools as turn_tools  # noqa: E402
+from tests.helpers.scripted_server import Reply, ScriptedServer  # noqa: E402
 
 from . import recall_perf  # noqa: E402
 from .common import Section, console, settle_background, fmt_ms, make_progress, md_table, percentile, scratch_dir  # noqa: E402
@@ -579,7 +579,7 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
              "Active Memory is **disabled** "
              "(`plugins.entries.active-memory.enabled: false`) so recall does not dominate the turn; "
              "`session.reset.mode: none` so the old seeded threads keep their history; context window "
-             f"{CONTEXT_WINDOW:,} tokens. Model: tests/scripted_server.py on 127.0.0.1 (OpenAI chat API, "
+             f"{CONTEXT_WINDOW:,} tokens. Model: tests/helpers/scripted_server.py on 127.0.0.1 (OpenAI chat API, "
              "non-streaming, answers at once) in a child process, as a provider is; its time per request (header "
              "parsing until the answer is written) is subtracted. The bench sets each turn's script and collects "
              "those times over the same loopback server before and after the timed turn. The first "

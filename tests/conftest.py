@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clawkeep import Engine
+from tests.helpers.cli import CliResult, run_cli
 
 BACKENDS = ("sqlite", "postgres")
 # --engine-backend: postgres is the pgvector bundle; postgres-stock is Debian's PostgreSQL 15 without
 # pgvector (the memory index keeps its vectors in a plain column, exact top-k)
-# client: the `engine` fixture through clawkeep.Client against a real gateway process (tests/client_engine.py)
+# client: the `engine` fixture through clawkeep.Client against a real gateway process (tests/helpers/client_engine.py)
 ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url", "client": None}
 
 
-pytest_plugins = ["pg_servers", "helpers.targets"]  # fixtures shared by several test files
+pytest_plugins = ["tests.helpers.pg_servers", "tests.helpers.targets"]  # fixtures shared by several test files
 
 
 def _backends(value: str) -> list[str]:
@@ -34,14 +31,15 @@ def _backends(value: str) -> list[str]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", type=_backends, default="sqlite,postgres",
                      help="storage backends the conformance suite (tests/storage/conformance) runs against, "
-                          "comma-separated (default both); postgres starts its own servers (tests/pg_servers.py) "
+                          "comma-separated (default both); postgres starts its own servers "
+                          "(tests/helpers/pg_servers.py) "
                           "unless CLAWKEEP_TEST_POSTGRES_URL / CLAWKEEP_TEST_PGVECTOR_URL name them")
     parser.addoption("--engine-backend", choices=tuple(ENGINE_BACKENDS), default="sqlite",
                      help="where every engine and CLI of the run stores its data: postgres points them all at the "
                           "pgvector test server, postgres-stock at Debian's PostgreSQL without pgvector "
                           "(CLAWKEEP_STORAGE_URL, one schema prefix per test); client runs the `engine` "
                           "fixture's calls through clawkeep.Client against a real gateway process "
-                          "(tests/client_engine.py)")
+                          "(tests/helpers/client_engine.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -95,7 +93,7 @@ def home(tmp_path: Path) -> Path:
 @pytest.fixture
 def engine(request: pytest.FixtureRequest, home: Path):
     if request.config.getoption("--engine-backend") == "client":
-        from client_engine import ClientEngine
+        from tests.helpers.client_engine import ClientEngine
 
         with ClientEngine(home) as remote:
             yield remote
@@ -107,36 +105,11 @@ def engine(request: pytest.FixtureRequest, home: Path):
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if config.getoption("--engine-backend") != "client":
         return
-    from client_engine import FALLBACKS, OVER_HTTP
+    from tests.helpers.client_engine import FALLBACKS, OVER_HTTP
 
     terminalreporter.write_line(f"engine calls through clawkeep.Client: {sum(OVER_HTTP.values())} "
                                 f"{dict(OVER_HTTP.most_common())}; run in-process (no route or argument): "
                                 f"{dict(FALLBACKS.most_common())}")
-
-
-def open_engine(home: Path, config: dict | None = None, agent: str = "main") -> Engine:
-    return Engine.open(home=home, config=config, agent=agent)
-
-
-class CliResult:
-    def __init__(self, proc: subprocess.CompletedProcess):
-        self.code = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    def json(self):
-        return json.loads(self.stdout)
-
-
-def run_cli(home: Path, *args: str, config: Path | None = None, timeout: float = 60) -> CliResult:
-    """Run `python -m clawkeep` as a separate process, exactly as a user would."""
-    command = [sys.executable, "-m", "clawkeep", "--home", str(home)]
-    if config is not None:
-        command += ["--config", str(config)]
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_DEBUG")}
-    env["COLUMNS"] = "200"
-    proc = subprocess.run(command + list(args), capture_output=True, text=True, timeout=timeout, env=env)
-    return CliResult(proc)
 
 
 @pytest.fixture

@@ -184,8 +184,9 @@ def http_reference() -> str:
     for path, methods in spec["paths"].items():
         for method, op in methods.items():
             lines += [f"## `{method.upper()} {path}`", ""]
-            if op.get("description") or op.get("summary"):
-                lines += [(op.get("description") or op.get("summary")).strip(), ""]
+            for text in (op.get("summary"), op.get("description")):  # the operation's summary, the route's notes
+                if text:
+                    lines += [text.strip(), ""]
             params = op.get("parameters", [])
             if params:
                 lines += ["| parameter | in | type | required |", "|---|---|---|---|"]

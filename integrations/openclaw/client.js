@@ -29,6 +29,9 @@ export class ClawkeepClient {
   constructor(settings) {
     this.settings = settings;
     this.sessionKeys = new Map(); // OpenClaw session key -> clawkeep session key
+    // OpenClaw session key -> time (ms) of the newest user message clawkeep holds for it: -Infinity for a
+    // session this process created (everything is new), null when unknown (only the last turn is sent)
+    this.capturedUntil = new Map();
   }
 
   get url() {
@@ -81,6 +84,8 @@ export class ClawkeepClient {
     if (known) return known;
     const opened = await this.request("POST", "/v1/sessions", { body: { key: openclawKey } });
     this.sessionKeys.set(openclawKey, opened.key);
+    const last = opened.lastInteractionAt ? Date.parse(opened.lastInteractionAt) : Number.NaN;
+    this.capturedUntil.set(openclawKey, opened.created ? -Infinity : Number.isNaN(last) ? null : last);
     return opened.key;
   }
 }

@@ -120,9 +120,15 @@ export function spokenText(message) {
   return text;
 }
 
+const MAX_REPLAYED = 200; // spoken messages sent at most in one capture (turns missed while the gateway was down)
+
+function spokenMessages(messages) {
+  return (messages || []).filter((m) => (m?.role === "user" || m?.role === "assistant") && spokenText(m));
+}
+
 // The last turn: the last user message and what followed it (user and assistant text only).
 export function lastTurn(messages) {
-  const spoken = (messages || []).filter((m) => (m?.role === "user" || m?.role === "assistant") && spokenText(m));
+  const spoken = spokenMessages(messages);
   let start = spoken.length;
   while (start > 0 && spoken[start - 1].role !== "user") start -= 1;
   if (start === 0) return [];
@@ -136,17 +142,33 @@ function messageId(openclawKey, message, text) {
   return `openclaw:${digest.digest("hex").slice(0, 32)}`;
 }
 
-export async function captureTurn(client, openclawKey, messages) {
+// What to send: every spoken message from the first user message newer than what clawkeep holds
+// (turns whose capture failed while the gateway was down come back), else the last turn alone.
+export function uncaptured(messages, capturedUntil) {
   const turn = lastTurn(messages);
-  if (!openclawKey || turn.length === 0) return 0;
+  if (capturedUntil === null || capturedUntil === undefined || turn.length === 0) return turn;
+  const spoken = spokenMessages(messages);
+  const first = spoken.findIndex((m) => m.role === "user" && Number.isFinite(m.timestamp) && m.timestamp > capturedUntil);
+  if (first < 0) return turn;
+  const missed = spoken.slice(first, spoken.length - turn.length);
+  return [...missed.slice(-MAX_REPLAYED), ...turn];
+}
+
+export async function captureTurn(client, openclawKey, messages) {
+  if (!openclawKey || lastTurn(messages).length === 0) return 0;
   const session = await client.session(openclawKey);
-  for (const message of turn) {
+  const pending = uncaptured(messages, client.capturedUntil.get(openclawKey));
+  for (const message of pending) {
     const text = spokenText(message);
+    // the id is derived from the message itself: a message sent twice is stored once
     const body = { text, role: message.role, messageId: messageId(openclawKey, message, text), recordOnly: true };
     if (Number.isInteger(message.timestamp) && message.timestamp <= Date.now() + 60_000) body.at = message.timestamp;
     await client.request("POST", "/v1/messages", { body, session });
+    if (message.role === "user" && Number.isFinite(message.timestamp)) {
+      client.capturedUntil.set(openclawKey, Math.max(client.capturedUntil.get(openclawKey) ?? -Infinity, message.timestamp));
+    }
   }
-  return turn.length;
+  return pending.length;
 }
 
 // --- CLI -----------------------------------------------------------------------------------------

@@ -92,9 +92,20 @@ def _is_entry(row: dict[str, Any]) -> bool:
             and isinstance(json.loads(row["content"]), list) and _json_is(row.get("meta"), dict))
 
 
+def _is_credential(row: dict[str, Any]) -> bool:
+    digest = row["digest"]
+    return (isinstance(row["name"], str) and isinstance(digest, str) and len(digest) == 64
+            and all(c in "0123456789abcdef" for c in digest) and isinstance(row["scope"], str)
+            and isinstance(row["created_at"], int) and isinstance(row.get("sandboxed") or 0, int)
+            and all(row.get(c) is None or isinstance(row[c], int)
+                    for c in ("expires_at", "revoked_at", "last_used_at")))
+
+
 def agent_specs() -> list[TableSpec]:
+    # credentials are salvaged too: a repair that dropped them would leave a gateway that asks for no token
     return [TableSpec("sessions", sql.agent_table_columns("sessions"), _is_session),
-            TableSpec("entries", sql.agent_table_columns("entries"), _is_entry, rowid_column="seq")]
+            TableSpec("entries", sql.agent_table_columns("entries"), _is_entry, rowid_column="seq"),
+            TableSpec("credentials", sql.agent_table_columns("credentials"), _is_credential)]
 
 
 def repair_agent_database(rt: Runtime, agent_id: str, path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ with Engine.open(home="~/.clawkeep") as engine:
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import os
@@ -26,10 +27,11 @@ from .routing.router import Inbound
 from .runtime import Runtime, default_home
 from .storage import check_storage, commit_journal
 from .timeutil import parse_iso
-from .visibility import Caller
+from .visibility import Caller, Limit
 
 if TYPE_CHECKING:
     from .turns import MessageRequest, TurnEvent
+    from .turns.turn import Turn
 
 
 class _Deferred:
@@ -47,7 +49,7 @@ class _Deferred:
 
 
 # The service modules are deferred: a short-lived process (one CLI command) loads only what its
-# one call needs (tests/test_cold_start.py). Each costs tens to hundreds of milliseconds cold:
+# one call needs (tests/engine/test_cold_start.py). Each costs tens to hundreds of milliseconds cold:
 # the memory index and its search (~110 ms), Dreaming (~170 ms), the turn pipeline with the
 # recall detector and the model clients (~300 ms); a keyword search never imports the turn
 # pipeline, the recall detector, Dreaming, numpy or the HTTP client. (The modules imported above
@@ -102,9 +104,24 @@ def _at(rt: Runtime, value: str | int | None, name: str = "--at") -> int | None:
 
 
 class Engine:
+    turn: Turn | None = None  # the turn whose tools run on this engine (`for_turn`); None: no turn
+
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
         runtime.tool_host = self  # the reply model's tools are this engine's verbs (turns.tools)
+
+    def limited(self, limit: Limit) -> Engine:
+        """This engine for one credential's calls: every scope it computes stays within `limit`."""
+        bound = copy.copy(self)
+        bound.runtime = self.runtime.with_limit(limit)
+        return bound
+
+    def for_turn(self, turn: Turn) -> Engine:
+        """The engine a turn's tools run on: within the turn's limit, and its searches and sends
+        know the turn (`turns.turn.Turn`: one index check, the answered message, held locks)."""
+        bound = self.limited(turn.limit)
+        bound.turn = turn
+        return bound
 
     @classmethod
     def open(
@@ -279,7 +296,8 @@ class Engine:
         check.text(message, "message")
         check.integer(timeout_seconds, "timeout seconds", 0, api.SEND_TIMEOUT_MAX_S, optional=False)
         check.ident(caller, "caller", optional=True)
-        return send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller)
+        return send.sessions_send(self.runtime, session, message, timeout_s=timeout_seconds, caller=caller,
+                                  turn=self.turn)
 
     def sessions_reset(self, session: str, *, at: str | int | None = None,
                        caller: str | None = None) -> api.ResetResult:
@@ -341,7 +359,8 @@ class Engine:
         check.choice(corpus, "corpus", MEMORY_CORPORA)
         check.number(min_score, "min score", 0.0, 1.0)
         check.ident(caller, "caller", optional=True)
-        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus)
+        found = memory.search(self.runtime, query, limit=limit, mode=mode, caller=caller, corpus=corpus,
+                              turn=self.turn)
         if min_score is not None:
             found = api.MemorySearchResult(results=[hit for hit in found.results if hit.score >= min_score])
         return found

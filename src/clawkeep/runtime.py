@@ -5,7 +5,6 @@ event bus, Active Memory's circuit breaker). Per-session turn locks belong to th
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import os
 import socket
@@ -30,7 +29,7 @@ from .storage import (
     open_in_memory_store,
 )
 from .timeutil import now_ms
-from .visibility import OPERATOR_SCOPE, Caller, Scope, descendants, scope_for, within_limit
+from .visibility import NO_LIMIT, OPERATOR_SCOPE, Caller, Limit, Scope, descendants, scope_for, within_limit
 
 AGENT_LIST_TTL_S = 5.0
 
@@ -48,14 +47,13 @@ class Background:
         self._threads: set[threading.Thread] = set()
         self._guard = threading.Lock()
 
-    def start(self, name: str, work: Callable[[], None], *, context: contextvars.Context | None = None) -> None:
-        """Run `work` in a thread, in `context` (default: a fresh one, so nothing of the caller's
-        turn leaks into it)."""
-        ctx = context if context is not None else contextvars.Context()
+    def start(self, name: str, work: Callable[[], None]) -> None:
+        """Run `work` in a thread; what it needs of the caller's turn (held locks, the limit) it
+        is handed explicitly (turns.send)."""
 
         def run() -> None:
             try:
-                ctx.run(work)
+                work()
             finally:
                 with self._guard:
                     self._threads.discard(threading.current_thread())
@@ -103,6 +101,7 @@ class Runtime:
         self.tool_host: Any | None = None  # the Engine the reply model's tools run on (turns.tools)
         self.metrics: Any | None = None  # hooks.metrics.MetricsRecorder: G5 counters, flushed to the store
         self.background = Background()  # sessions_send deliveries and exchanges still running
+        self.limit: Limit = NO_LIMIT  # the credential's limit on what callers see (`with_limit`)
         # who this process is when it holds a lease on a shared database (SPEC D2)
         self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -185,15 +184,30 @@ class Runtime:
             raise NotFoundError(f"calling session {caller.key!r} not found")
         return session
 
+    def with_limit(self, limit: Limit) -> Runtime:
+        """This runtime as one credential's calls see it: the same stores, models and state, with
+        `limit` applied to every scope it computes (`scope`). `NO_LIMIT` gives the runtime itself."""
+        base = self.base
+        return base if limit == NO_LIMIT else LimitedRuntime(base, limit)
+
+    @property
+    def base(self) -> Runtime:
+        """The runtime every limited view shares (itself, here)."""
+        return self
+
     def scope(self, caller: Caller) -> Scope:
-        """What `caller` may see (S8), within the current credential's limit (visibility.Limit)."""
+        """What `caller` may see (S8), within this runtime's credential limit (`with_limit`): a
+        sandboxed credential makes every caller sandboxed, an agent credential confines to its agent."""
+        limit = self.limit
         if caller.key is None:
-            return within_limit(OPERATOR_SCOPE)
+            return within_limit(OPERATOR_SCOPE, limit)
+        if limit.sandboxed and not caller.sandboxed:
+            caller = Caller(caller.key, sandboxed=True)
         own = self.caller_session(caller)
         stores = [self.read_store_for_key(own.key)]
         if own.meta.get("incognito"):
             stores.append(self.read_store(own.agent_id))
-        return within_limit(scope_for(self.config, caller, own, lambda root: descendants(root, stores)))
+        return within_limit(scope_for(self.config, caller, own, lambda root: descendants(root, stores)), limit)
 
     def log_warning(self, message: str) -> None:
         """Warnings that must not fail the operation (hooks, background sync)."""
@@ -215,3 +229,23 @@ class Runtime:
         self._stores.clear()
         self._incognito.clear()
         self._empty.clear()
+
+
+class LimitedRuntime(Runtime):
+    """A view of a runtime under one credential's `Limit` (`Runtime.with_limit`). It owns
+    nothing: every attribute is the base runtime's (read and written there: an index opened or a
+    cache filled through the view is the runtime's), except `limit`."""
+
+    def __init__(self, base: Runtime, limit: Limit):  # noqa: D107 - no Runtime.__init__: nothing is opened
+        object.__setattr__(self, "_base", base)
+        object.__setattr__(self, "limit", limit)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_base"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_base"), name, value)
+
+    @property
+    def base(self) -> Runtime:
+        return object.__getattribute__(self, "_base")

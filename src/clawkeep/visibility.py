@@ -7,10 +7,8 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from .config import Config
 from .storage import AgentStore, SessionFilter, SessionRecord
@@ -18,45 +16,26 @@ from .storage import AgentStore, SessionFilter, SessionRecord
 
 @dataclass(frozen=True)
 class Limit:
-    """What the credential behind the current request allows beyond S8 (see `limited`):
-    `agent_id` confines every scope to one agent; `sandboxed` makes each caller sandboxed."""
+    """What the credential behind a request allows beyond S8: `agent_id` confines every scope
+    to one agent; `sandboxed` makes each caller sandboxed. It travels explicitly: the surface
+    that checked the credential (gateway, MCP) asks for `Engine.limited(limit)`, whose runtime
+    (`Runtime.with_limit`) applies it to every scope it computes, and a turn carries it on its
+    `Turn` to the engine its tools run on."""
 
     agent_id: str | None = None
     sandboxed: bool = False
 
 
 NO_LIMIT = Limit()
-# Set around one request or tool call by the surface that checked the credential (gateway, MCP);
-# worker threads started with anyio's run_sync inherit it. A context variable, not a parameter,
-# so the limit reaches every scope the engine computes without a credential argument on each API.
-_current_limit: ContextVar[Limit] = ContextVar("clawkeep_limit", default=NO_LIMIT)
-
-
-def current_limit() -> Limit:
-    return _current_limit.get()
-
-
-def set_limit(limit: Limit) -> None:
-    """Limit the rest of this context (one request's task: nothing outlives it)."""
-    _current_limit.set(limit)
-
-
-@contextmanager
-def limited(limit: Limit) -> Iterator[None]:
-    token = _current_limit.set(limit)
-    try:
-        yield
-    finally:
-        _current_limit.reset(token)
 
 
 @dataclass(frozen=True)
 class Caller:
-    """The session calling a tool; `key=None` is the operator (CLI/HTTP without --as). A caller
-    made under a sandboxed credential (`limited`) is sandboxed."""
+    """The session calling a tool; `key=None` is the operator (CLI/HTTP without --as). A runtime
+    under a sandboxed credential's limit treats every caller as sandboxed (`Runtime.scope`)."""
 
     key: str | None = None
-    sandboxed: bool = field(default_factory=lambda: _current_limit.get().sandboxed)
+    sandboxed: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,9 +58,8 @@ class Scope:
 OPERATOR_SCOPE = Scope(agent_id=None, session_ids=None)
 
 
-def within_limit(scope: Scope, limit: Limit | None = None) -> Scope:
+def within_limit(scope: Scope, limit: Limit) -> Scope:
     """`scope` confined to the credential's agent: another agent's scope sees nothing."""
-    limit = limit or _current_limit.get()
     if limit.agent_id is None or scope.agent_id == limit.agent_id:
         return scope
     if scope.agent_id is None:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_process import GatewayThread
 
 import clawkeep
+from tests.helpers.gateway_process import GatewayThread
 
 KEYWORD_ONLY = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 

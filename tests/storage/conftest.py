@@ -2,7 +2,7 @@
 chosen by `--backend` (default: sqlite and postgres), through the factory only.
 
 A backend is a `Harness`: how to open a fresh agent store, a second object on the same
-database, and a memory index. PostgreSQL runs on real servers (tests/pg_servers.py): agent
+database, and a memory index. PostgreSQL runs on real servers (tests/helpers/pg_servers.py): agent
 stores on Debian's PostgreSQL, memory indexes on the pgvector bundle; each test gets its own
 schema prefix, dropped afterwards. Memory-index tests also run as `postgres-stock`: the index on
 Debian's PostgreSQL, which has no pgvector (vectors in a plain column, exact top-k).

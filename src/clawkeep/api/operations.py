@@ -143,7 +143,8 @@ class MemorySearchArgs(Args):
 
 
 class MemoryGetArgs(Args):
-    path: str = Field(description="A path exactly as memory_search returned it (MEMORY.md, memory/…, extra:…).")
+    path: str = Field(max_length=1024, description="A path exactly as memory_search returned it (MEMORY.md, "
+                      "memory/…, extra:…).")
     from_line: int | None = Field(None, alias="from", ge=1, le=MAX_INT)
     lines: int | None = Field(None, ge=1, le=MAX_GET_LINES)
 
@@ -266,26 +267,47 @@ class MemoryStatusArgs(Args):
 
 @dataclass(frozen=True)
 class Http:
-    """Where an operation lives on the HTTP gateway. `path` names its parameters by argument field
-    (`{session_key}`); `query` lists the fields sent in the query string, each as `field` or
-    `field:param` when the parameter is spelt otherwise (default: the field's camelCase alias);
-    every other field goes in the JSON body. `operator`: a request naming a calling session is
-    refused (403). `many`: the result is a list of `result`. `positional` and `engine_names` give the
-    `Engine` method's signature over these fields (its leading positional parameters; a keyword the
-    method spells otherwise, e.g. `limit` for `max_results`) and `engine_method` its name when it is
-    not the operation's, so the Python client mirrors Engine."""
+    """Where an operation lives on the HTTP gateway, and who may call it there; the gateway builds
+    the route from this alone (gateway/app.py `_operation_routes`). `path` names its parameters by
+    argument field (`{session_key}`); `query` lists the fields sent in the query string, each as
+    `field` or `field:param` when the parameter is spelt otherwise (default: the field's camelCase
+    alias); every other field goes in the JSON body (left out entirely when every body field has a
+    default). `many`: the result is a list of `result`.
+
+    Who may call it: `operator` — the operator only: a request naming a calling session, or a scoped
+    token, is refused (403); `agent_token` — with `operator`, a token of the agent this gateway serves
+    (without a calling session) may call it too; `own_agent` — refused to a token of another agent.
+    `what` is the call as the refusal names it ("… is for the operator"). Anything more a route
+    checks is gateway policy (gateway/app.py `POLICIES`). `tag` groups it in the OpenAPI document
+    (default: the path's first segment after /v1/) and `doc` is what the HTTP reference adds to the
+    operation's summary.
+
+    `positional` and `engine_names` give the `Engine` method's signature over these fields (its
+    leading positional parameters; a keyword the method spells otherwise, e.g. `limit` for
+    `max_results`) and `engine_method` its name when it is not the operation's, so the Python client
+    mirrors Engine."""
 
     method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
     query: tuple[str, ...] = ()
     operator: bool = False
     many: bool = False
+    agent_token: bool = False
+    own_agent: bool = False
+    what: str = ""
+    tag: str = ""
+    doc: str = ""
     positional: tuple[str, ...] = ()
     engine_names: tuple[tuple[str, str], ...] = ()  # (engine keyword, argument field)
     engine_method: str | None = None  # the Engine method, when it is not named like the operation
 
     def method_name(self, operation: str) -> str:
         return self.engine_method or operation
+
+    @property
+    def group(self) -> str:
+        """The OpenAPI tag."""
+        return self.tag or self.path.split("/")[2]
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -321,6 +343,15 @@ def DELETE(path: str, **rest: Any) -> Http:  # noqa: N802
 
 
 _SESSION = (("session", "session_key"),)  # Engine's sessions_* methods call the key `session`
+_MEMORY: dict[str, Any] = {"own_agent": True, "what": "memory"}  # this gateway's agent's memory
+_STORE_READ = "reading the key/value store"
+_MESSAGE_DOC = ("`?stream=true` answers with server-sent events: `token` (visible reply text), `discard`, "
+                "`tool_call`, then `result` or `error`. A client message id reused for another text is a 409.")
+_CREATE_DOC = ("`incognito`: kept in memory only, never written to disk; with `coding: NAME` the coding session "
+               "agent:<id>:coding:NAME (409 when it exists); with `key`, the session of that key, created if "
+               "missing (`created` says whether this call made it). A session or peer token may not create one.")
+_SEND_DOC = ("S7: delivered into the other session marked as inter-session data; `timeoutSeconds: 0` returns at "
+             "once, otherwise the call waits for the reply.")
 
 
 @dataclass(frozen=True)
@@ -402,7 +433,7 @@ def _ops() -> list[Operation]:
     return [
         Operation("message", "Send one inbound message through the turn.", MessageArgs, shapes.MessageResult,
                   lambda e, a, c: e.message(**_visible_message(e, a, c).model_dump()), writes=True,
-                  http=POST("/v1/messages", positional=("text",))),
+                  http=POST("/v1/messages", positional=("text",), doc=_MESSAGE_DOC)),
         Operation("sessions_list", "List the sessions the caller may see.", SessionsListArgs, shapes.SessionInfo,
                   lambda e, a, c: e.sessions_list(
                       kind=a.kind, label=a.label, agent_id=a.agent_id, active_minutes=a.active_minutes,
@@ -419,11 +450,12 @@ def _ops() -> list[Operation]:
         Operation("sessions_timeline", "A session's intervals with their reset boundaries and compactions.",
                   SessionsTimelineArgs, shapes.Timeline,
                   lambda e, a, c: e.sessions_timeline(a.session_key, caller=c),
-                  http=GET("/v1/sessions/{session_key}/timeline", positional=("session_key",), engine_names=_SESSION)),
+                  http=GET("/v1/sessions/{session_key}/timeline", positional=("session_key",), engine_names=_SESSION,
+                           doc="Open a closed interval with `…/history?messageId=<its firstMessageId>`.")),
         Operation("sessions_search", "Full-text search over past conversations the caller may see.",
                   SessionsSearchArgs, shapes.SearchResult,
                   lambda e, a, c: e.sessions_search(a.query, limit=a.limit, caller=c), tool=True,
-                  http=GET("/v1/search", "query:q", "limit", positional=("query",))),
+                  http=GET("/v1/search", "query:q", "limit", positional=("query",), tag="sessions")),
         Operation("session_status", "Times, counters, next reset and usage of a session.", SessionStatusArgs,
                   shapes.SessionStatus, lambda e, a, c: e.session_status(a.session_key, caller=c), tool=True,
                   http=GET("/v1/sessions/{session_key}", positional=("session_key",), engine_names=_SESSION)),
@@ -432,7 +464,7 @@ def _ops() -> list[Operation]:
                   SessionsSendArgs, shapes.SendResult,
                   lambda e, a, c: e.sessions_send(a.session_key, a.message, timeout_seconds=a.timeout_seconds,
                                                   caller=c), tool=True, writes=True,
-                  http=POST("/v1/sessions/{session_key}/send", positional=("session_key", "message"),
+                  http=POST("/v1/sessions/{session_key}/send", positional=("session_key", "message"), doc=_SEND_DOC,
                             engine_names=_SESSION)),
         Operation("sessions_reset", "Close the session's current interval.", SessionRefArgs, shapes.ResetResult,
                   lambda e, a, c: e.sessions_reset(a.session_key, caller=c), writes=True,
@@ -445,28 +477,28 @@ def _ops() -> list[Operation]:
                   lambda e, a, c: e.sessions_create(incognito=a.incognito, label=a.label, coding=a.coding, key=a.key,
                                                     caller=c),
                   writes=True,
-                  http=POST("/v1/sessions")),
+                  http=POST("/v1/sessions", own_agent=True, what="creating a thread", doc=_CREATE_DOC)),
         Operation("memory_search", "Hybrid search over the memory files (and indexed transcripts).",
                   MemorySearchArgs, shapes.MemorySearchResult,
                   lambda e, a, c: e.memory_search(a.query, limit=a.max_results, mode=a.mode, min_score=a.min_score,
                                                   corpus=a.corpus, caller=c), tool=True,
-                  http=GET("/v1/memory/search", "query:q", "max_results:limit", "min_score", "corpus", "mode",
-                           positional=("query",), engine_names=(("limit", "max_results"),))),
+                  http=GET("/v1/memory/search", "query:q", "max_results:limit", "mode", "min_score", "corpus",
+                           **_MEMORY, positional=("query",), engine_names=(("limit", "max_results"),))),
         Operation("memory_get", "Read lines of a memory file inside the workspace.", MemoryGetArgs,
                   shapes.MemoryFile,
                   lambda e, a, c: e.memory_get(a.path, from_line=a.from_line, lines=a.lines, caller=c),
                   tool=True,
-                  http=GET("/v1/memory/file", "path", "from_line", "lines", positional=("path",))),
+                  http=GET("/v1/memory/file", "path", "from_line", "lines", positional=("path",), **_MEMORY)),
         Operation("memory_remember", "Write one durable fact (or a dated plan) to memory; filters apply.",
                   MemoryRememberArgs, shapes.RememberResult, lambda e, a, c: e.memory_remember(a.text, caller=c),
                   tool=True, writes=True,
-                  http=POST("/v1/memory/remember", positional=("text",))),
+                  http=POST("/v1/memory/remember", positional=("text",), **_MEMORY)),
         Operation("memory_items", "The remembered items with their status.", MemoryItemsArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_items(status=a.status),
-                  http=GET("/v1/memory/items", "status", operator=True, many=True)),
+                  http=GET("/v1/memory/items", "status", operator=True, what="listing every memory item", many=True)),
         Operation("memory_refusals", "What the write filters refused lately, with the reason (excerpts redacted).",
                   MemoryRefusalsArgs, shapes.Refusal, lambda e, a, c: e.memory_refusals(days=a.days),
-                  http=GET("/v1/memory/refusals", "days", operator=True, many=True)),
+                  http=GET("/v1/memory/refusals", "days", operator=True, what="reading the refusal log", many=True)),
         Operation("memory_edit", "Correct a remembered line that is wrong or outdated; the old line is kept as "
                   "superseded (memory_undo reverts). Your own lines only.",
                   MemoryCorrectArgs, shapes.MemoryChange,
@@ -484,27 +516,32 @@ def _ops() -> list[Operation]:
         Operation("memory_item_edit", "Replace a remembered item's text in place (the operator's edit).",
                   MemoryEditArgs, shapes.MemoryItem,
                   lambda e, a, c: e.memory_edit(a.item_id, a.text, a.base_text), writes=True,
-                  http=PUT("/v1/memory/items/{item_id}", operator=True, positional=("item_id", "text", "base_text"),
+                  http=PUT("/v1/memory/items/{item_id}", operator=True, what="editing memory",
+                           positional=("item_id", "text", "base_text"),
                            engine_method="memory_edit")),
         Operation("memory_delete", "Delete a remembered item.", MemoryItemArgs, shapes.DeleteResult,
                   lambda e, a, c: e.memory_delete(a.item_id), writes=True,
-                  http=DELETE("/v1/memory/items/{item_id}", operator=True, positional=("item_id",))),
+                  http=DELETE("/v1/memory/items/{item_id}", operator=True, what="deleting memory",
+                              positional=("item_id",))),
         Operation("memory_index", "Bring the memory index up to date (force: rebuild it).", MemoryIndexArgs,
                   shapes.IndexReport, lambda e, a, c: e.memory_index(force=a.force), writes=True,
-                  http=POST("/v1/memory/index", operator=True)),
+                  http=POST("/v1/memory/index", operator=True, agent_token=True, what="indexing memory",
+                            doc="The gateway also indexes by itself.")),
         Operation("memory_store_read", "A key/value store file (memory/store/) whole, with its sha256.",
                   StoreReadArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_read(a.path),
-                  http=GET("/v1/memory/store/file", "path", operator=True, positional=("path",))),
+                  http=GET("/v1/memory/store/file", "path", operator=True, what=_STORE_READ, positional=("path",))),
         Operation("memory_store_write", "Replace a key/value store file (409 if it changed since base_sha256).",
                   StoreWriteArgs, shapes.StoreFile,
                   lambda e, a, c: e.memory_store_write(a.path, a.text, a.base_sha256), writes=True,
-                  http=PUT("/v1/memory/store/file", operator=True, positional=("path", "text", "base_sha256"))),
+                  http=PUT("/v1/memory/store/file", operator=True, what="writing the key/value store",
+                           positional=("path", "text", "base_sha256"))),
         Operation("memory_store_files", "The key/value store files under a prefix, with their text.",
                   StoreFilesArgs, shapes.StoreFile, lambda e, a, c: e.memory_store_files(prefix=a.prefix),
-                  http=GET("/v1/memory/store", "prefix", operator=True, many=True)),
+                  http=GET("/v1/memory/store", "prefix", operator=True, what=_STORE_READ, many=True)),
         Operation("memory_status", "Workspace, provider, vector store and index health.", MemoryStatusArgs,
                   shapes.MemoryStatus, lambda e, a, c: e.memory_status(deep=a.deep),
-                  http=GET("/v1/memory/status", "deep", operator=True)),
+                  http=GET("/v1/memory/status", "deep", operator=True, agent_token=True,
+                           what="the memory index status")),
         Operation("recall", "Active Memory for a would-be user message (nothing stored).", RecallArgs,
                   shapes.RecallResult, lambda e, a, c: e.recall(a.text, session=a.session),
                   http=POST("/v1/recall", positional=("text",))),
@@ -512,17 +549,19 @@ def _ops() -> list[Operation]:
                   http=GET("/v1/status")),
         Operation("dreaming_status", "Dreaming's schedule, last sweep, lock and counts.", NoArgs,
                   shapes.DreamingStatus, lambda e, a, c: e.dreaming_status(),
-                  http=GET("/v1/dreaming", operator=True)),
+                  http=GET("/v1/dreaming", operator=True, what="Dreaming's state")),
         Operation("dreaming_enable", "Switch Dreaming on or off (the overrides file).", DreamingEnableArgs,
                   shapes.DreamingToggle, lambda e, a, c: e.dreaming_enable(a.enabled), writes=True,
-                  http=PUT("/v1/dreaming", operator=True, positional=("enabled",))),
+                  http=PUT("/v1/dreaming", operator=True, what="switching Dreaming on or off",
+                           positional=("enabled",))),
         Operation("dreaming_review", "What Dreaming did: DREAMS.md's phase blocks, the diary, each promotion run.",
                   DreamingReviewArgs, shapes.DreamsReview,
                   lambda e, a, c: e.dreaming_review(limit=a.limit, caller=c),
-                  http=GET("/v1/dreaming/review", "limit")),
+                  http=GET("/v1/dreaming/review", "limit", **_MEMORY)),
         Operation("dream", "Run a Dreaming sweep now (Light → REM → Deep, or one phase).", DreamArgs,
                   shapes.SweepReport, lambda e, a, c: e.dream(phase=a.phase), writes=True,
-                  http=POST("/v1/dreaming/sweep", operator=True)),
+                  http=POST("/v1/dreaming/sweep", operator=True, what="running a Dreaming sweep",
+                            doc='`"status": "locked"` (with the holder) when another sweep runs.')),
         Operation("memory_promote", "The ranked promotion candidates and Deep's would-be decisions.", PromoteArgs,
                   shapes.PromoteReport, lambda e, a, c: e.memory_promote(**a.model_dump())),
         Operation("memory_promote_apply", "Run Light and Deep now: promote the candidates passing the gates.",
@@ -532,7 +571,7 @@ def _ops() -> list[Operation]:
                   PromoteExplainArgs, shapes.ExplainReport, lambda e, a, c: e.memory_promote_explain(a.query)),
         Operation("memory_promote_undo", "Undo a promotion run or one promoted item.", PromoteUndoArgs,
                   shapes.UndoReport, lambda e, a, c: e.memory_promote_undo(a.target), writes=True,
-                  http=POST("/v1/dreaming/undo", operator=True, positional=("target",))),
+                  http=POST("/v1/dreaming/undo", operator=True, what="undoing a promotion", positional=("target",))),
         Operation("rem_harness", "Preview REM's themes and Deep's promotions (or read historical notes).",
                   RemHarnessArgs, shapes.HarnessReport,
                   lambda e, a, c: e.rem_harness(path=a.path, grounded=a.grounded)),

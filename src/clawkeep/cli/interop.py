@@ -49,7 +49,10 @@ def render_report(data: dict[str, Any]) -> None:
         rows = [{"why": k, "count": v["count"], "example": v["example"]} for k, v in data["renamedKeys"].items()]
         out.print(table(rows, ["why", "count", "example"], "session keys mapped to clawkeep's shapes"))
     if data.get("memory"):
-        out.print(table(data["memory"], ["file", "action", "lines", "to"], "memory files"))
+        columns = ["file", "action", "lines", "to"]
+        if any(m.get("redactedLines") for m in data["memory"]):
+            columns.insert(3, "redactedLines")  # credentials found in OpenClaw's notes were not copied
+        out.print(table(data["memory"], columns, "memory files"))
     config = data.get("config")
     if config:
         out.print(f"config: {config['action']}", highlight=False)

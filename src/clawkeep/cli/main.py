@@ -21,6 +21,7 @@ from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gatew
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
 from . import tokens as _tokens_commands  # noqa: F401 - registers `clawkeep tokens …`
 from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
+from .options import described
 from .render import as_json_data, emit, table  # noqa: F401
 
 
@@ -28,18 +29,18 @@ from .render import as_json_data, emit, table  # noqa: F401
 @app.command()
 def message(
     ctx: typer.Context,
-    text: str = typer.Argument(..., help="Message text; /new, /reset, /status are executed."),
+    text: str = typer.Argument(..., help=described("message", "text")),
     channel: str = typer.Option("cli", "--channel"),
     account: str | None = typer.Option(None, "--account"),
     sender: str = typer.Option("owner", "--sender"),
-    chat_type: str = typer.Option("direct", "--chat-type", help="direct | group | channel"),
+    chat_type: str = typer.Option("direct", "--chat-type", help=described("message", "chat_type")),
     group: str | None = typer.Option(None, "--group"),
     thread: str | None = typer.Option(None, "--thread"),
-    role: str = typer.Option("user", "--role", help="user | assistant"),
-    message_id: str | None = typer.Option(None, "--message-id", help="Client id; re-sending it is idempotent."),
-    at: str | None = typer.Option(None, "--at", help="Message time, ISO-8601 or epoch ms."),
-    session: str | None = typer.Option(None, "--session", help="Deliver into this existing session."),
-    record_only: bool = typer.Option(False, "--record-only", help="Store it without answering (no model call)."),
+    role: str = typer.Option("user", "--role", help=described("message", "role")),
+    message_id: str | None = typer.Option(None, "--message-id", help=described("message", "message_id")),
+    at: str | None = typer.Option(None, "--at", help=described("message", "at")),
+    session: str | None = typer.Option(None, "--session", help=described("message", "session")),
+    record_only: bool = typer.Option(False, "--record-only", help=described("message", "record_only")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send one inbound message through the router and the turn pipeline."""

@@ -10,13 +10,14 @@ import typer
 from .. import validation as check
 from ..errors import InputError
 from .app import engine, err, memory_app, out
+from .options import described
 from .render import emit, table
 
 
 @memory_app.command("status")
 def memory_status(
     ctx: typer.Context,
-    deep: bool = typer.Option(False, "--deep", help="Probe the embedding provider and the vector store."),
+    deep: bool = typer.Option(False, "--deep", help=described("memory_status", "deep")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Workspace, provider, vector store and index health, reported separately."""
@@ -26,7 +27,7 @@ def memory_status(
 @memory_app.command("index")
 def memory_index(
     ctx: typer.Context,
-    force: bool = typer.Option(False, "--force", help="Rebuild the whole index."),
+    force: bool = typer.Option(False, "--force", help=described("memory_index", "force")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Bring the memory index up to date with the Markdown files (and transcripts if enabled)."""
@@ -58,10 +59,11 @@ def memory_index(
 @memory_app.command("search")
 def memory_search(
     ctx: typer.Context,
-    query: str = typer.Argument(...),
-    limit: int | None = typer.Option(None, "--limit", help="1-50, default maxResults (6)."),
-    mode: str = typer.Option("hybrid", "--mode", help="hybrid | keyword | vector"),
-    corpus: str = typer.Option("all", "--corpus", help="all | memory (the Markdown files) | sessions (transcripts)"),
+    query: str = typer.Argument(..., help=described("memory_search", "query")),
+    limit: int | None = typer.Option(None, "--limit", help=described("memory_search", "max_results",
+                                                                      "default maxResults (6).")),
+    mode: str = typer.Option("hybrid", "--mode", help=described("memory_search", "mode")),
+    corpus: str = typer.Option("all", "--corpus", help=described("memory_search", "corpus")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search over memory files (and indexed transcripts)."""
@@ -74,9 +76,9 @@ def memory_search(
 @memory_app.command("get")
 def memory_get(
     ctx: typer.Context,
-    path: str = typer.Argument(..., help="Workspace-relative path, e.g. MEMORY.md or memory/2026-05-08.md"),
-    from_line: int | None = typer.Option(None, "--from"),
-    lines: int | None = typer.Option(None, "--lines"),
+    path: str = typer.Argument(..., help=described("memory_get", "path")),
+    from_line: int | None = typer.Option(None, "--from", help=described("memory_get", "from_line")),
+    lines: int | None = typer.Option(None, "--lines", help=described("memory_get", "lines")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Read a memory file or a line range of it (at most 100,000 characters per answer)."""
@@ -117,7 +119,7 @@ def memory_remember(
 @memory_app.command("items")
 def memory_items(
     ctx: typer.Context,
-    status: str | None = typer.Option(None, "--status", help="active | superseded | expired | forgotten"),
+    status: str | None = typer.Option(None, "--status", help=described("memory_items", "status")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Everything remembered, one bullet line each, with ids for edit and delete."""
@@ -128,7 +130,7 @@ def memory_items(
 @memory_app.command("refusals")
 def memory_refusals(
     ctx: typer.Context,
-    days: int = typer.Option(7, "--days", help="1-30 (the log keeps 30 days)."),
+    days: int = typer.Option(7, "--days", help=described("memory_refusals", "days")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What the write filters refused lately, with the reason (excerpts redacted)."""
@@ -173,7 +175,7 @@ def memory_sweep(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
 @memory_app.command("dream")
 def memory_dream(
     ctx: typer.Context,
-    phase: str = typer.Option("all", "--phase", help="all | light | rem | deep"),
+    phase: str = typer.Option("all", "--phase", help=described("dream", "phase")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run a Dreaming sweep now (Light → REM → Deep); DREAMS.md shows what each phase did."""
@@ -279,7 +281,8 @@ def memory_promote_explain(
 @memory_app.command("promote-undo")
 def memory_promote_undo(
     ctx: typer.Context,
-    target: str | None = typer.Argument(None, metavar="[RUN_OR_ITEM_ID]", help="Default: the last promotion run."),
+    target: str | None = typer.Argument(None, metavar="[RUN_OR_ITEM_ID]",
+                                        help=described("memory_promote_undo", "target")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Undo what Dreaming promoted into MEMORY.md: a whole run, or one promoted item."""
@@ -290,7 +293,7 @@ def memory_promote_undo(
 @memory_app.command("dreams")
 def memory_dreams(
     ctx: typer.Context,
-    limit: int = typer.Option(20, "--limit", help="The newest N promotion runs and diary entries (1-200)."),
+    limit: int = typer.Option(20, "--limit", help=described("dreaming_review", "limit")),
     caller: str | None = typer.Option(None, "--as", help="Calling session (visibility)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:

@@ -11,16 +11,17 @@ from .. import validation as check
 from ..api import SEND_TIMEOUT_DEFAULT_S, SEND_TIMEOUT_MAX_S
 from ..api import operations as ops
 from .app import engine, err, out, sessions_app
+from .options import described
 from .render import emit, table
 
 
 @sessions_app.command("list")
 def sessions_list(
     ctx: typer.Context,
-    kind: str | None = typer.Option(None, "--kind"),
+    kind: str | None = typer.Option(None, "--kind", help=described("sessions_list", "kind")),
     label: str | None = typer.Option(None, "--label"),
-    active: int | None = typer.Option(None, "--active", help="Only sessions updated in the last MIN minutes."),
-    search: str | None = typer.Option(None, "--search", help="Substring of key, label or title."),
+    active: int | None = typer.Option(None, "--active", help=described("sessions_list", "active_minutes")),
+    search: str | None = typer.Option(None, "--search", help=described("sessions_list", "search")),
     preview: bool = typer.Option(False, "--preview", help="Add the last message preview."),
     caller: str | None = typer.Option(None, "--as", help="Calling session (visibility)."),
     as_json: bool = typer.Option(False, "--json"),
@@ -48,7 +49,7 @@ def sessions_list(
 def sessions_history(
     ctx: typer.Context,
     ref: str = typer.Argument(..., metavar="KEY_OR_ID"),
-    message_id: str | None = typer.Option(None, "--message-id", help="Re-open the interval holding this message."),
+    message_id: str | None = typer.Option(None, "--message-id", help=described("sessions_history", "message_id")),
     include_tools: bool = typer.Option(False, "--include-tools"),
     caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
@@ -90,7 +91,7 @@ def sessions_timeline(
 def sessions_search(
     ctx: typer.Context,
     query: str = typer.Argument(...),
-    limit: int | None = typer.Option(None, "--limit", help="1-25, default 10."),
+    limit: int | None = typer.Option(None, "--limit", help=described("sessions_search", "limit", "default 10.")),
     caller: str | None = typer.Option(None, "--as"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -153,9 +154,8 @@ def sessions_create(
     ctx: typer.Context,
     incognito: bool = typer.Option(False, "--incognito", help="In memory only: never written, gone on exit."),
     label: str | None = typer.Option(None, "--label"),
-    coding: str | None = typer.Option(None, "--coding", metavar="NAME",
-                                      help="A coding session agent:<id>:coding:NAME instead (letters, digits, . _ -)."),
-    key: str | None = typer.Option(None, "--key", help="Open the session with this key (created if missing)."),
+    coding: str | None = typer.Option(None, "--coding", metavar="NAME", help=described("sessions_create", "coding")),
+    key: str | None = typer.Option(None, "--key", help=described("sessions_create", "key")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A new dashboard thread, (--coding NAME) a coding session, or (--key KEY) the session of that key."""

@@ -184,14 +184,3 @@ def _pending_notices(store: AgentStore, session: SessionRecord) -> list[str]:
         if entry is not None:
             texts.append(transcript.plain_text(entry.content))
     return texts
-
-
-def clear_notices(store: AgentStore, session: SessionRecord) -> None:
-    """Notices are delivered once: cleared when the turn that showed them is recorded."""
-    if not session.meta.get("pendingNotices"):
-        return
-    with store.transaction():
-        fresh = store.get_session(session.session_id) or session
-        fresh.meta.pop("pendingNotices", None)
-        store.update_session(fresh)
-    session.__dict__.update(fresh.__dict__)

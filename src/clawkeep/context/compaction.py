@@ -2,7 +2,9 @@
 
 The transcript keeps everything: a compaction appends a `compaction` entry (summary, first
 kept entry, token counts) in one transaction, and context assembly then reads the summary
-plus the entries from the first kept one on. Recent turns (`keepRecentTokens`) stay verbatim
+plus the entries from the first kept one on. This module only computes: `compact` returns the
+entry to append (`CompactionResult.entry`) and `successor` the successor transcript; the
+session layer writes them (`sessions.compactions`). Recent turns (`keepRecentTokens`) stay verbatim
 and a split never separates a tool call from its result.
 
 Summarisers are pluggable and tried in order: the configured model (compaction.model, else
@@ -253,6 +255,8 @@ class CompactionResult:
     errors: list[str] = field(default_factory=list)
     notice: str | None = None  # shown to the user when compaction.notifyUser is on
     flush: dict[str, Any] | None = None  # the memory flush that ran just before (the overflow path)
+    entry: EntryRecord | None = None  # the `compaction` entry to append (sessions.compactions writes it)
+    active_bytes: int = 0  # the session's active transcript size once it is written
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -322,7 +326,9 @@ def compact(
     instructions: str | None = None,
     reason: str = "manual",
 ) -> CompactionResult:
-    """Summarise the active messages older than the kept tail (`keep_recent_tokens`).
+    """Summarise the active messages older than the kept tail (`keep_recent_tokens`): what to
+    write, computed. Nothing is stored here: a compacted result carries the `compaction` entry,
+    which `sessions.compactions.record_compaction` appends with the session's counters.
 
     A compaction never grows the context: the summary must be smaller than what it replaces
     (and at most `summary_tokens`); a summary over that budget is replaced by the extractive
@@ -387,17 +393,10 @@ def compact(
             "reason": reason,
         },
     )
-    with store.transaction():  # one transaction: a crash leaves the transcript as it was
-        transcript.append(store, entry)
-        fresh = store.get_session(session.session_id) or session
-        fresh.meta["compactionCount"] = fresh.meta.get("compactionCount", 0) + 1
-        fresh.meta["activeTokens"] = tokens_after
-        fresh.meta["activeBytes"] = sum(transcript.entry_size(m)[1] for m in kept) + len(summary.encode("utf-8"))
-        fresh.updated_at = max(fresh.updated_at, at)
-        store.update_session(fresh)
-    session.__dict__.update(fresh.__dict__)
+    active_bytes = sum(transcript.entry_size(m)[1] for m in kept) + len(summary.encode("utf-8"))
     return CompactionResult(
-        True, reason, summary, used, len(older), len(kept), tokens_before, tokens_after, session.session_id, errors
+        True, reason, summary, used, len(older), len(kept), tokens_before, tokens_after, session.session_id, errors,
+        entry=entry, active_bytes=active_bytes,
     )
 
 
@@ -456,13 +455,24 @@ def _ensure_identifiers(summary: str, messages: Sequence[EntryRecord], limit: in
     return f"{summary}{ids}\n\n(+{len(missing) - len(kept)} identifiers left out for length)"
 
 
-def successor_session(store: AgentStore, session: SessionRecord, *, at: int) -> SessionRecord:
+@dataclass
+class Successor:
+    """truncateAfterCompaction's new transcript, computed: the `session` row, its first
+    `entries` (header and the compaction), and `copies` of the kept messages (not re-indexed:
+    the originals stay searchable). `sessions.compactions.start_successor` writes it."""
+
+    session: SessionRecord
+    entries: list[EntryRecord]
+    copies: list[EntryRecord]
+
+
+def successor(store: AgentStore, session: SessionRecord, *, at: int) -> Successor:
     """truncateAfterCompaction: a new transcript for the same key starting from the latest
-    compaction (summary + kept messages); the old one is archived, never deleted."""
+    compaction (summary + kept messages); the old one is archived when it is written, never deleted."""
     messages, latest = active_messages(store, session)
     if latest is None:
         raise InputError("truncateAfterCompaction needs a compaction first")
-    successor = SessionRecord(
+    record = SessionRecord(
         **{
             **session.__dict__,
             "session_id": new_session_id(),
@@ -473,40 +483,15 @@ def successor_session(store: AgentStore, session: SessionRecord, *, at: int) -> 
             "meta": {**session.meta, "predecessorSessionId": session.session_id},
         }
     )
-    with store.transaction():
-        old = store.get_session(session.session_id) or session
-        old.archived_at = at
-        store.update_session(old)
-        store.insert_session(successor)
-        transcript.append(
-            store,
-            EntryRecord(
-                transcript.new_entry_id(),
-                successor.session_id,
-                "session",
-                at,
-                meta={"key": successor.key, "predecessorSessionId": session.session_id},
-            ),
-        )
-        transcript.append(
-            store,
-            EntryRecord(
-                transcript.new_entry_id(),
-                successor.session_id,
-                "compaction",
-                at,
-                meta={**latest.meta, "firstKeptSeq": 0, "copiedFrom": latest.entry_id},
-            ),
-        )
-        for message in messages:
-            copy = EntryRecord(
-                f"{message.entry_id}~{successor.session_id[:8]}",
-                successor.session_id,
-                "message",
-                message.timestamp,
-                role=message.role,
-                content=message.content,
-                meta={**message.meta, "copiedFrom": message.entry_id},
-            )
-            store.append_entry(copy)  # not re-indexed: the original stays searchable
-    return successor
+    entries = [
+        EntryRecord(transcript.new_entry_id(), record.session_id, "session", at,
+                    meta={"key": record.key, "predecessorSessionId": session.session_id}),
+        EntryRecord(transcript.new_entry_id(), record.session_id, "compaction", at,
+                    meta={**latest.meta, "firstKeptSeq": 0, "copiedFrom": latest.entry_id}),
+    ]
+    copies = [
+        EntryRecord(f"{message.entry_id}~{record.session_id[:8]}", record.session_id, "message", message.timestamp,
+                    role=message.role, content=message.content, meta={**message.meta, "copiedFrom": message.entry_id})
+        for message in messages
+    ]
+    return Successor(record, entries, copies)

@@ -1,5 +1,7 @@
 """The HTTP API (SPEC §P, G1): every route is a thin skin over one operation of
-`clawkeep.api.OPERATIONS`, run as the caller the request names, in a worker thread.
+`clawkeep.api.OPERATIONS`, run as the caller the request names, in a worker thread. The routes
+are generated from the operations' HTTP bindings (`_operation_routes`); only what is not an
+operation is written here by hand: the tokens, the metrics, the health probe, the catch-all.
 
     app = Gateway(engine, config.gateway).app()     # served by `clawkeep gateway` (server.py)
 
@@ -13,26 +15,31 @@ narrow a token's scope. A hidden session answers exactly like a missing one (404
 
 from __future__ import annotations
 
+import functools
 import hmac
+import inspect
 import logging
 import re
 import time
+import typing
 import uuid
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+import annotated_types
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, Strict, ValidationError, create_model
 
-from .. import api, credentials
+from .. import credentials
 from .. import validation as check
 from ..api import operations as ops
 from ..config.gateway import GatewayConfig
 from ..engine import Engine
 from ..errors import ClawkeepError
-from ..visibility import set_limit
 from . import browser, control_ui, errors, metrics, stream
 from .background import Background
 from .calls import InFlight
@@ -67,37 +74,17 @@ def _whole_number(value: Any) -> Any:
 Whole = BeforeValidator(_whole_number)
 
 
-class SendBody(BaseModel):
-    """POST /v1/sessions/{key}/send: the sessions_send arguments without the key (it is in the path)."""
-
-    model_config = ops.Args.model_config
-    message: str
-    timeout_seconds: int | None = None  # bounds and default: the sessions_send arguments
-
-
-class EditBody(BaseModel):
-    model_config = ops.Args.model_config
-    text: str
-    base_text: str | None = ops.MemoryEditArgs.model_fields["base_text"]
-
-
-def _json(result: Any) -> Any:
-    if isinstance(result, list):
-        return [item.to_json() if hasattr(item, "to_json") else item for item in result]
-    return result.to_json() if hasattr(result, "to_json") else result
-
-
 def _respond(result: Any) -> JSONResponse:
     """The result's JSON as the response. Answering with a response object skips FastAPI's
     re-encoding of a returned value (it walks every field again: ≈0.3 ms a turn, measured)."""
-    return JSONResponse(_json(result))
+    return JSONResponse(ops.result_json(result))
 
 
 def _message_response(result: Any) -> JSONResponse:
     """A message's result; a client message id reused for another text is a 409 conflict in the
     error shape, the stored text quoted in the message and given as `storedText`, the whole
     MessageResult as `result` (the Python client returns it, as Engine does)."""
-    data = _json(result)
+    data = ops.result_json(result)
     if not data.get("conflict"):
         return JSONResponse(data)
     body = errors.error_body("conflict", data["note"])
@@ -116,13 +103,19 @@ def _doc(shape: type[BaseModel], many: bool = False) -> dict[int | str, dict[str
 
 class Gateway:
     def __init__(self, engine: Engine, settings: GatewayConfig | None = None, *, background: bool = True):
-        self.engine = engine
+        self._engine = engine
         self.settings = settings or engine.config.gateway
         self.inflight = InFlight(self.settings.threads)
         self.metrics = metrics.GatewayMetrics(engine)
         self.background = Background(engine, self.settings, self.inflight) if background else None
         self.started = time.time()
         self._any_token, self._no_token_until = False, 0.0  # see _tokens_exist
+
+    @property
+    def engine(self) -> Engine:
+        """The engine as this request's credential may use it: every scope it computes stays
+        within the grant's limit (the grant `_authorised` checked; none outside a request)."""
+        return self._engine.limited(_grant.get().limit())
 
     # --- running operations ---------------------------------------------------------
     async def op(self, name: str, caller: str | None = None, **arguments: Any) -> JSONResponse:
@@ -132,15 +125,26 @@ class Gateway:
     async def run_op(self, name: str, caller: str | None = None, **arguments: Any) -> Any:
         """Run operation `name` with its typed arguments as `caller`; the result."""
         operation = ops.OPERATIONS[name]
+        args = arguments.pop("args", None) or self.arguments(operation, arguments)
+        return await self.inflight.run(operation.run, self.engine, args, caller)
+
+    @staticmethod
+    def arguments(operation: ops.Operation, fields: dict[str, Any]) -> ops.Args:
+        """The operation's typed arguments from these fields (None: the default), or a 422."""
         try:
-            args = arguments.pop("args", None) or operation.args.model_validate(
-                {k: v for k, v in arguments.items() if v is not None})
+            return operation.args.model_validate({k: v for k, v in fields.items() if v is not None})
         except ValidationError as exc:
             raise _Invalid(errors.describe_validation(exc.errors())) from None
-        return await self.inflight.run(operation.run, self.engine, args, caller)
 
     async def call(self, work: Any, *args: Any) -> JSONResponse:
         return _respond(await self.inflight.run(work, *args))
+
+    def check_access(self, http: ops.Http, caller: str | None) -> None:
+        """The binding's rule of who may call the route (api.operations.Http); 403 otherwise."""
+        if http.operator:
+            (self.agent_operator_only if http.agent_token else self.operator_only)(caller, http.what)
+        if http.own_agent:
+            self.own_agent_only(http.what)
 
     def operator_only(self, caller: str | None, what: str) -> None:
         grant = _grant.get()
@@ -190,6 +194,7 @@ class Gateway:
         app.state.gateway = self
         guarded = [Depends(self._authorised), Depends(_known_query)]
         _token_routes(app, self, guarded)  # before `_routes`, whose last route catches every other /v1 path
+        _operation_routes(app, self, guarded)
         _routes(app, self, guarded)
         control_ui.install(app)
         return app
@@ -205,7 +210,7 @@ class Gateway:
         if left:
             log.warning("shutdown with %d calls still running; each commits whole or not at all", left)
             return  # their threads still use the engine: the process exit closes it
-        await to_thread.run_sync(self.engine.close)
+        await to_thread.run_sync(self._engine.close)
         log.info("gateway stopped", extra={"event": "stopped"})
 
     async def _authorised(self, request: Request) -> None:
@@ -214,7 +219,6 @@ class Gateway:
         are read from the store on every request, so a revocation anywhere counts at once."""
         grant = await self._credential(request.headers.get("authorization", ""))
         _grant.set(grant)
-        set_limit(grant.limit())
 
     async def _credential(self, header: str) -> credentials.Grant:
         from anyio import to_thread  # noqa: PLC0415
@@ -341,232 +345,200 @@ def _version() -> str:
         return "0"
 
 
-def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:  # noqa: C901 - one route table
-    """Every §P route. Each body is one operation call; the signatures are the documentation."""
+# --- the operation routes: one per HTTP binding of api.operations --------------------------------
+# A session key may hold "/": its path parameter takes the rest of the path, spelt `key` as the
+# routes have always named it in the OpenAPI document.
+_PATH_PARAMS = {"session_key": ("key", ":path")}
 
-    # --- messages ---------------------------------------------------------------------
-    @app.post("/v1/messages", dependencies=guarded, tags=["messages"], responses=_doc(api.MessageResult))
-    async def post_message(body: ops.MessageArgs, caller: Caller = None,
-                           stream_reply: Annotated[bool, Query(alias="stream")] = False) -> Any:
-        """One inbound message through the whole turn; `?stream=true` answers with server-sent
-        events: `token` (visible reply text), `discard`, `tool_call`, then `result` or `error`."""
-        body = await _granted_message(gw, body, caller)
-        if _grant.get().kind == "peer" and body.session is None:
-            caller = None  # routed as the token's peer, into the session routing gives it
+
+@dataclass(frozen=True)
+class Policy:
+    """What a route does beyond its binding (which already says who may call it: `Http.operator`,
+    `agent_token`, `own_agent`) and running its operation as the caller. `answer(gw, args, caller)`
+    answers instead (it runs the operation itself); `stream`: the route takes `?stream=true`, passed
+    to `answer` as `streamed`; `calling_session` False: the route does not read X-Clawkeep-Session."""
+
+    answer: Callable[..., Awaitable[Any]] | None = None
+    stream: bool = False
+    calling_session: bool = True
+
+
+def _operation_routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:
+    """A route per operation with an HTTP binding: its path, query and body parameters typed by the
+    operation's argument model, its result documented, the binding's access rule checked, then the
+    operation run as the caller (or its `POLICIES` answer)."""
+    bound = [op for op in ops.OPERATIONS.values() if op.http is not None]
+    bound.sort(key=lambda op: _route_path(op.http).endswith(":path}"))  # after the routes it would shadow
+    for op in bound:
+        _operation_route(app, gw, guarded, op, POLICIES.get(op.name, Policy()))
+
+
+def _route_path(http: ops.Http) -> str:
+    path = http.path
+    for field in http.path_fields:
+        name, converter = _PATH_PARAMS.get(field, (field, ""))
+        path = path.replace("{" + field + "}", "{" + name + converter + "}")
+    return path
+
+
+def _operation_route(app: FastAPI, gw: Gateway, guarded: list[Any], op: ops.Operation, policy: Policy) -> None:
+    http = op.http
+    assert http is not None
+    path_names = {field: _PATH_PARAMS.get(field, (field, ""))[0] for field in http.path_fields}
+    query = http.query_params(op.args)
+    body_model, body_required = _body_model(op)
+    whole_body = body_model is op.args  # every argument is in the body: it is the arguments
+
+    params = [inspect.Parameter(name, _KW, annotation=Annotated[str, Path(
+        description=op.args.model_fields[field].description)]) for field, name in path_names.items()]
+    if body_model is not None:
+        params.append(inspect.Parameter("body", _KW, annotation=body_model) if body_required else
+                      inspect.Parameter("body", _KW, annotation=body_model | None, default=None))
+    if policy.calling_session:
+        params.append(inspect.Parameter("caller", _KW, annotation=Caller, default=None))
+    if policy.stream:
+        params.append(inspect.Parameter("streamed", _KW, annotation=Annotated[bool, Query(alias="stream")],
+                                        default=False))
+    params += [_query_parameter(op.args, field, param) for field, param in query.items()]
+
+    async def endpoint(**given: Any) -> Any:
+        caller = given.get("caller")
+        gw.check_access(http, caller)
+        body = given.get("body")
+        if whole_body:
+            args = body if body is not None else op.args()
         else:
-            body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
-        if not stream_reply:  # the operation checks the target is visible
-            return _message_response(await gw.run_op("message", caller, args=body))
-        if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
-            await gw.run_op("session_status", caller, session_key=body.session)
-        return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
+            fields = {field: given[name] for field, name in path_names.items()}
+            fields.update((field, given[field]) for field in query if given[field] is not None)
+            if body is not None:
+                fields.update(body.model_dump(exclude_unset=True))
+            args = gw.arguments(op, fields)
+        if policy.answer is None:
+            return await gw.op(op.name, caller, args=args)
+        extra = {"streamed": given["streamed"]} if policy.stream else {}
+        return await policy.answer(gw, args, caller, **extra)
 
-    # --- sessions ---------------------------------------------------------------------
-    @app.get("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo, many=True))
-    async def list_sessions(caller: Caller = None, kind: str | None = None, label: str | None = None,
-                            agent_id: Annotated[str | None, Query(alias="agentId")] = None,
-                            active: Annotated[int | None, Whole, Query(
-                                ge=1, le=check.MAX_INT, description="Active in the last N minutes")] = None,
-                            search: str | None = None, preview: bool = False,
-                            recent: Annotated[int, Whole, Query(alias="recentMessages", ge=0, le=20)] = 0) -> Any:
-        return await gw.op("sessions_list", caller, kind=kind, label=label, agent_id=agent_id, active_minutes=active,
-                           search=search, preview=preview, recent_messages=recent)
+    endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    endpoint.__name__ = op.name
+    empty = body_model is ops.NoArgs and not whole_body
+    doc = http.doc or ("No body (or `{}`): any key in one is refused rather than ignored." if empty else "")
+    app.add_api_route(_route_path(http), endpoint, methods=[http.method], dependencies=guarded, tags=[http.group],
+                      responses=_doc(op.result, many=http.many), name=op.name, operation_id=op.name,
+                      summary=op.summary, description=doc)
 
-    @app.post("/v1/sessions", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
-    async def create_session(body: ops.SessionsCreateArgs, caller: Caller = None) -> Any:
-        """A new dashboard thread (`incognito`: kept in memory only, never written to disk); with
-        `coding: NAME` the coding session agent:<id>:coding:NAME (409 when it exists); with `key`, the
-        session of that key, created if missing (`created` says whether this call made it)."""
-        gw.own_agent_only("creating a thread")
-        if _grant.get().kind in ("session", "peer"):
-            raise _Forbidden(f"creating a thread: token {_grant.get().name!r} runs as its one session; new "
-                             "dashboard threads are made by the operator or an agent token")
-        if caller is not None:
-            await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
-        return await gw.op("sessions_create", caller, args=body)
 
-    @app.get("/v1/sessions/{key:path}/history", dependencies=guarded, tags=["sessions"],
-             responses=_doc(api.History))
-    async def session_history(key: str, caller: Caller = None,
-                              message_id: Annotated[str | None, Query(alias="messageId")] = None,
-                              include_tools: Annotated[bool, Query(alias="includeTools")] = False) -> Any:
-        return await gw.op("sessions_history", caller, session_key=key, message_id=message_id,
-                           include_tools=include_tools)
+_KW = inspect.Parameter.KEYWORD_ONLY
 
-    @app.get("/v1/sessions/{key:path}/timeline", dependencies=guarded, tags=["sessions"],
-             responses=_doc(api.Timeline))
-    async def session_timeline(key: str, caller: Caller = None) -> Any:
-        """The session's intervals (reset boundaries) and compactions; open a closed interval
-        with `…/history?messageId=<its firstMessageId>`."""
-        return await gw.op("sessions_timeline", caller, session_key=key)
 
-    @app.post("/v1/sessions/{key:path}/reset", dependencies=guarded, tags=["sessions"], responses=_doc(api.ResetResult))
-    async def reset_session(key: str, caller: Caller = None, body: ops.NoArgs | None = None) -> Any:
-        """No body (or `{}`): any key in one is refused rather than ignored."""
-        return await gw.op("sessions_reset", caller, session_key=key)
+def _body_model(op: ops.Operation) -> tuple[type[BaseModel] | None, bool]:
+    """The model of the route's JSON body and whether it is required (not when every field has a
+    default). A POST or PUT whose arguments are all in the path or query takes an empty body."""
+    assert op.http is not None
+    fields = op.http.body_fields(op.args)
+    if not fields:
+        return (ops.NoArgs, False) if op.http.method in ("POST", "PUT") else (None, False)
+    if op.http.method in ("GET", "DELETE"):
+        raise TypeError(f"{op.name}: {op.http.method} takes no body; bind {', '.join(fields)} to the path or query")
+    model = op.args if len(fields) == len(op.args.model_fields) else _partial_body(op.name, op.args, fields)
+    return model, any(op.args.model_fields[name].is_required() for name in fields)
 
-    @app.post("/v1/sessions/{key:path}/fork", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionInfo))
-    async def fork_session(key: str, caller: Caller = None, body: ops.NoArgs | None = None) -> Any:
-        """No body (or `{}`): any key in one is refused rather than ignored."""
-        return await gw.op("sessions_fork", caller, session_key=key)
 
-    if "sessions_send" in ops.OPERATIONS:
-        @app.post("/v1/sessions/{key:path}/send", dependencies=guarded, tags=["sessions"])
-        async def send_to_session(key: str, body: SendBody, caller: Caller = None) -> Any:
-            """sessions_send (S7): deliver into another session, marked as inter-session data;
-            `timeoutSeconds: 0` returns at once, otherwise waits for the reply."""
-            return await gw.op("sessions_send", caller, session_key=key, **body.model_dump(exclude_none=True))
+@functools.cache
+def _partial_body(name: str, args: type[ops.Args], fields: tuple[str, ...]) -> type[BaseModel]:
+    """The body of a route with some arguments in the path: those fields of the argument model."""
+    title = "".join(part.title() for part in name.split("_")) + "Body"
+    return create_model(title, __base__=ops.Args, __doc__=f"The {name} arguments sent in the body (the others "
+                        "are in the path).", **{f: (args.model_fields[f].annotation, args.model_fields[f])
+                                                 for f in fields})
 
-    @app.get("/v1/sessions/{key:path}", dependencies=guarded, tags=["sessions"], responses=_doc(api.SessionStatus))
-    async def session_status(key: str, caller: Caller = None) -> Any:
-        return await gw.op("session_status", caller, session_key=key)
 
-    @app.get("/v1/search", dependencies=guarded, tags=["sessions"], responses=_doc(api.SearchResult))
-    async def search_sessions(q: Annotated[str, Query(max_length=4096, description="What to look for")],
-                              caller: Caller = None,
-                              limit: Annotated[int | None, Whole, Query(ge=1, le=25)] = None) -> Any:
-        return await gw.op("sessions_search", caller, query=q, limit=limit)
+_BOUNDS = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le", annotated_types.Lt: "lt",
+           annotated_types.MinLen: "min_length", annotated_types.MaxLen: "max_length"}
 
-    # --- memory -----------------------------------------------------------------------
-    @app.get("/v1/memory/search", dependencies=guarded, tags=["memory"], responses=_doc(api.MemorySearchResult))
-    async def search_memory(q: Annotated[str, Query(max_length=4096)], caller: Caller = None,
-                            limit: Annotated[int | None, Whole, Query(ge=1, le=50)] = None,
-                            mode: Annotated[str, Query(pattern="^(hybrid|keyword|vector)$")] = "hybrid",
-                            min_score: Annotated[float | None, Query(alias="minScore", ge=0, le=1,
-                                                                     allow_inf_nan=False)] = None,
-                            corpus: Annotated[str, Query(pattern="^(all|memory|sessions)$")] = "all") -> Any:
-        gw.own_agent_only("memory")
-        return await gw.op("memory_search", caller, query=q, max_results=limit, mode=mode, min_score=min_score,
-                           corpus=corpus)
 
-    @app.get("/v1/memory/file", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryFile))
-    async def memory_file(path: Annotated[str, Query(max_length=1024)], caller: Caller = None,
-                          from_line: Annotated[int | None, Whole, Query(alias="from", ge=1, le=check.MAX_INT)] = None,
-                          lines: Annotated[int | None, Whole, Query(ge=1, le=check.MAX_GET_LINES)] = None) -> Any:
-        gw.own_agent_only("memory")
-        return await gw.op("memory_get", caller, path=path, **{"from": from_line}, lines=lines)
+def _query_parameter(args: type[ops.Args], field: str, param: str) -> inspect.Parameter:
+    """A query parameter typed like its argument field (bounds, choices, default, description).
+    Query text is parsed laxly ("true", "5") where the JSON arguments are strict; an integer must
+    still be written in digits and a number be finite."""
+    info = args.model_fields[field]
+    options: dict[str, Any] = {"alias": param, "description": info.description}
+    for item in info.metadata:
+        if isinstance(item, Strict):
+            continue  # query values are text: strictness is the JSON arguments'
+        bound = _BOUNDS.get(type(item))
+        if bound is None:
+            raise TypeError(f"{args.__name__}.{field}: no query parameter for the constraint {item!r}")
+        options[bound] = getattr(item, bound)  # annotated_types names each bound like Query's keyword
+    kinds = set(typing.get_args(info.annotation)) | {info.annotation}
+    if float in kinds:
+        options["allow_inf_nan"] = False
+    metadata: list[Any] = [Whole] if int in kinds else []
+    annotation = Annotated[info.annotation, *metadata, Query(**options)]
+    default = inspect.Parameter.empty if info.is_required() else info.default
+    return inspect.Parameter(field, _KW, annotation=annotation, default=default)
 
-    @app.post("/v1/memory/remember", dependencies=guarded, tags=["memory"], responses=_doc(api.RememberResult))
-    async def remember(body: ops.MemoryRememberArgs, caller: Caller = None) -> Any:
-        gw.own_agent_only("memory")
-        return await gw.op("memory_remember", caller, args=body)
 
-    @app.post("/v1/memory/edit", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
-    async def correct(body: ops.MemoryCorrectArgs, caller: Caller = None) -> Any:
-        """memory_edit: correct a line (the old one kept as superseded); a session only its own lines."""
-        return await gw.op("memory_edit", caller, args=body)
+# --- gateway policy: what a route checks beyond its binding's access rule ------------------------
+async def _answer_message(gw: Gateway, body: ops.MessageArgs, caller: str | None, streamed: bool = False) -> Any:
+    """The message as the credential may send it (`_granted_message`); a calling session never routes
+    by channel and sender. A client message id reused for another text answers 409 (`_message_response`)."""
+    body = await _granted_message(gw, body, caller)
+    if _grant.get().kind == "peer" and body.session is None:
+        caller = None  # routed as the token's peer, into the session routing gives it
+    else:
+        body = ops.scoped_message(body, caller)  # a calling session never routes by channel and sender
+    if not streamed:  # the operation checks the target is visible
+        return _message_response(await gw.run_op("message", caller, args=body))
+    if caller is not None:  # the stream runs the turn directly: check here (hidden = missing)
+        await gw.run_op("session_status", caller, session_key=body.session)
+    return await stream.turn_response(gw.engine, gw.inflight, body.model_dump())
 
-    @app.post("/v1/memory/forget", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
-    async def forget(body: ops.MemoryForgetArgs, caller: Caller = None) -> Any:
-        """memory_forget: retire a line (kept, marked forgotten); a session only its own lines."""
-        return await gw.op("memory_forget", caller, args=body)
 
-    @app.post("/v1/memory/undo", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryChange))
-    async def undo_correction(body: ops.MemoryUndoArgs, caller: Caller = None) -> Any:
-        """memory_undo: undo a memory_edit or memory_forget by the `undo` id it answered with."""
-        return await gw.op("memory_undo", caller, args=body)
+async def _answer_create(gw: Gateway, args: ops.SessionsCreateArgs, caller: str | None) -> Any:
+    """A session or peer token runs as its one session: it may not make new threads."""
+    grant = _grant.get()
+    if grant.kind in ("session", "peer"):
+        raise _Forbidden(f"creating a thread: token {grant.name!r} runs as its one session; new "
+                         "dashboard threads are made by the operator or an agent token")
+    if caller is not None:
+        await gw.run_op("session_status", caller)  # a missing calling session is a 404, as on every route
+    return await gw.op("sessions_create", caller, args=args)
 
-    @app.get("/v1/memory/items", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem, many=True))
-    async def memory_items(caller: Caller = None, status: Annotated[
-            str | None, Query(pattern="^(active|superseded|expired|forgotten)$")] = None) -> Any:
-        gw.operator_only(caller, "listing every memory item")
-        return await gw.call(lambda: gw.engine.memory_items(status=status))
 
-    @app.get("/v1/memory/refusals", dependencies=guarded, tags=["memory"], responses=_doc(api.Refusal, many=True))
-    async def memory_refusals(caller: Caller = None, days: Annotated[int, Whole, Query(ge=1, le=30)] = 7) -> Any:
-        """What the write filters refused in the last `days` days, newest first (excerpts redacted)."""
-        gw.operator_only(caller, "reading the refusal log")
-        return await gw.op("memory_refusals", None, days=days)
+async def _answer_recall(gw: Gateway, args: ops.RecallArgs, caller: str | None) -> Any:
+    """Recall for a session the caller can see: hidden (also beyond an agent token) = missing."""
+    if caller is not None or not _grant.get().is_operator:
+        await gw.run_op("session_status", caller, session_key=args.session)
+    return await gw.op("recall", caller, args=args)
 
-    @app.put("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryItem))
-    async def edit_item(item_id: str, body: EditBody, caller: Caller = None) -> Any:
-        gw.operator_only(caller, "editing memory")
-        return await gw.op("memory_item_edit", None, item_id=item_id, text=body.text, base_text=body.base_text)
 
-    @app.delete("/v1/memory/items/{item_id}", dependencies=guarded, tags=["memory"], responses=_doc(api.DeleteResult))
-    async def delete_item(item_id: str, caller: Caller = None) -> Any:
-        gw.operator_only(caller, "deleting memory")
-        return await gw.op("memory_delete", None, item_id=item_id)
+async def _answer_status(gw: Gateway, args: ops.NoArgs, caller: None) -> Any:
+    """The engine's status with the gateway's own figures; a scoped token learns only what the UI
+    needs (its credential, the agent and the chat model), no engine-wide figures."""
+    grant = _grant.get()
+    if not grant.is_operator:
+        config = gw.engine.config
+        return {"agentId": gw.engine.runtime.agent_id, "chatModel": config.agents.defaults.model.primary,
+                "credential": {"name": grant.name, "scope": f"{grant.kind}:{grant.target}",
+                               "sandboxed": grant.sandboxed}}
+    data = ops.result_json(await gw.run_op("status", args=args))
+    data["gateway"] = {"uptimeSeconds": round(time.time() - gw.started, 1), "inFlight": gw.inflight.count,
+                       "background": gw.background.report() if gw.background is not None else None}
+    return data
 
-    @app.post("/v1/memory/index", dependencies=guarded, tags=["memory"], responses=_doc(api.IndexReport))
-    async def memory_index(body: ops.MemoryIndexArgs | None = None, caller: Caller = None) -> Any:
-        """Bring the memory index up to date now (`force`: rebuild it); the gateway also indexes by itself."""
-        gw.agent_operator_only(caller, "indexing memory")
-        return await gw.op("memory_index", None, args=body or ops.MemoryIndexArgs())
 
-    # --- key/value store files (memory/store/: the LangGraph store) ---------------------
-    @app.get("/v1/memory/store", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile, many=True))
-    async def store_files(caller: Caller = None,
-                          prefix: Annotated[str, Query(max_length=1024)] = "memory/store") -> Any:
-        gw.operator_only(caller, "reading the key/value store")
-        return await gw.op("memory_store_files", None, prefix=prefix)
+POLICIES: dict[str, Policy] = {
+    "message": Policy(_answer_message, stream=True),
+    "sessions_create": Policy(_answer_create),
+    "recall": Policy(_answer_recall),
+    "status": Policy(_answer_status, calling_session=False),  # its answer depends on the credential alone
+}
 
-    @app.get("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
-    async def store_read(path: Annotated[str, Query(max_length=1024)], caller: Caller = None) -> Any:
-        gw.operator_only(caller, "reading the key/value store")
-        return await gw.op("memory_store_read", None, path=path)
 
-    @app.put("/v1/memory/store/file", dependencies=guarded, tags=["memory"], responses=_doc(api.StoreFile))
-    async def store_write(body: ops.StoreWriteArgs, caller: Caller = None) -> Any:
-        """Replace a store file whole (empty text deletes it); 409 when it changed since `baseSha256`."""
-        gw.operator_only(caller, "writing the key/value store")
-        return await gw.op("memory_store_write", None, args=body)
-
-    @app.get("/v1/memory/status", dependencies=guarded, tags=["memory"], responses=_doc(api.MemoryStatus))
-    async def memory_status(deep: bool = False, caller: Caller = None) -> Any:
-        gw.agent_operator_only(caller, "the memory index status")
-        return await gw.call(lambda: gw.engine.memory_status(deep=deep))
-
-    # --- dreaming (the Control UI's Dreams tab) ---------------------------------------
-    @app.get("/v1/dreaming", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamingStatus))
-    async def dreaming_status(caller: Caller = None) -> Any:
-        """Dreaming's schedule, next run, last sweep, lock holder and counts."""
-        gw.operator_only(caller, "Dreaming's state")
-        return await gw.op("dreaming_status")
-
-    @app.put("/v1/dreaming", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamingToggle))
-    async def dreaming_enable(body: ops.DreamingEnableArgs, caller: Caller = None) -> Any:
-        """Switch Dreaming on or off (written to the overrides file beside the config file)."""
-        gw.operator_only(caller, "switching Dreaming on or off")
-        return await gw.op("dreaming_enable", args=body)
-
-    @app.post("/v1/dreaming/sweep", dependencies=guarded, tags=["dreaming"], responses=_doc(api.SweepReport))
-    async def dreaming_sweep(body: ops.DreamArgs | None = None, caller: Caller = None) -> Any:
-        """A sweep now (no body: every phase); `"status": "locked"` (with the holder) when another runs."""
-        gw.operator_only(caller, "running a Dreaming sweep")
-        return await gw.op("dream", args=body or ops.DreamArgs())
-
-    @app.get("/v1/dreaming/review", dependencies=guarded, tags=["dreaming"], responses=_doc(api.DreamsReview))
-    async def dreaming_review(caller: Caller = None, limit: Annotated[int, Whole, Query(ge=1, le=200)] = 20) -> Any:
-        """DREAMS.md's phase blocks, the Dream Diary and the promotion runs, newest first."""
-        gw.own_agent_only("memory")
-        return await gw.op("dreaming_review", caller, limit=limit)
-
-    @app.post("/v1/dreaming/undo", dependencies=guarded, tags=["dreaming"], responses=_doc(api.UndoReport))
-    async def dreaming_undo(body: ops.PromoteUndoArgs | None = None, caller: Caller = None) -> Any:
-        """Undo a promotion run or one promoted item (`target`; no body or none: the last run)."""
-        gw.operator_only(caller, "undoing a promotion")
-        return await gw.op("memory_promote_undo", args=body or ops.PromoteUndoArgs())
-
-    # --- recall, status, metrics ------------------------------------------------------
-    @app.post("/v1/recall", dependencies=guarded, tags=["recall"], responses=_doc(api.RecallResult))
-    async def recall(body: ops.RecallArgs, caller: Caller = None) -> Any:
-        if caller is not None or not _grant.get().is_operator:  # hidden (also beyond an agent token) = missing
-            await gw.run_op("session_status", caller, session_key=body.session)
-        return await gw.op("recall", caller, args=body)
-
-    @app.get("/v1/status", dependencies=guarded, tags=["status"], responses=_doc(api.EngineStatus))
-    async def status() -> Any:
-        grant = _grant.get()
-        if not grant.is_operator:  # a scoped token learns what the UI needs, no engine-wide figures
-            config = gw.engine.config
-            return {"agentId": gw.engine.runtime.agent_id, "chatModel": config.agents.defaults.model.primary,
-                    "credential": {"name": grant.name, "scope": f"{grant.kind}:{grant.target}",
-                                   "sandboxed": grant.sandboxed}}
-        data = _json(await gw.run_op("status"))
-        data["gateway"] = {"uptimeSeconds": round(time.time() - gw.started, 1), "inFlight": gw.inflight.count,
-                           "background": gw.background.report() if gw.background is not None else None}
-        return data
+# --- routes that are not operations -------------------------------------------------------------
+def _routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:
+    """The metrics (Prometheus text, not an operation's JSON), the health probe (open, no engine call)
+    and the /v1 catch-all; the tokens are `_token_routes`, the Control UI control_ui.py."""
 
     @app.get("/v1/metrics", dependencies=guarded, tags=["status"], response_class=PlainTextResponse)
     async def prometheus() -> Response:
@@ -620,7 +592,9 @@ class TokenBody(BaseModel):
 
 
 def _token_routes(app: FastAPI, gw: Gateway, guarded: list[Any]) -> None:
-    """Operator-only: create, list and revoke caller credentials (the secret is shown once)."""
+    """Operator-only: create, list and revoke caller credentials (the secret is shown once). Not
+    registry operations: no session, model or MCP client may manage credentials, and a new token
+    answers 201 and opens the tokenless gateway's check (`token_created`)."""
 
     @app.post("/v1/tokens", dependencies=guarded, tags=["tokens"], status_code=201)
     async def create_token(body: TokenBody, caller: Caller = None) -> Any:

@@ -5,6 +5,10 @@ the same text is left alone; a file we have with other text gets the OpenClaw li
 appended under one heading (`## Imported from OpenClaw (<file>)`), in their order. A line
 counts as present when a line of ours has the same text once stripped, so importing again
 adds nothing. Only regular files inside the OpenClaw workspace are read (no symlink out).
+
+Credentials written by hand into OpenClaw's notes (a password, an API key, a card number) are
+redacted on the way in, as every other write into long-term memory is (SPEC M7); the OpenClaw
+files themselves are left as they are, so nothing is lost, and the report counts the lines.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from ..errors import InputError
 from ..fileio import replace_text
 from ..memory.workspace import MEMORY_FILE, NOTES_DIR, contained_file
+from ..redact import redact_secrets, secret_kinds
 from ..validation import control_character
 
 MAX_MEMORY_FILE_BYTES = 16 * 1024 * 1024
@@ -50,10 +55,22 @@ def _read(path: Path) -> str:
     return text
 
 
+def _without_secrets(text: str) -> tuple[str, dict[str, Any]]:
+    """The text with credentials redacted line by line, and what was redacted (lines, kinds)."""
+    lines, redacted, kinds = text.split("\n"), 0, {}
+    for number, line in enumerate(lines):
+        clean, changed = redact_secrets(line)
+        if changed:
+            redacted += 1
+            kinds.update(dict.fromkeys(secret_kinds(line)))
+            lines[number] = clean
+    return "\n".join(lines), ({"redactedLines": redacted, "redactedKinds": list(kinds)} if redacted else {})
+
+
 def merge_file(source: Path, target: Path, name: str, *, dry_run: bool) -> dict[str, Any]:
     """Merge one file; returns what was (or would be) done."""
-    text = _read(source)
-    result: dict[str, Any] = {"file": name, "from": str(source), "to": str(target)}
+    text, redaction = _without_secrets(_read(source))
+    result: dict[str, Any] = {"file": name, "from": str(source), "to": str(target), **redaction}
     if not target.exists():
         if not dry_run:
             replace_text(target, text)

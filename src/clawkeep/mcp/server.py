@@ -28,7 +28,7 @@ from ..api import AGENT_TOOLS, OPERATIONS
 from ..api.operations import result_json
 from ..engine import Engine
 from ..errors import ClawkeepError, InputError
-from ..visibility import Limit, limited
+from ..visibility import Limit
 from .stdio import CheckedLines, ClaimedStdin
 
 SERVER_NAME = "clawkeep"
@@ -64,8 +64,7 @@ def call_tool(engine: Engine, caller: str | None, name: str, arguments: dict[str
                              "made by the operator or an agent token")
         caller = grant.caller(engine.runtime, caller)
         limit = Limit(grant.limit().agent_id, grant.sandboxed or sandboxed)
-    with limited(limit):
-        return result_json(operation.run(engine, operation.parse(arguments or {}), caller))
+    return result_json(operation.run(engine.limited(limit), operation.parse(arguments or {}), caller))
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -51,6 +49,7 @@ MAX_PATH_PARTS = 64  # ... and so are deeper ones ("a/" * 5000 took superlinear 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from ..turns.turn import Turn
     from . import facts  # supersession (many patterns): imported by the writes that need it
 MEMORY_HEADING = "# Memory"  # the first line of a MEMORY.md the engine creates
 
@@ -157,43 +156,19 @@ def today(rt: Runtime) -> date:
 
 
 # --- search and read ------------------------------------------------------------------------
-# Within one turn the workspace is checked for edits once: recall and each of the model's
-# memory_search calls come within the same second, and the check stats every memory file
-# (≈90 ms for 3,700 files). Writes of the turn itself re-index what they wrote.
-_TURN_CHECKED: ContextVar[list[bool] | None] = ContextVar("clawkeep_turn_checked", default=None)
-
-
-@contextmanager
-def one_check_per_turn() -> Iterator[None]:
-    token = _TURN_CHECKED.set([])
-    try:
-        yield
-    finally:
-        _TURN_CHECKED.reset(token)
-
-
-# The message a turn is answering: a search run for that turn (the model's memory_search) never
-# offers its transcript line back as the answer. Set around the tool call, not passed as an
-# argument, because the agent operations take only the caller's key.
-_ANSWERING: ContextVar[frozenset[str]] = ContextVar("clawkeep_answering", default=frozenset())
-
-
-@contextmanager
-def answering(message_id: str | None) -> Iterator[None]:
-    token = _ANSWERING.set(frozenset([message_id]) if message_id else frozenset())
-    try:
-        yield
-    finally:
-        _ANSWERING.reset(token)
+# Within one turn the workspace is checked for edits once (`Turn.index_checked`): recall and
+# each of the model's memory_search calls come within the same second, and the check stats every
+# memory file (≈90 ms for 3,700 files). Writes of the turn itself re-index what they wrote.
 
 
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
            sync: bool = True, caller: str | None = None, without_session: str | None = None,
-           corpus: str = "all") -> api.MemorySearchResult:
+           corpus: str = "all", turn: Turn | None = None) -> api.MemorySearchResult:
     """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store.
     `corpus` ("memory", "sessions" or "all") picks the sources before the limit is applied: a limit
     of 1 over memory files is the best memory-file hit, whatever the transcripts hold.
-    Transcript lines of the message being answered (`answering`) are never offered.
+    `turn`: the turn this search runs for (None: no turn, e.g. the CLI): the index is checked for
+    edits once per turn, and transcript lines of the messages it answers are never offered.
     `without_session`: a session id whose indexed transcript is left out entirely (recall never
     covers the current session, A5), dropped before windows so it takes no result's place."""
     if not has_memory(rt):  # nothing to find; opening the index would create a database for a ghost agent
@@ -219,17 +194,16 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
                                                                          if s == corpus]
         if not sources:  # e.g. "sessions" where transcripts are not indexed: nothing to find
             return []
-        checked = _TURN_CHECKED.get()
         lexical[0] = lexical[0] or index.provider is None
         if index.recovered:
             index.sync()
-        elif sync and not checked:
+        elif sync and not (turn is not None and turn.index_checked):
             index.refresh(vectors=mode != "keyword")  # cheap staleness check (one queue read while nothing changed)
-            if checked is not None:
-                checked.append(True)
+            if turn is not None:
+                turn.index_checked = True
         return memory_search(index, query, limit=wanted, mode=mode, sources=sources, today=today(rt),
                              citations=rt.config.memory.citations, visible=visible, pool_for=pool_for,
-                             hidden_messages=_ANSWERING.get())
+                             hidden_messages=turn.answering if turn is not None else frozenset())
 
     results = [hit.shape() for hit in with_index(rt, run)]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(

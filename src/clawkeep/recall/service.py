@@ -13,7 +13,7 @@ rememberAcrossConversations, over the other DM transcripts of the agent (the age
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import api
 from ..config.active_memory import (
@@ -37,6 +37,9 @@ from ..timeutil import to_iso
 from . import lanes
 from .detector import classify
 from .evidence import memory_evidence, sentences, settle
+
+if TYPE_CHECKING:
+    from ..turns.turn import Turn
 
 
 def gate(rt: Runtime, session: SessionRecord, *, options: ActiveMemoryOptions, enabled: bool,
@@ -92,17 +95,18 @@ def breaker(rt: Runtime) -> CircuitBreaker:
 
 
 def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False,
-           session: SessionRecord | None = None) -> api.RecallResult:
+           session: SessionRecord | None = None, turn: Turn | None = None) -> api.RecallResult:
     """Active Memory for one would-be message; the outcome is published as `RecallTraced`.
-    A turn passes the `session` record it already holds, so it is not looked up again."""
-    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session, session=session)
+    A turn passes the `session` record it already holds, so it is not looked up again, and
+    itself (`turn`: its memory searches share one index check; None outside a turn)."""
+    result = _recall(rt, text, session_ref, model=model, inter_session=inter_session, session=session, turn=turn)
     rt.events.publish(RecallTraced(rt.now(), rt.agent_id, session_ref, text, result.status, result.lane,
                                    result.summary, result.elapsed_ms))
     return result
 
 
 def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool,
-            session: SessionRecord | None) -> api.RecallResult:
+            session: SessionRecord | None, turn: Turn | None) -> api.RecallResult:
     started = time.monotonic()
 
     def done(status: str, lane: int | None, past: bool, summary: str | None = None,
@@ -134,7 +138,7 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
             return done("none", None, past, reason="mode-off")
         if options.mode == "escalate" and not past:
             return done("none", None, past, reason="no-recall-intent")
-        return _lane_two(rt, session, text, options, model, past, done)
+        return _lane_two(rt, session, text, options, model, past, done, turn)
     except ClawkeepError as exc:
         return done("error", 2, past, reason=str(exc))
     except (OSError, ValueError) as exc:  # A4: a broken memory file never blocks the turn
@@ -143,11 +147,11 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
 
 
 def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
-              past: bool, done: Any) -> api.RecallResult:
+              past: bool, done: Any, turn: Turn | None = None) -> api.RecallResult:
     if SEARCH_TOOL not in options.allowed_tools():  # toolsAllow: lane 2's one evidence tool is not permitted
         return done("skipped", 2, past, reason=f"toolsAllow does not permit {SEARCH_TOOL}")
     across = remember_across_conversations(rt.config)
-    evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across),
+    evidence = lanes.gather(lambda q: _memory_evidence(rt, session, q, across, turn),
                             (lambda q: _transcript_evidence(rt, session, q)) if across else None, text)
     evidence = settle(evidence, text, memory.today(rt))  # no earlier questions, no outdated plans
     if model is None:
@@ -202,10 +206,12 @@ def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary
                                              role=role, content=transcript.text_blocks(text_)))
 
 
-def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool) -> list[lanes.Evidence]:
+def _memory_evidence(rt: Runtime, session: SessionRecord, query: str, across: bool,
+                     turn: Turn | None = None) -> list[lanes.Evidence]:
     """memory_search, minus what belongs to other conversations when DMs are isolated and minus
     the current session's own transcript (A5: its turns are the conversation, not memory)."""
-    results = memory.search(rt, query, limit=6, caller=session.key, without_session=session.session_id)["results"]
+    results = memory.search(rt, query, limit=6, caller=session.key, without_session=session.session_id,
+                            turn=turn)["results"]
     workspace = memory.workspace(rt)
     found = []
     for hit in results:

@@ -1,39 +1,38 @@
 """One inbound message, start to finish, in the order it happens:
 
-    validate → route → (re-delivery?) → lock the session → freshness (open or roll over)
-    → slash command, or: Active Memory → record the message → reply (context, flush and
-    compaction, the model) → record the reply → result
+    start (validate, the Turn) → route → (re-delivery?) → lock the session → session (open or
+    roll over) → slash command, or: recall (Active Memory) → transcript (record the message) →
+    reply (context, flush and compaction, model and tools, the reply recorded) → hooks → result
 
-Each step is a function of its own (here, in `record`, `reply`, `commands`) so it can be
-called and tested alone. `handle_message` returns the result; `stream_message` yields the
-same turn as events (reply tokens as they arrive, then the result) for streaming surfaces.
+The turn's state is one explicit object, `turn.Turn`, made by `start_turn` and passed to every
+step; each step is a function of its own (here, in `record`, `reply`, `commands`) so it can be
+called and tested alone with a turn. `handle_message` returns the result; `stream_message`
+yields the same turn as events (reply tokens as they arrive, then the result) for streaming
+surfaces. docs/architecture.md draws the steps.
 """
 
 from __future__ import annotations
 
-import contextvars
 import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
+from ..api import RecallResult
 from ..config.active_memory import active_memory_config
 from ..errors import ClawkeepError, InputError
 from ..events import TurnCompleted
-from ..memory import service as memory
 from ..routing.keys import parse_key
 from ..routing.router import Inbound, Route, route
 from ..runtime import Runtime
 from ..sessions import service
-from ..storage import SessionRecord
+from ..storage import EntryRecord, SessionRecord
 from . import commands, record, reply
 from .messages import MessageRequest, MessageResult, TurnEvent
+from .turn import EventSink, Turn
 
-EventSink = Callable[[TurnEvent], None]
 _MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
-_TURNS_HELD: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("clawkeep_turns_held", default=())
 
 
 def is_operator(inbound: Inbound) -> bool:
@@ -59,55 +58,105 @@ def validate_request(rt: Runtime, request: MessageRequest) -> None:
         raise InputError(f"message id {request.message_id!r} is invalid; use 1-200 characters without spaces")
 
 
-def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink | None = None) -> MessageResult:
-    """Run one inbound message through the turn and return what happened. `on_event` (optional)
-    sees the reply's tokens as the model streams them."""
+def start_turn(rt: Runtime, request: MessageRequest, *, on_event: EventSink | None = None,
+               within: Turn | None = None) -> Turn:
+    """Step 0: the request checked, and the turn object every later step receives: the
+    message's time, the caller's credential limit (`rt.limit`) and, for a turn another turn waits
+    for (`within`: a sessions_send with a timeout), the chain of locks held above it."""
     validate_request(rt, request)
-    started = time.monotonic()
     at = request.at if request.at is not None else rt.now()
-    routed = route(request.inbound, rt.agent_id, rt.config.session)
-    if request.inbound.session:
-        service.find_session(rt, routed.key)  # delivering into a session requires it to exist
-    # turns of one session never interleave; the memory index is checked for edits once a turn
-    with rt.store_for_key(routed.key).session_lock(routed.key), memory.one_check_per_turn():
-        held = _TURNS_HELD.set((*_TURNS_HELD.get(), routed.key))
-        try:
-            return _locked_turn(rt, request, routed, at, on_event, started)
-        finally:
-            _TURNS_HELD.reset(held)
+    return Turn.start(request, at, limit=rt.limit, within=within, on_event=on_event)
 
 
-def turns_held() -> tuple[str, ...]:
-    """Keys of the sessions whose turns are running up this call chain, holding their locks
-    (a tool call inside a turn, a delivery that turn waits for): a sessions_send into one of
-    them would wait for itself."""
-    return _TURNS_HELD.get()
+def route_step(rt: Runtime, turn: Turn) -> Route:
+    """Route: the inbound message's session key and the conversation that numbers its client
+    message ids; delivering into a named session requires it to exist."""
+    routed = route(turn.request.inbound, rt.agent_id, rt.config.session)
+    if turn.request.inbound.session:
+        service.find_session(rt, routed.key)
+    turn.route = routed
+    return routed
 
 
-def _locked_turn(rt: Runtime, request: MessageRequest, routed: Route, at: int,
-                 on_event: EventSink | None, started: float) -> MessageResult:
+def session_step(rt: Runtime, turn: Turn) -> SessionRecord:
+    """Session: open the routed session, or roll a stale one over (a `SessionReset`, which the
+    session-memory hook answers). Runs under the session's turn lock."""
+    assert turn.route is not None, "route_step runs first"
+    turn.session, turn.reset = service.open_session(rt, turn.route, turn.at, interactive=turn.interactive)
+    return turn.session
+
+
+def recall_step(rt: Runtime, turn: Turn) -> RecallResult:
+    """Recall: Active Memory for the message, before it is stored (so it cannot recall the
+    question itself); its memory searches are the turn's (one index check)."""
+    assert turn.session is not None, "session_step runs first"
+    turn.recalled = reply.recall_before(rt, turn.session, turn.text, reply.session_model(rt, turn.session), turn=turn)
+    return turn.recalled
+
+
+def record_step(rt: Runtime, turn: Turn, *, interactive: bool | None = None) -> EntryRecord | None:
+    """Transcript: the message stored with its session counters in one transaction (`interactive`,
+    default the turn's: whether it extends the session's freshness). None when the same message
+    arrived twice at once and the other delivery stored it."""
+    assert turn.session is not None and turn.route is not None, "session_step runs first"
+    request = turn.request
+    turn.entry = record.record_message(
+        rt, turn.session, request.role, turn.text, turn.at, request.message_id,
+        turn.interactive if interactive is None else interactive, client_scope=turn.route.conversation,
+        provenance=request.provenance)
+    return turn.entry
+
+
+def hooks_step(rt: Runtime, turn: Turn, outcome: reply.TurnOutcome, result: MessageResult) -> TurnCompleted:
+    """Hooks: the finished turn published as `TurnCompleted` (the metrics, Dreaming's recorder
+    and any `Engine.subscribe` handler hear it)."""
+    assert turn.session is not None
+    recalled = turn.recalled
+    mode = "inter-session" if turn.inter_session else "record" if outcome.record_mode else "model"
+    event = TurnCompleted(
+        rt.now(), turn.session.agent_id, turn.session.key, result.message_id or "", mode,
+        int((time.monotonic() - turn.started) * 1000), recall_status=recalled.status if recalled is not None else None,
+        injected=recalled.summary if recalled is not None and recalled.status == "ok" else None,
+        reply=outcome.reply, tool_calls=len(outcome.tool_calls or ()),
+        compacted=bool(outcome.compaction and outcome.compaction.get("compacted")))
+    rt.events.publish(event)
+    return event
+
+
+def handle_message(rt: Runtime, request: MessageRequest, *, on_event: EventSink | None = None,
+                   within: Turn | None = None) -> MessageResult:
+    """Run one inbound message through the turn and return what happened. `on_event` (optional)
+    sees the reply's tokens as the model streams them; `within` is the turn waiting for this one
+    (sessions_send), None for a message from outside."""
+    turn = start_turn(rt, request, on_event=on_event, within=within)
+    routed = route_step(rt, turn)
+    # turns of one session never interleave
+    with rt.store_for_key(routed.key).session_lock(routed.key):
+        turn.hold(routed.key)
+        return _locked_turn(rt, turn)
+
+
+def _locked_turn(rt: Runtime, turn: Turn) -> MessageResult:
+    request, routed = turn.request, turn.route
+    assert routed is not None
     existing = record.already_recorded(rt, routed, request.message_id, request.text)
     if existing is not None:
         return existing
-    inter_session = request.provenance is not None  # another session's message: answered, but not the user's
-    found = commands.parse_command(request.text) if request.role == "user" and not inter_session else None
-    interactive = routed.origin == "chat" and request.role == "user" and not inter_session
-    session, auto_reset = service.open_session(rt, routed, at, interactive=interactive)
+    # another session's message (turn.inter_session) is answered, but it is not the user's
+    found = commands.parse_command(request.text) if request.role == "user" and not turn.inter_session else None
+    turn.interactive = routed.origin == "chat" and request.role == "user" and not turn.inter_session
+    session = session_step(rt, turn)
     if found is not None:
-        return _run_command(rt, session, found, request, at, routed.conversation,
-                            interactive, on_event, started)
-    model = reply.session_model(rt, session)
-    recalled = reply.recall_before(rt, session, request.text, model) if interactive and not request.record_only \
-        else None
-    entry = record.record_message(rt, session, request.role, request.text, at, request.message_id, interactive,
-                                  client_scope=routed.conversation, provenance=request.provenance)
+        return _run_command(rt, turn, found)
+    if turn.interactive and not request.record_only:
+        recall_step(rt, turn)
+    entry = record_step(rt, turn)
     if entry is None:  # the same message arrived twice at once: the other delivery recorded it
         return record.already_recorded(rt, routed, request.message_id, request.text)  # type: ignore[return-value]
-    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=auto_reset,
+    result = MessageResult(session.key, session.session_id, entry.entry_id, request.role, reset=turn.reset,
                            client_message_id=request.message_id)
-    if interactive or inter_session:
-        _reply(rt, session, request.text, recalled, at, result, on_event, started, inter_session=inter_session,
-               record_only=request.record_only)
+    if turn.interactive or turn.inter_session:
+        _reply(rt, turn, result)
     return result
 
 
@@ -125,9 +174,8 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises
             events.put(TurnEvent("error", exc))
 
-    # the caller's context goes along (as with a non-streamed turn): a sandboxed credential's limit
-    context = contextvars.copy_context()
-    threading.Thread(target=context.run, args=(work,), name="clawkeep-turn", daemon=True).start()
+    # the caller's credential limit goes along in `rt` (a limited runtime), as with a non-streamed turn
+    threading.Thread(target=work, name="clawkeep-turn", daemon=True).start()
     while True:
         event = events.get()
         yield event
@@ -135,11 +183,11 @@ def stream_message(rt: Runtime, request: MessageRequest) -> Iterator[TurnEvent]:
             return
 
 
-def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: int, result: MessageResult,
-           on_event: EventSink | None, started: float, *, inter_session: bool = False,
-           record_only: bool = False) -> None:
-    outcome = reply.after_user_message(rt, session, text, recalled, at, on_event=on_event,
-                                       inter_session=inter_session, record_only=record_only)
+def _reply(rt: Runtime, turn: Turn, result: MessageResult) -> None:
+    """Reply (context → model and tools → the reply recorded: `reply.after_user_message`), then hooks."""
+    session = turn.session
+    assert session is not None
+    outcome = reply.after_user_message(rt, turn)
     result.session_id = session.session_id  # a successor transcript after truncateAfterCompaction
     result.reply = outcome.reply
     result.compaction, result.flush = outcome.compaction, outcome.flush
@@ -147,7 +195,9 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
     result.remembered = outcome.remembered
     if outcome.record_mode:
         result.mode = "record"
-        result.note = "recorded only (recordOnly): no reply was asked for" if record_only else reply.RECORD_MODE_NOTE
+        result.note = "recorded only (recordOnly): no reply was asked for" if turn.record_only \
+            else reply.RECORD_MODE_NOTE
+    recalled = turn.recalled
     if recalled is not None:
         result.active_memory = recalled.to_json()
         if session.meta.get("verbose") == "on":
@@ -156,30 +206,24 @@ def _reply(rt: Runtime, session: SessionRecord, text: str, recalled: Any, at: in
                               f"{query_mode}, summary {len(recalled.summary or '')} chars")
         if session.meta.get("trace") == "on" and recalled.summary:
             result.trace = f"Active Memory recalled: {recalled.summary}"
-    mode = "inter-session" if inter_session else "record" if outcome.record_mode else "model"
-    rt.events.publish(TurnCompleted(
-        rt.now(), session.agent_id, session.key, result.message_id or "", mode,
-        int((time.monotonic() - started) * 1000), recall_status=recalled.status if recalled is not None else None,
-        injected=recalled.summary if recalled is not None and recalled.status == "ok" else None,
-        reply=outcome.reply, tool_calls=len(outcome.tool_calls or ()),
-        compacted=bool(outcome.compaction and outcome.compaction.get("compacted"))))
+    hooks_step(rt, turn, outcome, result)
 
 
-def _run_command(rt: Runtime, session: SessionRecord, found: tuple[commands.SlashCommand, str],
-                 request: MessageRequest, at: int, conversation: str, interactive: bool,
-                 on_event: EventSink | None, started: float) -> MessageResult:
+def _run_command(rt: Runtime, turn: Turn, found: tuple[commands.SlashCommand, str]) -> MessageResult:
     command, rest = found
-    assert command.run is not None
-    outcome = command.run(commands.CommandCall(rt, session, rest, at, is_operator(request.inbound)))
+    assert command.run is not None and turn.session is not None
+    request, session = turn.request, turn.session
+    outcome = command.run(commands.CommandCall(rt, session, rest, turn.at, is_operator(request.inbound)))
     result = MessageResult(session.key, session.session_id, None, "user", command=outcome.label,
                            status=outcome.status, reset=outcome.reset)
     if outcome.first_message:  # "/new tell me a joke": the rest is the first message of the new interval,
-        first = outcome.first_message  # answered like any message
-        recalled = reply.recall_before(rt, session, first, reply.session_model(rt, session)) if interactive else None
-        entry = record.record_message(rt, session, "user", first, at, request.message_id, True,
-                                      client_scope=conversation)
+        turn.text = outcome.first_message  # answered like any message
+        turn.record_only = False
+        if turn.interactive:
+            recall_step(rt, turn)
+        entry = record_step(rt, turn, interactive=True)
         result.message_id = entry.entry_id if entry else None
         result.client_message_id = request.message_id
-        if entry is not None and interactive:
-            _reply(rt, session, first, recalled, at, result, on_event, started)
+        if entry is not None and turn.interactive:
+            _reply(rt, turn, result)
     return result

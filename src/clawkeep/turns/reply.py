@@ -1,4 +1,7 @@
-"""The reply half of a turn: recall → context → (flush, compaction) → model → transcript.
+"""The reply half of a turn: recall → context → (flush, compaction) → model and tools → transcript.
+
+Each step takes the turn object (`turn.Turn`): `context_step`, `model_step`, `transcript_step`;
+`after_user_message` runs them in order, with the memory flush and compaction in between.
 
 With no model configured the turn runs in record mode: the user message is stored and every
 memory step still runs (Active Memory, the memory flush and compaction with their no-model
@@ -10,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import RecallResult
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
-from ..context.assembly import TurnContext, assemble, clear_notices, inter_session_text
+from ..context.assembly import TurnContext, assemble, inter_session_text
 from ..context.flush import FlushResult, flush, flush_due
 from ..errors import ClawkeepError
 from ..events import Compacted, MemoryRefused, MemoryWritten, MessageRecorded
@@ -25,10 +28,13 @@ from ..memory import service as memory
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
 from ..recall.service import recall
 from ..runtime import Runtime
-from ..sessions import transcript
+from ..sessions import compactions, transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..timeutil import zone
 from .messages import TurnEvent
+
+if TYPE_CHECKING:
+    from .turn import Turn
 
 RECORD_MODE_NOTE = "record mode: no model is configured, so no reply was generated"
 
@@ -64,12 +70,13 @@ class TurnOutcome:
     remembered: dict[str, Any] | None = None  # record mode: a "remember …" stated in chat
 
 
-def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | None) -> RecallResult | None:
+def recall_before(rt: Runtime, session: SessionRecord, text: str, model: Any | None, *,
+                  turn: Turn | None = None) -> RecallResult | None:
     """Active Memory runs before the message is stored, so it cannot recall the question itself."""
     options = active_memory_config(rt.config).config
     ref = options.model or options.model_fallback
     recall_model = rt.models.chat_model(ref) if model is not None and ref else None
-    return recall(rt, text, session.key, model=recall_model or model, session=session)
+    return recall(rt, text, session.key, model=recall_model or model, session=session, turn=turn)
 
 
 def memory_steps(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any | None, at: int,
@@ -183,11 +190,13 @@ def _compact(rt: Runtime, store: AgentStore, session: SessionRecord, model: Any 
         store, session, summarizers, at=at, keep_recent_tokens=keep_recent_tokens, summary_tokens=summary_tokens,
         keep_pending_turn=keep_pending_turn, policy=settings.identifier_policy,
         custom_rule=settings.identifier_instructions, instructions=instructions, reason=reason)
+    if result.compacted:  # context computed it; the session layer writes it
+        compactions.record_compaction(store, session, result, at=at)
     if result.compacted and settings.notify_user:
         result.notice = (f"Context compacted: {result.compacted_messages} earlier messages summarised "
                          f"({result.tokens_before} → {result.tokens_after} tokens).")
     if result.compacted and settings.truncate_after_compaction:
-        successor = compaction_mod.successor_session(store, session, at=at)
+        successor = compactions.start_successor(store, session, compaction_mod.successor(store, session, at=at), at=at)
         result.session_id = successor.session_id
         session.__dict__.update(successor.__dict__)
     if result.compacted:
@@ -214,14 +223,15 @@ STEP_LIMIT_NOTE = ("Tool step limit reached (agents.defaults.tools.maxSteps): no
 
 def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, recall_result: RecallResult | None,
           model: Any, at: int, *, context: TurnContext | None = None,
-          on_event: Callable[[TurnEvent], None] | None = None) -> ModelReply:
+          on_event: Callable[[TurnEvent], None] | None = None, turn: Turn | None = None) -> ModelReply:
     """The model loop: call the model with the agent tools; while it asks for tools, run them
     as this session, record each call and result in the transcript, and call it again — at
     most `maxSteps` times, then once more without tools. A context overflow compacts and
     retries once; a second overflow fails the turn with a clear message (everything recorded
     so far stays). `context` is reused when nothing changed since it was built. With
     `on_event` each model call is streamed as `token` events and each tool run is a
-    `tool_call` event."""
+    `tool_call` event. The tools run for `turn` (its limit, its one index check, the message it
+    answers); None runs them outside any turn."""
     # Only with a model: record mode never loads the chat clients (httpx) or the tool registry.
     from ..models.chat import ContextOverflowError  # noqa: PLC0415
     from . import tools  # noqa: PLC0415
@@ -233,6 +243,8 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
     done = ModelReply("")
     asking = store.last_entry(session.session_id, ["message"])  # the user's message, stored just before
     done.asking = asking.entry_id if asking is not None and asking.role == "user" else None
+    if turn is not None:
+        turn.answer(done.asking)  # the tools' searches never offer its line back
     steps, overflowed = 0, False
     while True:
         last = steps >= limit
@@ -257,11 +269,12 @@ def reply(rt: Runtime, store: AgentStore, session: SessionRecord, text: str, rec
                                                                               "was reached)")
             return done
         steps += 1
-        _run_calls(rt, store, session, result, offered, context, done, on_event)  # the call's usage goes with it
+        _run_calls(rt, store, session, result, offered, context, done, on_event, turn)  # usage goes with it
 
 
 def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: Any, offered: list[dict[str, Any]],
-               context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None) -> None:
+               context: TurnContext, done: ModelReply, on_event: Callable[[TurnEvent], None] | None,
+               turn: Turn | None = None) -> None:
     """Run the model's tool calls, then record the calls (with the usage of the model call that
     asked for them) and their results in one write: a call never lands without its result, and
     the next model call sees both."""
@@ -273,7 +286,7 @@ def _run_calls(rt: Runtime, store: AgentStore, session: SessionRecord, result: A
         {"type": "toolCall", "id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
     entries: list[PendingEntry] = [PendingEntry("assistant", blocks, {"model": f"{result.provider}/{result.model}"},
                                                 usage_of=result)]
-    outcomes = [(call, tools.run_tool(rt, session, call, offered, done.asking)) for call in result.tool_calls]
+    outcomes = [(call, tools.run_tool(rt, session, call, offered, turn=turn)) for call in result.tool_calls]
     entries += [PendingEntry("tool", [{"type": "toolResult", "toolCallId": call.id, "name": call.name,
                                        "content": outcome.content, "isError": outcome.is_error}], {})
                 for call, outcome in outcomes]
@@ -380,39 +393,66 @@ def _add_usage(session: SessionRecord, result: Any, now: int) -> None:
     session.model = f"{result.provider}/{result.model}"
 
 
-def after_user_message(rt: Runtime, session: SessionRecord, text: str, recall_result: RecallResult | None,
-                       at: int, *, on_event: Callable[[TurnEvent], None] | None = None,
-                       inter_session: bool = False, record_only: bool = False) -> TurnOutcome:
-    """Everything after the user message is stored: context, memory steps, the reply.
-    `inter_session`: the message came from another session (sessions_send), so nothing in it is
-    remembered as the user's. `record_only`: another system answered, so this runs as record mode."""
+def context_step(rt: Runtime, turn: Turn) -> TurnContext:
+    """Context: what the next model call of this turn sees (history, bootstrap files, the recall
+    block, notices, the tools offered), computed from the store; nothing is written."""
+    from . import tools  # noqa: PLC0415 - see reply()
+
+    session = turn.session
+    assert session is not None
     store = rt.store_for_key(session.key)
-    model = None if record_only else session_model(rt, session)
-    outcome = TurnOutcome(recall=recall_result, record_mode=model is None,
+    return build_context(rt, store, session, turn.text, turn.recalled, turn.model, turn.at,
+                         tools.offered_tools(rt, session))
+
+
+def model_step(rt: Runtime, turn: Turn, context: TurnContext | None = None) -> ModelReply:
+    """Model and tools: the model loop (`reply`) for the turn's message, its tools run for the
+    turn; `context` is reused when nothing changed since `context_step` built it."""
+    session = turn.session
+    assert session is not None and turn.model is not None
+    return reply(rt, rt.store_for_key(session.key), session, turn.text, turn.recalled, turn.model, turn.at,
+                 context=context, on_event=turn.on_event, turn=turn)
+
+
+def transcript_step(rt: Runtime, turn: Turn, answer: ModelReply) -> None:
+    """Transcript: the answer recorded as the assistant's entry, with the usage of the model
+    call that gave it (the tool calls and results were recorded as they ran)."""
+    session = turn.session
+    assert session is not None
+    _record_entry(rt, rt.store_for_key(session.key), session, "assistant", transcript.text_blocks(answer.text),
+                  {"model": getattr(turn.model, "ref", None)}, usage_of=answer.answered_by)
+
+
+def after_user_message(rt: Runtime, turn: Turn) -> TurnOutcome:
+    """Everything after the user message is stored: context, memory steps, the reply.
+    `turn.inter_session`: the message came from another session (sessions_send), so nothing in it
+    is remembered as the user's. `turn.record_only`: another system answered, so this runs as
+    record mode."""
+    session = turn.session
+    assert session is not None
+    store = rt.store_for_key(session.key)
+    model = turn.model = None if turn.record_only else session_model(rt, session)
+    outcome = TurnOutcome(recall=turn.recalled, record_mode=model is None,
                           model=getattr(model, "ref", None) if model is not None else None)
     context = None
     if model is not None:
-        from . import tools  # noqa: PLC0415 - see reply()
-
-        context = build_context(rt, store, session, text, recall_result, model, at, tools.offered_tools(rt, session))
+        context = context_step(rt, turn)
         outcome.notices, tokens = context.notices, context.estimated_tokens
     else:  # record mode: nothing to send, so the running counters decide flush and compaction
         tokens = session.meta.get("activeTokens", 0)
-        outcome.remembered = None if inter_session else remember_from_chat(rt, session, text)
+        outcome.remembered = None if turn.inter_session else remember_from_chat(rt, session, turn.text)
     try:
-        outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, at, tokens)
+        outcome.flush, outcome.compaction = memory_steps(rt, store, session, model, turn.at, tokens)
     except ClawkeepError as exc:
         rt.log_warning(f"memory steps failed: {exc}")
     if model is not None:
         # a flush changes today's note and a compaction the history: only then build again
         unchanged = outcome.flush is None and outcome.compaction is None
-        answer = reply(rt, store, session, text, recall_result, model, at,
-                       context=context if unchanged else None, on_event=on_event)
+        answer = model_step(rt, turn, context if unchanged else None)
         outcome.reply, outcome.tool_calls = answer.text, answer.tool_calls
         outcome.compaction = answer.compaction or outcome.compaction
-        _record_entry(rt, store, session, "assistant", transcript.text_blocks(answer.text), {"model": outcome.model},
-                      usage_of=answer.answered_by)
-    clear_notices(store, session)
+        transcript_step(rt, turn, answer)
+    compactions.clear_notices(store, session)
     return outcome
 
 

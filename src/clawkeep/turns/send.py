@@ -13,13 +13,12 @@ has replied to a calling session, the two sessions alternate (the ping-pong) for
 `REPLY_SKIP` or nothing.
 
 No deadlock: the calling session's own turn (its tool loop) holds its lock while it waits, so a
-send back into a session whose turn waits on this very call chain is refused at once, and a
-ping-pong step into the caller simply queues behind the caller's turn.
+send back into a session whose turn waits on this very call chain (`Turn.held`) is refused at
+once, and a ping-pong step into the caller simply queues behind the caller's turn.
 """
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +32,11 @@ from ..runtime import Runtime
 from ..sessions import service
 from ..sessions.transcript import INTER_SESSION
 from ..storage import SessionRecord
-from ..visibility import Caller
+from ..visibility import NO_LIMIT, Caller
 from .messages import MessageRequest, MessageResult
-from .pipeline import handle_message, turns_held
+from .pipeline import handle_message
 from .reply import session_model
+from .turn import Turn
 
 SOURCE_TOOL = "sessions_send"
 THREAD_REFUSED = ("sessions_send cannot deliver into a thread session (a key ending in :thread:<id>); use the "
@@ -54,20 +54,27 @@ class _Delivery:
     error: BaseException | None = None
 
 
-def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, caller: str | None
-                  ) -> api.SendResult:
+def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, caller: str | None,
+                  turn: Turn | None = None) -> api.SendResult:
     """Deliver `text` into the session `target_ref` as the calling session `caller` (None: the
-    operator) and report what became of it (the SendResult shape)."""
-    requester, target = _resolve(rt, target_ref, text, caller)
+    operator) and report what became of it (the SendResult shape). `turn`: the turn whose tool
+    call this is (None: a call from outside any turn)."""
+    requester, target = _resolve(rt, target_ref, text, caller, turn)
     recording = session_model(rt, target) is None
     turns = rt.config.session.agent_to_agent.max_ping_pong_turns
     exchange = turns if requester is not None and not recording and turns > 0 else 0
     delivery = _Delivery()
     provenance = _provenance(requester.key if requester else None)
+    # A caller that waits lends the delivery its turn (the chain of held locks, so a send back is
+    # refused, not deadlocked) and its credential limit; a fire-and-forget delivery waits for
+    # nobody and starts afresh, with neither.
+    waiting = timeout_s > 0
+    within = turn if waiting else None
+    runner = rt if waiting else rt.with_limit(NO_LIMIT)
 
     def deliver() -> None:
         try:
-            delivery.result = _deliver(rt, target.key, text, provenance)
+            delivery.result = _deliver(runner, target.key, text, provenance, within)
         except BaseException as exc:  # noqa: BLE001 - reported to a waiting caller, and logged
             delivery.error = exc
             rt.log_warning(f"sessions_send into {target.key} failed: {type(exc).__name__}: {exc}")
@@ -75,11 +82,9 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
             delivery.done.set()
         answer = _answer(delivery.result)
         if exchange and answer is not None:
-            _ping_pong(rt, requester.key, target.key, answer, exchange)  # type: ignore[union-attr]
+            _ping_pong(runner, requester.key, target.key, answer, exchange, within)  # type: ignore[union-attr]
 
-    # A caller that waits lends the delivery its chain of held turns (so a send back is refused,
-    # not deadlocked); a fire-and-forget delivery waits for nobody and starts afresh.
-    rt.background.start("sessions-send", deliver, context=contextvars.copy_context() if timeout_s else None)
+    rt.background.start("sessions-send", deliver)
     out: dict[str, Any] = {"session_key": target.key}  # the SendResult fields every outcome has
     if exchange:
         out["ping_pong_turns"] = exchange
@@ -94,8 +99,8 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
     return api.SendResult(**{**out, **_outcome(delivery)})
 
 
-def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None) -> tuple[SessionRecord | None,
-                                                                                   SessionRecord]:
+def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None,
+             turn: Turn | None = None) -> tuple[SessionRecord | None, SessionRecord]:
     """(calling session or None, target), after every check: a hidden target is exactly as not
     found as a missing one."""
     if not text.strip():
@@ -114,7 +119,7 @@ def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None) -> tup
         raise InputError(THREAD_REFUSED)
     if requester is not None and requester.session_id == target.session_id:
         raise InputError("sessions_send cannot deliver into the calling session itself; answer in your own reply")
-    if target.key in turns_held():
+    if turn is not None and target.key in turn.held:
         raise InputError(f"session {target.key} is waiting for this call to finish, so a message into it would wait "
                          "for itself; reply instead of sending")
     if target.agent_id != rt.agent_id:
@@ -133,9 +138,12 @@ def _provenance(source_key: str | None, step: tuple[int, int] | None = None) -> 
     return out
 
 
-def _deliver(rt: Runtime, key: str, text: str, provenance: dict[str, Any]) -> MessageResult:
-    """One turn of `key` answering another session's message (waits for that session's lock)."""
-    return handle_message(rt, MessageRequest(text, Inbound(session=key), "user", provenance=provenance))
+def _deliver(rt: Runtime, key: str, text: str, provenance: dict[str, Any], within: Turn | None = None
+             ) -> MessageResult:
+    """One turn of `key` answering another session's message (waits for that session's lock);
+    `within` is the turn waiting for it."""
+    return handle_message(rt, MessageRequest(text, Inbound(session=key), "user", provenance=provenance),
+                          within=within)
 
 
 def _answer(result: MessageResult | None) -> str | None:
@@ -165,13 +173,14 @@ def _outcome(delivery: _Delivery) -> dict[str, Any]:
     return {**out, "status": "ok", "reply": answer}
 
 
-def _ping_pong(rt: Runtime, requester: str, target: str, latest: str, turns: int) -> None:
+def _ping_pong(rt: Runtime, requester: str, target: str, latest: str, turns: int,
+               within: Turn | None = None) -> None:
     """After the target's first reply: the requester answers it, then the target, … for at most
     `turns` turns; a side that answers nothing or REPLY_SKIP ends the exchange."""
     current, other = requester, target
     for turn in range(1, turns + 1):
         try:
-            result = _deliver(rt, current, latest, _provenance(other, (turn, turns)))
+            result = _deliver(rt, current, latest, _provenance(other, (turn, turns)), within)
         except ClawkeepError as exc:
             rt.log_warning(f"sessions_send exchange between {requester} and {target} stopped at turn {turn}: {exc}")
             return

@@ -7,25 +7,28 @@ that are not JSON or do not fit the schema, a refused input, a timeout, a crash 
 an error *result* the model can read and act on; a tool never ends the turn.
 
 The operations run on the engine object (`rt.tool_host`, set by `Engine`): this package sits
-below the engine in the layering, so it receives it instead of importing it.
+below the engine in the layering, so it receives it instead of importing it. A turn's calls run
+on `Engine.for_turn(turn)`: the turn object rides along explicitly (the caller's credential
+limit, the held session locks, the once-per-turn index check, the message being answered).
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import threading
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.operations import AGENT_TOOLS, OPERATIONS, result_json
 from ..errors import ClawkeepError, InputError
-from ..memory import service as memory
 from ..models.chat import ToolCall
 from ..runtime import Runtime
 from ..storage import SessionRecord
+
+if TYPE_CHECKING:
+    from .turn import Turn
 
 WRITING_TOOLS = frozenset(name for name in AGENT_TOOLS if OPERATIONS[name].writes)
 
@@ -66,11 +69,11 @@ def _allowed(name: str, allow: list[str], deny: list[str]) -> bool:
     return any(fnmatchcase(name, p) for p in allow) and not any(fnmatchcase(name, p) for p in deny)
 
 
-def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[dict[str, Any]],
-             asking: str | None = None) -> ToolOutcome:
+def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[dict[str, Any]], *,
+             turn: Turn | None = None) -> ToolOutcome:
     """Run one call as `session` and return its result (JSON text) or the error the model sees.
-    `asking` is the id of the message the model is answering: a search never offers it back as
-    its own answer."""
+    `turn` is the turn the call belongs to (None: outside any turn, within `rt`'s limit): the
+    message it answers (`turn.answering`) is never offered back by a search as its own answer."""
     names = [tool["name"] for tool in offered]
     if call.name not in names:
         available = f"available tools: {', '.join(names) or 'none'}"
@@ -91,8 +94,8 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
     settings = rt.config.agents.defaults.tools
     # a tool that waits by its own timeoutSeconds (sessions_send) gets that wait on top of the budget
     budget = settings.timeout_seconds + getattr(parsed, "timeout_seconds", 0)
-    with memory.answering(asking):  # memory_search over transcripts skips the pending message's line
-        done, outcome = _within(budget, lambda: operation.run(rt.tool_host, parsed, session.key))
+    host = rt.tool_host.for_turn(turn) if turn is not None else rt.tool_host.limited(rt.limit)
+    done, outcome = _within(budget, lambda: operation.run(host, parsed, session.key))
     if not done:
         return ToolOutcome(f"{call.name} did not finish within {budget:g} s "
                            "(agents.defaults.tools.timeoutSeconds); try a narrower request", True)
@@ -102,8 +105,9 @@ def run_tool(rt: Runtime, session: SessionRecord, call: ToolCall, offered: list[
         rt.log_warning(f"tool {call.name} crashed: {type(outcome).__name__}: {outcome}")
         return ToolOutcome(f"{call.name} failed with an internal error ({type(outcome).__name__})", True)
     # sessions_search hits are whole messages: the pending one is simply left out
-    if asking is not None and isinstance(getattr(outcome, "hits", None), list):
-        outcome.hits = [hit for hit in outcome.hits if hit.message_id != asking]
+    answering = turn.answering if turn is not None else frozenset()
+    if answering and isinstance(getattr(outcome, "hits", None), list):
+        outcome.hits = [hit for hit in outcome.hits if hit.message_id not in answering]
     return ToolOutcome(cap(_as_json(outcome), settings.max_result_chars))
 
 
@@ -119,8 +123,7 @@ def _within(seconds: float, work: Any) -> tuple[bool, Any]:
         except BaseException as exc:  # noqa: BLE001 - handed back as the tool's outcome
             box.append(exc)
 
-    context = contextvars.copy_context()  # the turn's state (session locks held, one index check per turn) goes along
-    worker = threading.Thread(target=context.run, args=(target,), name="clawkeep-tool", daemon=True)
+    worker = threading.Thread(target=target, name="clawkeep-tool", daemon=True)
     worker.start()
     worker.join(seconds)
     return (bool(box), box[0] if box else None)

@@ -9,13 +9,13 @@ import subprocess
 
 import psycopg
 import pytest
-from conftest import run_cli
 
 from clawkeep import Engine
 from clawkeep.config import StorageConfig, config_from_dict
 from clawkeep.errors import InputError, StorageError
 from clawkeep.storage import open_agent_store
 from clawkeep.storage.postgres.sessions import MIGRATIONS
+from tests.helpers.cli import run_cli
 
 from ..records import append_text, session
 
@@ -103,11 +103,12 @@ def test_a_connection_killed_mid_transaction_fails_that_step_only(pg_url, prefix
 
 
 def test_a_server_restart_mid_run_reconnects_and_loses_nothing_acknowledged(pg_url, prefix, tmp_path, home):
-    from pg_servers import SERVERS
+    from tests.helpers.pg_servers import SERVERS
 
     server = SERVERS.started.get("debian")
     if server is None:
-        pytest.fail("this test restarts the Debian test server, so it needs the one tests/pg_servers.py started "
+        pytest.fail("this test restarts the Debian test server, so it needs the one "
+                    "tests/helpers/pg_servers.py started "
                     "(unset CLAWKEEP_TEST_POSTGRES_URL)")
     with Engine.open(home=home, config={"storage": {"url": pg_url, "schema": prefix},
                                         "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}) as engine:

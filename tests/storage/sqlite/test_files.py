@@ -5,10 +5,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import open_engine
 
 from clawkeep.config import StorageConfig
 from clawkeep.storage import open_agent_store, open_in_memory_store, open_memory_index
+from tests.helpers.engine import open_engine
 
 from ..records import session
 

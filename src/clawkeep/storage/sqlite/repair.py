@@ -118,6 +118,8 @@ def write_recovered(path: Path, agent_id: str, found: Salvage, *,
             if tokens:
                 conn.execute("INSERT INTO entries_fts (rowid, tokens) VALUES (?, ?)", (seq, tokens))
                 indexed += 1
+        credentials = found.tables.get("credentials")
+        kept_credentials = _insert_credentials(conn, credentials.rows.values()) if credentials else 0
         conn.execute("UPDATE sessions SET message_count = (SELECT count(*) FROM entries e "
                      "WHERE e.session_id = sessions.session_id AND e.type = 'message')")
         conn.execute("COMMIT")
@@ -130,6 +132,8 @@ def write_recovered(path: Path, agent_id: str, found: Salvage, *,
         "entries": {"recovered": written, "highestSeqBefore": entries.expected_max_rowid, "skipped": skipped,
                     "foundByPageScan": entries.scanned, "unreadableSeqRanges": entries.unreadable[:20]},
         "indexedMessages": indexed,
+        "credentials": {"recovered": kept_credentials,
+                        "highestRowidBefore": credentials.expected_max_rowid if credentials else None},
     }
 
 
@@ -144,6 +148,19 @@ def _insert_session(conn: sqlite3.Connection, columns: list[str], row: dict[str,
     names = [c for c in columns if c in row]
     conn.execute(f"INSERT INTO sessions ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
                  [row[c] for c in names])
+
+
+def _insert_credentials(conn: sqlite3.Connection, rows: Any) -> int:
+    """Salvaged tokens, as they were (a revoked one stays revoked); a name or digest seen twice keeps the first."""
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(credentials)")]
+    kept = 0
+    for row in rows:
+        names = [c for c in columns if c in row]
+        placeholders = ", ".join("?" for _ in names)
+        cursor = conn.execute(f"INSERT OR IGNORE INTO credentials ({', '.join(names)}) VALUES ({placeholders})",
+                              [row[c] for c in names])
+        kept += cursor.rowcount
+    return kept
 
 
 def _insert_entry(conn: sqlite3.Connection, columns: list[str], row: dict[str, Any]) -> bool:

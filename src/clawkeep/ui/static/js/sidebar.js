@@ -49,7 +49,7 @@ export async function refresh() {
     const list = members.length
       ? h("ul", { class: "sessions" }, members.map(entry))
       : h("p", { class: "muted empty" }, group.empty,
-        group.id === "home" ? [" ", h("a", { href: `#/chat/${HOME}` }, "Open Home")] : null);
+        group.id === "home" && !oneSessionOnly() ? [" ", h("a", { href: `#/chat/${HOME}` }, "Open Home")] : null);
     return h("section", { class: `group group-${group.id}`, "aria-labelledby": `group-${group.id}` },
       h("h2", { id: `group-${group.id}` }, group.title, members.length ? h("span", { class: "count" }, members.length) : null),
       list);
@@ -59,6 +59,9 @@ export async function refresh() {
   if (focused) box.querySelector(`a[data-key="${CSS.escape(focused)}"]`)?.focus(); // a refresh never steals focus
   return sessions;
 }
+
+// a session or peer token reaches its one conversation: Home is not its to open
+const oneSessionOnly = () => ["session", "peer"].includes(document.body.dataset.scope);
 
 function entry(session) {
   const last = session.lastInteractionAt || session.updatedAt;
