@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import api
 from ..config import ContextPruningConfig
 from ..memory.chunking import estimate_tokens
-from ..memory.workspace import BootstrapFile
 from ..sessions import transcript
 from ..sessions.history_view import TOOL_ROLES
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -144,7 +144,7 @@ def _as_context(entry: EntryRecord) -> dict[str, Any]:
 
 
 def assemble(session: SessionRecord, history: list[EntryRecord], compaction: EntryRecord | None, *,
-             store: AgentStore, user_text: str, bootstrap: list[BootstrapFile], recall_summary: str | None,
+             store: AgentStore, user_text: str, bootstrap: list[api.BootstrapFile], recall_summary: str | None,
              pruning: ContextPruningConfig, provider: str | None, now_ms: int, window_tokens: int,
              base_system: str = "", after_user: list[EntryRecord] | None = None,
              tools: list[dict[str, Any]] | None = None) -> TurnContext:

@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from ..errors import InputError
 from ..memory import items
 from ..memory import service as memory
@@ -144,7 +145,7 @@ def diary_entry(day: GroundedDay) -> str:
             f"`{dreams_file.safe(day.path)}`\n\n{facts}{themes}{aside}\n{dreams_file.BACKFILL_END}")
 
 
-def backfill(rt: Runtime, root: Path, *, stage_short_term: bool = False) -> dict[str, Any]:
+def backfill(rt: Runtime, root: Path, *, stage_short_term: bool = False) -> api.BackfillReport:
     days = grounded(rt, root)
     ws = ensure_workspace(memory.workspace(rt))
     dreams = DreamsDir(ws)
@@ -160,8 +161,8 @@ def backfill(rt: Runtime, root: Path, *, stage_short_term: bool = False) -> dict
         staged = _stage(rt, dreams, days) if stage_short_term else (record.get("staged") or [])
         dreams.write_json(RECORD, {"before": before, "afterSha": sha(text), "days": [d.day for d in days],
                                    "staged": staged, "source": str(root)})
-    return {"days": [d.to_json() for d in days], "written": len(days), "staged": len(staged),
-            "dreamsFile": str(dreams_file.dreams_path(ws))}
+    return api.BackfillReport(days=[d.to_json() for d in days], written=len(days), staged=len(staged),
+                              dreams_file=str(dreams_file.dreams_path(ws)))
 
 
 def _stage(rt: Runtime, dreams: DreamsDir, days: list[GroundedDay]) -> list[str]:
@@ -195,14 +196,14 @@ def _unstage(work: Working) -> int:
     return removed
 
 
-def rollback(rt: Runtime) -> dict[str, Any]:
+def rollback(rt: Runtime) -> api.BackfillReport:
     """Remove the backfill's diary entries (DREAMS.md restored byte for byte when it is still
     exactly what the backfill wrote)."""
     dreams = DreamsDir(memory.workspace(rt))
     record = dreams.read_json(RECORD, None)
     current = dreams_file.read(dreams.workspace)
     if current is None:
-        return {"removedEntries": 0, "restored": "nothing to roll back"}
+        return api.BackfillReport(removed_entries=0, restored="nothing to roll back")
     if record and sha(current) == record.get("afterSha"):
         dreams_file.write(dreams.workspace, record.get("before"))
         removed, restored = len(record.get("days") or ()), "byte-identical"
@@ -212,10 +213,10 @@ def rollback(rt: Runtime) -> dict[str, Any]:
         restored = "backfill entries removed"
     if record:
         dreams.write_json(RECORD, {**record, "before": None, "afterSha": None, "days": []})
-    return {"removedEntries": removed, "restored": restored}
+    return api.BackfillReport(removed_entries=removed, restored=restored)
 
 
-def rollback_short_term(rt: Runtime) -> dict[str, Any]:
+def rollback_short_term(rt: Runtime) -> api.BackfillReport:
     dreams = DreamsDir(memory.workspace(rt))
     work = Working.load(dreams, settings(rt.config).light.dedupe_similarity)
     removed = _unstage(work)
@@ -223,4 +224,4 @@ def rollback_short_term(rt: Runtime) -> dict[str, Any]:
     record = dreams.read_json(RECORD, None)
     if record:
         dreams.write_json(RECORD, {**record, "staged": []})
-    return {"removedShortTermEntries": removed}
+    return api.BackfillReport(removed_short_term_entries=removed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import api
 from ..config.active_memory import remember_across_conversations
 from ..memory import items
 from ..memory import service as memory
@@ -29,7 +30,7 @@ _ENTRY = re.compile(r"^### ", re.MULTILINE)
 _RUN_ID = re.compile(r"\bd-\d{8}-\d{4}-[0-9a-f]+\b")
 
 
-def review(rt: Runtime, *, limit: int = 20, caller: str | None = None) -> dict[str, Any]:
+def review(rt: Runtime, *, limit: int = 20, caller: str | None = None) -> api.DreamsReview:
     """The newest `limit` promotion runs and diary entries (1-MAX_LIMIT), and the phase blocks."""
     workspace = memory.workspace(rt)
     dreams = DreamsDir(workspace)
@@ -41,30 +42,31 @@ def review(rt: Runtime, *, limit: int = 20, caller: str | None = None) -> dict[s
         if record.get("status") not in ("applied", "undone"):
             continue  # pending (a sweep is writing) or abandoned (a crash before MEMORY.md changed)
         shown = [_item(item, present) for item in record.get("items") or ()]
-        shown = [item for item in shown if caller is None or visible_to(item["owner"], caller, across=across)]
+        shown = [item for item in shown if caller is None or visible_to(item.owner, caller, across=across)]
         if shown:
-            runs.append({"runId": record["runId"], "at": record.get("at"), "status": record["status"],
-                         "mode": record.get("mode"), "items": shown})
-    out: dict[str, Any] = {"enabled": settings(rt.config).enabled, "runs": runs[:limit],
-                           "omittedRuns": max(0, len(runs) - limit)}
+            runs.append(api.PromotionRun(run_id=record["runId"], at=record.get("at"), status=record["status"],
+                                         mode=record.get("mode"), items=shown))
+    out: dict[str, Any] = {}
     if caller is None:
         text = dreams_file.read(workspace) if workspace.is_dir() else None
         entries = diary_entries(dreams_file.block(text, "diary"))
-        out.update({"dreamsFile": str(dreams_file.dreams_path(workspace)),
-                    "blocks": {phase: dreams_file.block(text, phase) for phase in PHASES},
-                    "diary": entries[:limit], "omittedDiary": max(0, len(entries) - limit)})
-    return out
+        out.update(dreams_file=str(dreams_file.dreams_path(workspace)),
+                   blocks={phase: dreams_file.block(text, phase) for phase in PHASES},
+                   diary=entries[:limit], omitted_diary=max(0, len(entries) - limit))
+    return api.DreamsReview(enabled=settings(rt.config).enabled, runs=runs[:limit],
+                            omitted_runs=max(0, len(runs) - limit), **out)
 
 
-def _item(item: dict[str, Any], present: dict[str, items.Item]) -> dict[str, Any]:
+def _item(item: dict[str, Any], present: dict[str, items.Item]) -> api.PromotedItem:
     """A promoted item as recorded, with its owner and whether MEMORY.md still holds it."""
     live = present.get(item["id"])
     owner = item.get("owner", UNKNOWN_OWNER if live is None else live.attrs.get("session"))
-    return {"id": item["id"], "text": item["text"], "src": item.get("src"), "supersedes": item.get("supersedes") or [],
-            "owner": owner, "undone": bool(item.get("undone")), "inMemory": live is not None}
+    return api.PromotedItem(id=item["id"], text=item["text"], src=item.get("src"),
+                            supersedes=item.get("supersedes") or [], owner=owner, undone=bool(item.get("undone")),
+                            in_memory=live is not None)
 
 
-def diary_entries(body: str | None) -> list[dict[str, Any]]:
+def diary_entries(body: str | None) -> list[api.DiaryEntry]:
     """The diary block as entries, newest first: heading, text, the sweep's run id, backfill or not."""
     if not body:
         return []
@@ -75,6 +77,6 @@ def diary_entries(body: str | None) -> list[dict[str, Any]]:
         lines = [line for line in rest.splitlines()
                  if not line.startswith((dreams_file.BACKFILL_START, dreams_file.BACKFILL_END))]
         run = _RUN_ID.search(heading)
-        out.append({"heading": heading.strip(), "text": "\n".join(lines).strip("\n"),
-                    "runId": run.group(0) if run else None, "backfill": backfill})
+        out.append(api.DiaryEntry(heading=heading.strip(), text="\n".join(lines).strip("\n"),
+                                  run_id=run.group(0) if run else None, backfill=backfill))
     return out

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from ..config import DeepPhaseConfig
 from ..config.model import write_override
 from ..errors import InputError
@@ -32,7 +33,7 @@ def dreams_dir(rt: Runtime) -> DreamsDir:
     return DreamsDir(memory.workspace(rt))
 
 
-def status(rt: Runtime) -> dict[str, Any]:
+def status(rt: Runtime) -> api.DreamingStatus:
     cfg = settings(rt.config)
     dreams = dreams_dir(rt)
     state = dreams.read_json("state.json", {}) if dreams.root.is_dir() else {}
@@ -41,17 +42,17 @@ def status(rt: Runtime) -> dict[str, Any]:
     today = datetime.fromtimestamp(now / 1000, tz=zone_for(rt.config)).date()
     promoted_today = sum(1 for e in entries.values() if e.promoted_at and e.promoted_item and e.promoted_run
                          and datetime.fromtimestamp(e.promoted_at / 1000, tz=zone_for(rt.config)).date() == today)
-    return {
-        "enabled": cfg.enabled, "frequency": cfg.frequency,
-        "timezone": cfg.timezone or rt.config.session.reset.timezone,
-        "model": cfg.model, "nextRun": next_run(rt.config, now).isoformat() if cfg.enabled else None,
-        "lastSweepAt": state.get("lastSweepAt"), "lastRunId": state.get("lastRunId"),
-        "phases": state.get("phases") or {}, "lock": dreams.sweep_lock().holder() if dreams.root.is_dir() else None,
-        "shortTerm": len(entries), "staged": sum(1 for e in entries.values() if e.staged_at and not e.promoted_at),
-        "grounded": sum(1 for e in entries.values() if e.grounded_count),
-        "promotedToday": promoted_today, "pendingTraces": _pending(dreams),
-        "dreamsFile": str(dreams.workspace / "DREAMS.md"),
-    }
+    return api.DreamingStatus(
+        enabled=cfg.enabled, frequency=cfg.frequency,
+        timezone=cfg.timezone or rt.config.session.reset.timezone,
+        model=cfg.model, next_run=next_run(rt.config, now).isoformat() if cfg.enabled else None,
+        last_sweep_at=state.get("lastSweepAt"), last_run_id=state.get("lastRunId"),
+        phases=state.get("phases") or {}, lock=dreams.sweep_lock().holder() if dreams.root.is_dir() else None,
+        short_term=len(entries), staged=sum(1 for e in entries.values() if e.staged_at and not e.promoted_at),
+        grounded=sum(1 for e in entries.values() if e.grounded_count),
+        promoted_today=promoted_today, pending_traces=_pending(dreams),
+        dreams_file=str(dreams.workspace / "DREAMS.md"),
+    )
 
 
 def _pending(dreams: DreamsDir) -> int:
@@ -65,11 +66,11 @@ def _pending(dreams: DreamsDir) -> int:
     return total
 
 
-def set_enabled(rt: Runtime, enabled: bool) -> dict[str, Any]:
+def set_enabled(rt: Runtime, enabled: bool) -> api.DreamingToggle:
     """`/dreaming on|off`: the overrides file beside the config file (the config file is never rewritten)."""
     path = write_override(rt.config_path or rt.home / "clawkeep.json5", ENABLED_KEY, enabled)
     settings(rt.config).enabled = enabled
-    return {"enabled": enabled, "config": str(path)}
+    return api.DreamingToggle(enabled=enabled, config=str(path))
 
 
 def gates_for(rt: Runtime, **overrides: Any) -> DeepPhaseConfig:
@@ -95,24 +96,25 @@ def preview(rt: Runtime, *, limit: int | None = None, gates: DeepPhaseConfig | N
     return {"light": light_report, "rem": rem_report, "deep": plan, "work": work}
 
 
-def promote(rt: Runtime, *, apply: bool = False, limit: int | None = None, **gates: Any) -> dict[str, Any]:
+def promote(rt: Runtime, *, apply: bool = False, limit: int | None = None, **gates: Any
+            ) -> api.SweepReport | api.PromoteReport:
     """`memory promote`: the ranked candidates and what Deep would do; `apply` runs Light and Deep now."""
     if limit is not None and not 1 <= limit <= 1000:
         raise InputError(f"limit {limit} is out of range; allowed 1-1000")
     chosen = gates_for(rt, **gates)
     if apply:
         result = run_sweep(rt, phases=("light", "deep"), limit=limit, gates=chosen)
-        return {"applied": True, **result}
+        return result.model_copy(update={"applied": True})
     found = preview(rt, limit=limit, gates=chosen)
     plan = found["deep"]
     if plan is None:
-        return {"applied": False, "candidates": [], "decisions": []}
+        return api.PromoteReport(applied=False, candidates=[], decisions=[])
     shown = [r.to_json() for r in plan.ranked[:limit or chosen.limit]]
-    return {"applied": False, "candidates": shown, "decisions": [d.to_json() for d in plan.decisions],
-            "gates": chosen.model_dump(by_alias=True)}
+    return api.PromoteReport(applied=False, candidates=shown, decisions=[d.to_json() for d in plan.decisions],
+                             gates=chosen.model_dump(by_alias=True))
 
 
-def explain(rt: Runtime, query: str) -> dict[str, Any]:
+def explain(rt: Runtime, query: str) -> api.ExplainReport:
     """`memory promote-explain QUERY`: every candidate the query is about (its words, its tags, or a
     recall by that very query), with each signal's value, the gates and Deep's decision."""
     if not query or not query.strip():
@@ -123,7 +125,7 @@ def explain(rt: Runtime, query: str) -> dict[str, Any]:
     found = preview(rt)
     plan = found["deep"]
     if plan is None:
-        return {"query": query, "candidates": []}
+        return api.ExplainReport(query=query, candidates=[])
     wanted = set(concept_tags(query, limit=32))
     folded = query.casefold().strip()
     qhash = query_hash(query)
@@ -140,14 +142,14 @@ def explain(rt: Runtime, query: str) -> dict[str, Any]:
         row["decisionReason"] = decision.reason if decision else ranked.rejected
         row["queries"] = entry.queries
         rows.append(row)
-    return {"query": query, "weights": dict(WEIGHTS), "gates": plan_gates(rt), "candidates": rows}
+    return api.ExplainReport(query=query, weights=dict(WEIGHTS), gates=plan_gates(rt), candidates=rows)
 
 
 def plan_gates(rt: Runtime) -> dict[str, Any]:
     return settings(rt.config).deep.model_dump(by_alias=True)
 
 
-def undo(rt: Runtime, target: str | None) -> dict[str, Any]:
+def undo(rt: Runtime, target: str | None) -> api.UndoReport:
     """Undo a promotion run (default: the last) or one promoted item, under the sweep lock."""
     dreams = dreams_dir(rt)
     with held_sweep_lock(dreams, "promote-undo", shared_store(rt)):
@@ -161,19 +163,20 @@ def undo(rt: Runtime, target: str | None) -> dict[str, Any]:
                 entry.undone_at = now
         work.save(now)
     memory.sync_index(rt)
-    return result
+    return api.UndoReport(run_id=result["runId"], restored=result["restored"], items=result["items"])
 
 
-def harness(rt: Runtime, *, path: str | None = None, grounded: bool = False) -> dict[str, Any]:
+def harness(rt: Runtime, *, path: str | None = None, grounded: bool = False) -> api.HarnessReport:
     """`memory rem-harness`: REM's themes, the ranked candidates and Deep's decisions on the current
     state — or, with `path` (grounded), each historical note read as its own day. Writes nothing."""
     if path is not None:
-        return {"grounded": True, "days": [d.to_json() for d in backfill.grounded(rt, Path(path))]}
+        return api.HarnessReport(grounded=True, days=[d.to_json() for d in backfill.grounded(rt, Path(path))])
     if grounded:
         raise InputError("rem-harness --grounded reads historical notes: give --path DIR as well")
     found = preview(rt, with_rem=True)
     plan = found["deep"]
-    return {"grounded": False, "rem": found["rem"].to_json() if found["rem"] else None,
-            "candidates": [r.to_json() for r in plan.ranked[:settings(rt.config).light.limit]] if plan else [],
-            "decisions": [d.to_json() for d in plan.decisions] if plan else [],
-            "memoryPreview": "\n".join(plan.new_lines) if plan else ""}
+    return api.HarnessReport(
+        grounded=False, rem=found["rem"].to_json() if found["rem"] else None,
+        candidates=[r.to_json() for r in plan.ranked[:settings(rt.config).light.limit]] if plan else [],
+        decisions=[d.to_json() for d in plan.decisions] if plan else [],
+        memory_preview="\n".join(plan.new_lines) if plan else "")

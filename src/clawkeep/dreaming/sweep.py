@@ -16,6 +16,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
+from .. import api
 from ..config import DeepPhaseConfig
 from ..events import DreamingProgress, MemoryWritten
 from ..memory import service as memory
@@ -41,7 +42,7 @@ def model_for(rt: Runtime) -> Any:
     return rt.models.chat_model(settings(rt.config).model)
 
 
-def run_due(rt: Runtime, now: int | None = None) -> dict[str, Any] | None:
+def run_due(rt: Runtime, now: int | None = None) -> api.SweepReport | None:
     """For the gateway's background loop: run a sweep when the schedule says one is due."""
     now = rt.now() if now is None else now
     ws = memory.workspace(rt)
@@ -52,22 +53,24 @@ def run_due(rt: Runtime, now: int | None = None) -> dict[str, Any] | None:
 
 
 def run_sweep(rt: Runtime, now: int | None = None, *, phases: tuple[str, ...] = PHASES, limit: int | None = None,
-              gates: DeepPhaseConfig | None = None, trigger: str = "manual") -> dict[str, Any]:
+              gates: DeepPhaseConfig | None = None, trigger: str = "manual") -> api.SweepReport:
     """Run the phases (in Light → REM → Deep order) now; another sweep holding the lock makes
     this one return `status: locked` at once, with who holds it."""
     now = rt.now() if now is None else now
     ws = memory.workspace(rt)
     run_id = new_run_id(rt, now)
     if not memory.has_memory(rt):
-        return {"status": "no-workspace", "runId": run_id, "workspace": str(ws)}
+        return api.SweepReport(status="no-workspace", run_id=run_id, workspace=str(ws))
     dreams = DreamsDir(ensure_workspace(ws))
     lock = dreams.sweep_lock(shared_store(rt))
     lease = lock.acquire(run_id)
     if lease is None:
-        return {"status": "locked", "runId": run_id, "holder": lock.holder()}
+        return api.SweepReport(status="locked", run_id=run_id, holder=lock.holder())
     with lease:
-        return _sweep(rt, dreams, run_id, now, [p for p in PHASES if p in phases], limit,
-                      gates or settings(rt.config).deep, trigger)
+        out = _sweep(rt, dreams, run_id, now, [p for p in PHASES if p in phases], limit,
+                     gates or settings(rt.config).deep, trigger)
+    # the run as written to state.json (each phase's own report inside), checked against its shape
+    return api.SweepReport.model_validate(out)
 
 
 def _progress(rt: Runtime, run_id: str, step: str, **details: Any) -> None:

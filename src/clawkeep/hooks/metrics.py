@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any
 
+from .. import api
 from ..events import Compacted, MemoryWritten, TurnCompleted
 from ..runtime import Runtime
 from ..text import stopwords
@@ -110,17 +110,18 @@ def install(rt: Runtime) -> MetricsRecorder:
     return recorder
 
 
-def rates(totals: dict[str, int]) -> dict[str, Any]:
-    """The G5 figures from running totals (None where nothing was counted yet)."""
+def rates(totals: dict[str, int]) -> api.Metrics:
+    """The G5 figures from running totals (None where nothing was counted yet), with the totals."""
 
     def ratio(part: str, whole: str, scale: float = 1.0) -> float | None:
         return round(scale * totals.get(part, 0) / totals[whole], 4) if totals.get(whole) else None
 
-    return {
-        "turns": totals.get("turns", 0),
-        "compactionsPer100Turns": ratio("compactions", "turns", 100.0),
-        "recallHitRate": ratio("recall.ok", "recall.ran"),
-        "supersessionRate": ratio("memory.superseded", "memory.remembered"),
-        "adoptionRate": ratio("adopted", "injected"),
-        "toolCallsPerTurn": ratio("tools.calls", "turns"),
-    }
+    return api.Metrics(
+        turns=totals.get("turns", 0),
+        compactions_per100_turns=ratio("compactions", "turns", 100.0),
+        recall_hit_rate=ratio("recall.ok", "recall.ran"),
+        supersession_rate=ratio("memory.superseded", "memory.remembered"),
+        adoption_rate=ratio("adopted", "injected"),
+        tool_calls_per_turn=ratio("tools.calls", "turns"),
+        counters=totals,
+    )

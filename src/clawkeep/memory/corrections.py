@@ -21,8 +21,7 @@ lets its `memory_remember` supersede a line (`service._writable_by`). A line it 
 
 from __future__ import annotations
 
-from typing import Any
-
+from .. import api
 from ..config.active_memory import remember_across_conversations
 from ..errors import InputError, NotFoundError
 from ..events import MemoryRefused, MemoryWritten
@@ -62,18 +61,18 @@ def resolve(rt: Runtime, item_id: str | None, old_text: str | None, owner: str |
     return found[0].id
 
 
-def edit(rt: Runtime, item_id: str, text: str, owner: str | None) -> dict[str, Any]:
+def edit(rt: Runtime, item_id: str, text: str, owner: str | None) -> api.MemoryChange:
     """Correct item `item_id` to `text` as the conversation `owner` (see the module docstring)."""
     _writable_workspace(rt, owner)
     old = _own_active_item(rt, item_id, owner)
     day = service.today(rt)
     if items.neutralise(items.strip_request(text)).strip() == old.text.strip():
-        return {"status": "unchanged", "item": old.to_json(day)}
+        return api.MemoryChange(status="unchanged", item=old.shape(day))
     active = [i for i in service.writable_items(rt, owner, day) if i.id != old.id]
     plan = service.plan_remember(rt, text, owner=owner, active=active)
     if plan.status == "refused":
         rt.events.publish(MemoryRefused(rt.now(), rt.agent_id, _source(owner), plan.reason or "", plan.fact, owner))
-        return {"status": "refused", "reason": plan.reason, "item": old.to_json(day)}
+        return api.MemoryChange(status="refused", reason=plan.reason, item=old.shape(day))
     ws = ensure_workspace(service.workspace(rt))
     new = None
     if plan.status == "store":
@@ -83,16 +82,16 @@ def edit(rt: Runtime, item_id: str, text: str, owner: str | None) -> dict[str, A
         assert plan.same is not None
         items.set_attr(ws, old, supersededBy=plan.same.id, mergedBy="edit")
         _written(rt, "edit", old, owner)
-        return {"status": "edited", "item": plan.same.to_json(day), "previous": _now(rt, old).to_json(day),
-                "undo": old.id}
+        return api.MemoryChange(status="edited", item=plan.same.shape(day), previous=_now(rt, old).shape(day),
+                                undo=old.id)
     items.set_attr(ws, old, supersededBy=new.id)
     superseded = [i.id for i in plan.conflicts or []]
     _written(rt, "edit", new, owner, superseded=(old.id, *superseded))
-    return {"status": "edited", "item": new.to_json(day), "previous": _now(rt, old).to_json(day),
-            "superseded": superseded or None, "undo": new.id}
+    return api.MemoryChange(status="edited", item=new.shape(day), previous=_now(rt, old).shape(day),
+                            superseded=superseded or None, undo=new.id)
 
 
-def forget(rt: Runtime, item_id: str, owner: str | None) -> dict[str, Any]:
+def forget(rt: Runtime, item_id: str, owner: str | None) -> api.MemoryChange:
     """Retire item `item_id` as the conversation `owner`; kept in its file, undoable."""
     _writable_workspace(rt, owner)
     old = _own_active_item(rt, item_id, owner)
@@ -102,10 +101,10 @@ def forget(rt: Runtime, item_id: str, owner: str | None) -> dict[str, Any]:
         marks["forgottenBy"] = owner
     items.set_attr(service.workspace(rt), old, **marks)
     _written(rt, "forget", old, owner)
-    return {"status": "forgotten", "previous": _now(rt, old).to_json(day), "undo": old.id}
+    return api.MemoryChange(status="forgotten", previous=_now(rt, old).shape(day), undo=old.id)
 
 
-def undo(rt: Runtime, item_id: str, owner: str | None) -> dict[str, Any]:
+def undo(rt: Runtime, item_id: str, owner: str | None) -> api.MemoryChange:
     """Undo the correction that answered with `undo: item_id`."""
     _writable_workspace(rt, owner)
     item = _own_item(rt, item_id, owner)
@@ -113,11 +112,11 @@ def undo(rt: Runtime, item_id: str, owner: str | None) -> dict[str, Any]:
     if item.attrs.get("forgotten"):
         items.clear_attrs(ws, item, *_UNFORGET)
         _written(rt, "undo", item, owner)
-        return {"status": "undone", "item": _now(rt, item).to_json(day)}
+        return api.MemoryChange(status="undone", item=_now(rt, item).shape(day))
     if item.attrs.get("mergedBy") == "edit" and item.superseded_by:
         items.clear_attrs(ws, item, "supersededBy", "mergedBy")
         _written(rt, "undo", item, owner)
-        return {"status": "undone", "item": _now(rt, item).to_json(day)}
+        return api.MemoryChange(status="undone", item=_now(rt, item).shape(day))
     edited = item.attrs.get("edits")
     if not edited or item.attrs.get("undone"):
         raise InputError(f"memory item {item_id!r} is not the result of a correction that can be undone; pass the "
@@ -128,8 +127,9 @@ def undo(rt: Runtime, item_id: str, owner: str | None) -> dict[str, Any]:
         items.clear_attrs(ws, earlier, "supersededBy")
     _written(rt, "undo", item, owner)
     back = next((i for i in restored if i.id == edited), None)
-    return {"status": "undone", "item": _now(rt, back).to_json(day) if back else None,
-            "previous": _now(rt, item).to_json(day), "superseded": [i.id for i in restored if i.id != edited] or None}
+    superseded = [i.id for i in restored if i.id != edited]
+    return api.MemoryChange(status="undone", item=_now(rt, back).shape(day) if back else None,
+                            previous=_now(rt, item).shape(day), superseded=superseded or None)
 
 
 # --- the owner boundary ------------------------------------------------------------------------

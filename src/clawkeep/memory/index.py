@@ -21,6 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import api
 from ..config import MemorySearchConfig
 from ..deferred import deferred_import
 from ..errors import ClawkeepError, ConflictError
@@ -62,12 +63,13 @@ class SyncReport:
     superseded: str | None = None
     corrupt: dict[str, Any] | None = None  # the index file was corrupt: moved aside, rebuilt (rebuild.py)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"indexed": self.indexed, "removed": self.removed, "skipped": self.skipped,
-                "rebuilt": self.rebuilt, "embeddingError": self.embedding_error, "chunks": self.chunks,
-                **({"repaired": self.repaired} if self.repaired else {}),
-                **({"superseded": self.superseded} if self.superseded else {}),
-                **({"corrupt": self.corrupt} if self.corrupt else {})}
+    def shape(self) -> api.IndexReport:
+        """The report as `memory index` returns it."""
+        return api.IndexReport(indexed=self.indexed, removed=self.removed, skipped=self.skipped, rebuilt=self.rebuilt,
+                               embedding_error=self.embedding_error, chunks=self.chunks,
+                               **({"repaired": self.repaired} if self.repaired else {}),
+                               **({"superseded": self.superseded} if self.superseded else {}),
+                               **({"corrupt": self.corrupt} if self.corrupt else {}))
 
 
 class MemoryIndex:

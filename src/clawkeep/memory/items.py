@@ -24,6 +24,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from .. import api
 from ..errors import ConflictError, InputError, NotFoundError
 from ..patterns import lazy
 from .documents import for_workspace, memory_files, read_lines, write_lines  # noqa: F401 - re-exported
@@ -70,9 +71,10 @@ class Item:
             return "expired"
         return "active"
 
-    def to_json(self, today: date) -> dict:
-        return {"id": self.id, "path": self.path, "line": self.line, "text": self.text,
-                "status": self.status(today), **{k: v for k, v in self.attrs.items() if k != "id"}}
+    def shape(self, today: date) -> api.MemoryItem:
+        """The item as the memory tools return it: its state attributes ride along."""
+        return api.MemoryItem(id=self.id, path=self.path, line=self.line, text=self.text, status=self.status(today),
+                              **{k: v for k, v in self.attrs.items() if k != "id"})
 
 
 def parse_marker(line: str) -> tuple[str, dict[str, str]]:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from ..events import MemoryRefused
 from ..redact import redact_secrets
 from ..routing.keys import parse_key
@@ -64,7 +65,7 @@ def record(rt: Runtime, event: MemoryRefused) -> None:
             _prune(handle, event.at)
 
 
-def recent(rt: Runtime, days: int, now: int) -> list[dict[str, Any]]:
+def recent(rt: Runtime, days: int, now: int) -> list[api.Refusal]:
     """Refusals of the last `days` days, newest first (an unreadable line is skipped)."""
     path = log_path(rt)
     if not path.is_file():
@@ -72,7 +73,8 @@ def recent(rt: Runtime, days: int, now: int) -> list[dict[str, Any]]:
     since = now - days * DAY_MS
     found = [row for row in _rows(path.read_bytes()) if row.get("atMs", 0) >= since]
     found.sort(key=lambda row: row.get("atMs", 0), reverse=True)
-    return [{k: v for k, v in row.items() if k != "atMs"} for row in found]
+    # the log's rows, read back from disk: checked against the shape as they are read
+    return [api.Refusal.model_validate({k: v for k, v in row.items() if k != "atMs"}) for row in found]
 
 
 def _rows(data: bytes) -> Iterator[dict[str, Any]]:

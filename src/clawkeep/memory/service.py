@@ -10,6 +10,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .. import api
 from ..config.active_memory import remember_across_conversations
 from ..config.memory_compat import openclaw_memory_keys
 from ..errors import ClawkeepError, InputError, NotFoundError
@@ -32,7 +33,6 @@ from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     DREAMS_FILE,
     MEMORY_FILE,
-    BootstrapFile,
     bootstrap_files,
     daily_note,
     ensure_workspace,
@@ -163,7 +163,7 @@ def today(rt: Runtime) -> date:
 
 def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hybrid",
            sync: bool = True, caller: str | None = None, without_session: str | None = None,
-           corpus: str = "all", turn: Turn | None = None) -> dict[str, Any]:
+           corpus: str = "all", turn: Turn | None = None) -> api.MemorySearchResult:
     """Hybrid memory search; every search is published (`MemorySearched`) for Dreaming's recall store.
     `corpus` ("memory", "sessions" or "all") picks the sources before the limit is applied: a limit
     of 1 over memory files is the best memory-file hit, whatever the transcripts hold.
@@ -175,7 +175,7 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
         if mode not in ("hybrid", "keyword", "vector"):
             raise InputError(f"search mode {mode!r} is not allowed; allowed values: hybrid, keyword, vector")
         validate_query(query)
-        return {"results": []}
+        return api.MemorySearchResult(results=[])
 
     wanted = limit or rt.config.agents.defaults.memory_search.query.max_results
     # a session sees only its own notes and the ones shared with it (owners.visible_to): the
@@ -205,11 +205,11 @@ def search(rt: Runtime, query: str, *, limit: int | None = None, mode: str = "hy
                              citations=rt.config.memory.citations, visible=visible, pool_for=pool_for,
                              hidden_messages=turn.answering if turn is not None else frozenset())
 
-    results = [hit.to_json() for hit in with_index(rt, run)]
+    results = [hit.shape() for hit in with_index(rt, run)]
     rt.events.publish(MemorySearched(rt.now(), rt.agent_id, query, tuple(
-        {k: r.get(k) for k in ("path", "startLine", "endLine", "score", "snippet")} for r in results), caller,
-        lexical=lexical[0]))
-    return {"results": results}
+        {"path": r.path, "startLine": r.start_line, "endLine": r.end_line, "score": r.score, "snippet": r.snippet}
+        for r in results), caller, lexical=lexical[0]))
+    return api.MemorySearchResult(results=results)
 
 
 def _visible_chunks(rt: Runtime, caller: str) -> Callable[[Any], bool]:
@@ -293,7 +293,7 @@ def resolve_memory_path(rt: Runtime, path: str) -> Path:
 
 
 def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | None = None,
-        caller: str | None = None) -> dict[str, Any]:
+        caller: str | None = None) -> api.MemoryFile:
     """A memory file or a line range of it, by the path memory search returned: a workspace
     file, `extra:<path>` of an extra root, or `sessions/<sessionId>` — an indexed transcript,
     rendered line for line as the index saw it, and only when the calling session may see it
@@ -326,11 +326,10 @@ def get(rt: Runtime, path: str, *, from_line: int | None = None, lines: int | No
     start = from_line or 1
     end = min(len(content), start - 1 + (lines or MAX_GET_LINES))
     text, end, omitted = _capped(content[start - 1:end], start, end)
-    out = {"path": shown, "from": start, "to": end, "totalLines": len(content), "text": text,
-           "truncated": omitted > 0, **extra}
     if omitted:
-        out.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
-    return out
+        extra.update({"omittedChars": omitted, "maxChars": MAX_GET_CHARS})
+    return api.MemoryFile(path=shown, from_line=start, to_line=end, total_lines=len(content), text=text,
+                          truncated=omitted > 0, **extra)
 
 
 def _readable_by_a_session(rt: Runtime, path: str, target: Path) -> None:
@@ -415,24 +414,6 @@ def _relative(rt: Runtime, target: Path) -> str:
 
 # --- write ----------------------------------------------------------------------------------
 @dataclass
-class RememberResult:
-    status: str  # stored | duplicate | refused
-    item: items.Item | None = None
-    reason: str | None = None
-    superseded: list[str] | None = None
-
-    def to_json(self, day: date) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status}
-        if self.item:
-            out["item"] = self.item.to_json(day)
-        if self.reason:
-            out["reason"] = self.reason
-        if self.superseded:
-            out["superseded"] = self.superseded
-        return out
-
-
-@dataclass
 class WritePlan:
     """What writing one fact would do (M7, M8): refused with a reason, a duplicate of an active
     item, or a new item — its attributes, the items it supersedes, its expiry when time-bound."""
@@ -495,7 +476,7 @@ def plan_remember(rt: Runtime, text: str, *, force: bool = False, owner: str | N
 
 
 def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None = None,
-             source: str = "remember") -> RememberResult:
+             source: str = "remember") -> api.RememberResult:
     """Write one fact to the right file: durable facts to MEMORY.md, time-bound ones to
     today's note with an expiry. Write filters (M7) and supersession (M8) apply; a refusal is
     published (`MemoryRefused`, with `source`) for the refusal log.
@@ -510,7 +491,7 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
     plan = plan_remember(rt, text, force=force, owner=owner)
     if plan.status == "refused":
         rt.events.publish(MemoryRefused(rt.now(), rt.agent_id, source, plan.reason or "", plan.fact, owner))
-        return RememberResult("refused", reason=plan.reason)
+        return api.RememberResult(status="refused", reason=plan.reason)
     ws = ensure_workspace(workspace(rt))
     day = today(rt)
     item = None
@@ -524,11 +505,13 @@ def remember(rt: Runtime, text: str, *, force: bool = False, owner: str | None =
                 items.set_attr(ws, same, seen=seen)  # when it was last said: the timestamp is refreshed
             except InputError as exc:  # the fact is there already: an unwritable file loses nothing
                 rt.log_warning(f"memory remember: could not refresh {same.id}: {exc}")
-        return RememberResult("duplicate", item=same)
+        return api.RememberResult(status="duplicate", item=same.shape(day))
     assert item is not None and plan.conflicts is not None
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "remember", item.path, item.id,
                                     superseded=tuple(i.id for i in plan.conflicts)))
-    return RememberResult("stored", item=item, superseded=[i.id for i in plan.conflicts] or None)
+    superseded = [i.id for i in plan.conflicts]
+    return api.RememberResult(status="stored", item=item.shape(day),
+                              **({"superseded": superseded} if superseded else {}))
 
 
 def _store(rt: Runtime, ws: Path, text: str, plan: WritePlan, *, force: bool, owner: str | None, day: date,
@@ -626,7 +609,7 @@ def _similarity(rt: Runtime) -> facts.Similar | None:
     return similar
 
 
-def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]]:
+def list_items(rt: Runtime, *, status: str | None = None) -> list[api.MemoryItem]:
     if status not in (None, "active", "superseded", "expired", "forgotten"):
         raise InputError(f"status {status!r} is not allowed; allowed values: active, superseded, expired, forgotten")
     day = today(rt)
@@ -634,10 +617,10 @@ def list_items(rt: Runtime, *, status: str | None = None) -> list[dict[str, Any]
     found = items.all_items(workspace(rt, reading=True), skipped)
     for rel, why in skipped.items():  # one bad note never blocks the listing; it is named instead
         rt.log_warning(f"memory items: skipped {rel}: {why}")
-    return [i.to_json(day) for i in found if status is None or i.status(day) == status]
+    return [i.shape(day) for i in found if status is None or i.status(day) == status]
 
 
-def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None) -> dict[str, Any]:
+def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None) -> api.MemoryItem:
     """A human correction (M9): operational or venting wording is the editor's call, but a secret
     never reaches a memory file in clear (M7): refused, or stored redacted when allowed."""
     plain_text(text, "memory text")
@@ -649,23 +632,24 @@ def edit_item(rt: Runtime, item_id: str, text: str, base_text: str | None = None
     item = items.edit_item(workspace(rt), item_id, text, base_text)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "edit", item.path, item.id))
     sync_index(rt)
-    return item.to_json(today(rt))
+    return item.shape(today(rt))
 
 
-def delete_item(rt: Runtime, item_id: str) -> dict[str, Any]:
+def delete_item(rt: Runtime, item_id: str) -> api.DeleteResult:
     item = items.delete_item(workspace(rt), item_id)
     rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "delete", item.path, item.id))
     sync_index(rt)
-    return {"deleted": item.id, "path": item.path, "text": item.text}
+    return api.DeleteResult(deleted=item.id, path=item.path, text=item.text)
 
 
-def sweep(rt: Runtime) -> dict[str, Any]:
+def sweep(rt: Runtime) -> api.SweepResult:
     removed = items.sweep_expired(workspace(rt), today(rt))
     for item in removed:
         rt.events.publish(MemoryWritten(rt.now(), rt.agent_id, "sweep", item.path, item.id))
     if removed:
         sync_index(rt)
-    return {"removed": [{"id": i.id, "path": i.path, "text": i.text, "expires": i.expires} for i in removed]}
+    return api.SweepResult(removed=[{"id": i.id, "path": i.path, "text": i.text, "expires": i.expires}
+                                    for i in removed])
 
 
 # --- index and status -----------------------------------------------------------------------
@@ -677,22 +661,23 @@ def warm(rt: Runtime) -> None:
     warm_reranker(rt.config.agents.defaults.memory_search.rerank)
 
 
-def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> api.IndexReport:
     ensure_workspace(workspace(rt))
-    return with_index(rt, lambda idx: idx.sync(force=force, progress=progress))
+    return with_index(rt, lambda idx: idx.sync(force=force, progress=progress)).shape()
 
 
-def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
+def status(rt: Runtime, *, deep: bool = False) -> api.MemoryStatus:
     ws = workspace(rt, reading=True)
     if not has_memory(rt):  # an agent with no workspace, index or database: report it, create nothing
         settings = rt.config.agents.defaults.memory_search
-        return {"workspace": str(ws), "workspaceExists": False, "files": 0,
-                "sources": [s for s in settings.sources if s != "sessions" or sessions_enabled(rt)] or ["memory"],
-                "index": {"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
-                          "lastEmbeddingError": None},
-                "provider": {"configured": settings.provider, "model": settings.model},
-                "rerank": rerank_status(settings.rerank),
-                "vectorStore": {"backend": settings.vector_store}, **_openclaw_keys(rt)}
+        return api.MemoryStatus(
+            workspace=str(ws), workspace_exists=False, files=0,
+            sources=[s for s in settings.sources if s != "sessions" or sessions_enabled(rt)] or ["memory"],
+            index={"path": str(memory_database_path(rt)), "exists": False, "chunks": 0, "indexedFiles": 0,
+                   "lastEmbeddingError": None},
+            provider={"configured": settings.provider, "model": settings.model},
+            rerank=rerank_status(settings.rerank),
+            vector_store={"backend": settings.vector_store}, **_openclaw_keys(rt))
 
     def index_state(idx: MemoryIndex) -> dict[str, Any]:
         if idx.recovered:
@@ -734,7 +719,7 @@ def status(rt: Runtime, *, deep: bool = False) -> dict[str, Any]:
             out["vectorStore"].update({"ok": True, **idx.store.describe_vectors(vector_filter(idx, settings.sources))})
         except ClawkeepError as exc:
             out["vectorStore"].update({"ok": False, "error": str(exc)})
-    return out
+    return api.MemoryStatus.model_validate(out)
 
 
 def _openclaw_keys(rt: Runtime) -> dict[str, Any]:
@@ -755,7 +740,7 @@ def _provider_health(idx: MemoryIndex) -> dict[str, Any]:
 
 
 def bootstrap(rt: Runtime, *, chat_type: str | None = "direct", new_session: bool = True,
-              session_key: str | None = None, max_tokens: int | None = None) -> list[BootstrapFile]:
+              session_key: str | None = None, max_tokens: int | None = None) -> list[api.BootstrapFile]:
     """The bootstrap files as the conversation `session_key` may see them (None: the operator,
     who sees every line but never the hidden state comments or stale items), each within
     bootstrapMaxChars and together within `max_tokens` (the window's share, `Budget.bootstrap`)."""

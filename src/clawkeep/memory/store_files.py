@@ -22,9 +22,9 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
+from .. import api
 from ..errors import ConflictError, ForbiddenError, InputError
 from ..fileio import replace_text
 from ..routing.keys import is_session_id, parse_key
@@ -122,15 +122,16 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read(rt: Runtime, path: str, caller: str | None = None) -> dict[str, Any]:
+def read(rt: Runtime, path: str, caller: str | None = None) -> api.StoreFile:
     target = _target(rt, path)
     _check_access(rt, path, caller_key(rt, caller), writing=False)
     text = target.read_text(encoding="utf-8") if target.is_file() else ""
-    return {"path": path, "text": text, "sha256": _digest(text) if target.is_file() else "",
-            "exists": target.is_file()}
+    return api.StoreFile(path=path, text=text, sha256=_digest(text) if target.is_file() else "",
+                         exists=target.is_file())
 
 
-def write(rt: Runtime, path: str, text: str, base_sha256: str | None, caller: str | None = None) -> dict[str, Any]:
+def write(rt: Runtime, path: str, text: str, base_sha256: str | None,
+          caller: str | None = None) -> api.StoreFile:
     """Replace the file (empty text: delete it). `base_sha256`: the version the caller read ("" for
     a file that did not exist); if the file changed since, nothing is written (409)."""
     target = _target(rt, path)
@@ -145,10 +146,10 @@ def write(rt: Runtime, path: str, text: str, base_sha256: str | None, caller: st
         replace_text(target, text)
     elif target.is_file():
         target.unlink()
-    return {"path": path, "text": text, "sha256": _digest(text) if text else "", "exists": bool(text)}
+    return api.StoreFile(path=path, text=text, sha256=_digest(text) if text else "", exists=bool(text))
 
 
-def listing(rt: Runtime, prefix: str = ROOT, caller: str | None = None) -> list[dict[str, Any]]:
+def listing(rt: Runtime, prefix: str = ROOT, caller: str | None = None) -> list[api.StoreFile]:
     """Every store file under `prefix` (a folder or a file path without .md) with its text, by path;
     for a calling session, only the files it may read."""
     if not prefix.startswith(ROOT):
@@ -166,5 +167,5 @@ def listing(rt: Runtime, prefix: str = ROOT, caller: str | None = None) -> list[
             if reader is not None and not _readable_by(rt, relative, reader):
                 continue
             text = file.read_text(encoding="utf-8")
-            found.append({"path": relative, "text": text, "sha256": _digest(text), "exists": True})
+            found.append(api.StoreFile(path=relative, text=text, sha256=_digest(text), exists=True))
     return found

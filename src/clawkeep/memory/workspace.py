@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from ..config import Config
 from ..errors import InputError
 from ..text.estimate import estimate_tokens, weighted_length
@@ -142,14 +142,6 @@ def ensure_workspace(workspace: Path) -> Path:
     return workspace
 
 
-@dataclass
-class BootstrapFile:
-    path: str  # workspace-relative
-    text: str  # what is injected (may be truncated)
-    truncated: bool = False
-    original_chars: int = 0
-
-
 def _read(workspace: Path, name: str) -> str | None:
     # unreadable, linked-out or oversized files are reported by `memory status`, never crash a turn
     return read_contained(workspace / name, workspace, MAX_BOOTSTRAP_FILE_BYTES)
@@ -157,7 +149,7 @@ def _read(workspace: Path, name: str) -> str | None:
 
 def bootstrap_files(workspace: Path, now: datetime, *, chat_type: str | None, new_session: bool,
                     max_chars: int, max_tokens: int | None = None,
-                    visible: Callable[[str], str] | None = None) -> list[BootstrapFile]:
+                    visible: Callable[[str], str] | None = None) -> list[api.BootstrapFile]:
     """What a turn injects: MEMORY.md at the start of a DM session and today's and yesterday's
     daily notes, each within `max_chars` and all together within `max_tokens` (the share of the
     model's window, context/budget.py); the files on disk are never cut. MEMORY.md keeps its
@@ -201,10 +193,11 @@ def _shares(wants: list[int], total: int | None) -> list[int | None]:
     return shares
 
 
-def _budgeted(name: str, text: str, max_chars: int, max_tokens: int | None) -> BootstrapFile:
+def _budgeted(name: str, text: str, max_chars: int, max_tokens: int | None) -> api.BootstrapFile:
+    """`name` as a bootstrap file (path workspace-relative, text what is injected)."""
     # the length first: a runaway file is never scanned whole on every model call
     if len(text) <= max_chars and (max_tokens is None or estimate_tokens(text) <= max_tokens):
-        return BootstrapFile(name, text, False, len(text))
+        return api.BootstrapFile(path=name, text=text, truncated=False, original_chars=len(text))
     tail = _keeps_tail(name)
     note = NOTE_CUT_NOTE if tail else TRUNCATION_NOTE
     # the note itself is inside the budget (its number has at most as many digits as the text's length)
@@ -214,7 +207,7 @@ def _budgeted(name: str, text: str, max_chars: int, max_tokens: int | None) -> B
     kept = _whole_lines(text, chars, quarters, from_end=tail)
     omitted = len(text) - len(kept)
     shown = note.format(name=name, omitted=omitted) + kept if tail else kept + note.format(name=name, omitted=omitted)
-    return BootstrapFile(name, shown, True, len(text))
+    return api.BootstrapFile(path=name, text=shown, truncated=True, original_chars=len(text))
 
 
 def _whole_lines(text: str, max_chars: int, max_quarters: int | None, *, from_end: bool) -> str:

@@ -13,9 +13,9 @@ rememberAcrossConversations, over the other DM transcripts of the agent (the age
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import api
 from ..config.active_memory import (
     SEARCH_TOOL,
     ActiveMemoryOptions,
@@ -43,24 +43,6 @@ from .evidence import memory_evidence, sentences, settle
 
 if TYPE_CHECKING:
     from ..turns.turn import Turn
-
-
-@dataclass
-class RecallResult:
-    status: str  # ok | none | skipped | timeout | error
-    lane: int | None
-    past_question: bool
-    summary: str | None
-    elapsed_ms: int
-    reason: str | None = None
-    query_mode: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"status": self.status, "lane": self.lane, "pastQuestion": self.past_question,
-               "summary": self.summary, "elapsedMs": self.elapsed_ms}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
 
 
 def gate(rt: Runtime, session: SessionRecord, *, options: ActiveMemoryOptions, enabled: bool,
@@ -116,7 +98,7 @@ def breaker(rt: Runtime) -> CircuitBreaker:
 
 
 def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter_session: bool = False,
-           session: SessionRecord | None = None, turn: Turn | None = None) -> RecallResult:
+           session: SessionRecord | None = None, turn: Turn | None = None) -> api.RecallResult:
     """Active Memory for one would-be message; the outcome is published as `RecallTraced`.
     A turn passes the `session` record it already holds, so it is not looked up again, and
     itself (`turn`: its memory searches share one index check; None outside a turn)."""
@@ -127,13 +109,14 @@ def recall(rt: Runtime, text: str, session_ref: str, *, model: Any = None, inter
 
 
 def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_session: bool,
-            session: SessionRecord | None, turn: Turn | None) -> RecallResult:
+            session: SessionRecord | None, turn: Turn | None) -> api.RecallResult:
     started = time.monotonic()
 
     def done(status: str, lane: int | None, past: bool, summary: str | None = None,
-             reason: str | None = None) -> RecallResult:
-        return RecallResult(status, lane, past, summary, int((time.monotonic() - started) * 1000), reason,
-                            options.query_mode)
+             reason: str | None = None) -> api.RecallResult:
+        return api.RecallResult(status=status, lane=lane, past_question=past, summary=summary,
+                                elapsed_ms=int((time.monotonic() - started) * 1000),
+                                **({"reason": reason} if reason else {}))
 
     settings = active_memory_config(rt.config)
     options = settings.config
@@ -167,7 +150,7 @@ def _recall(rt: Runtime, text: str, session_ref: str, *, model: Any, inter_sessi
 
 
 def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMemoryOptions, model: Any,
-              past: bool, done: Any, turn: Turn | None = None) -> RecallResult:
+              past: bool, done: Any, turn: Turn | None = None) -> api.RecallResult:
     if SEARCH_TOOL not in options.allowed_tools():  # toolsAllow: lane 2's one evidence tool is not permitted
         return done("skipped", 2, past, reason=f"toolsAllow does not permit {SEARCH_TOOL}")
     across = remember_across_conversations(rt.config)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import api
 from ..errors import NotFoundError
 from ..routing.keys import is_session_id
 from ..runtime import Runtime
@@ -27,7 +28,7 @@ PAGE_ENTRIES = 64  # history reads newest first, this many entries at a time, un
 
 
 def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, message_id: str | None = None,
-                     include_tools: bool = False) -> dict[str, Any]:
+                     include_tools: bool = False) -> api.History:
     store, session = open_transcript(rt, ref, caller)
     around = None
     if message_id is not None:
@@ -42,7 +43,10 @@ def sessions_history(rt: Runtime, ref: str, caller: Caller = Caller(), *, messag
     view = build_history_view_newest_first((_as_message(e) for e in reader),
                                            lambda: reader.count_rest(exclude, blocks), include_tools)
     archived = {"archived": True} if session.archived_at is not None else {}
-    return {"sessionKey": session.key, "sessionId": session.session_id, **archived, **view.to_json()}
+    return api.History(session_key=session.key, session_id=session.session_id, **archived, messages=view.messages,
+                       truncated=view.truncated, dropped_messages=view.dropped_messages,
+                       content_truncated=view.content_truncated, content_redacted=view.content_redacted,
+                       bytes=view.bytes)
 
 
 def open_transcript(rt: Runtime, ref: str, caller: Caller = Caller()) -> tuple[AgentStore, SessionRecord]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from .. import validation as check
 from ..config import AGENT_ID
 from ..errors import ConflictError, InputError
@@ -66,7 +67,8 @@ def _wrong_dm_scope(session: SessionRecord, dm_scope: str) -> bool:
     return rest != DM_SCOPE_SHAPES[dm_scope]
 
 
-def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False) -> dict[str, Any]:
+def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm_scope: bool = False
+            ) -> api.CleanupReport:
     """`sessions cleanup`: report (warn mode / --dry-run) or archive and remove (enforce)."""
     apply = not dry_run and (enforce or rt.config.session.maintenance.mode == "enforce" or fix_dm_scope)
     store = rt.read_store()  # an agent without a database has nothing to clean: create none
@@ -82,17 +84,17 @@ def cleanup(rt: Runtime, *, dry_run: bool = False, enforce: bool = False, fix_dm
                 archived.append(archive_and_remove(rt, store, session))
             except InputError as exc:
                 refused.append({**_brief(session), "reason": str(exc)})
-    return {
-        "applied": apply,
-        "mode": rt.config.session.maintenance.mode,
-        "sessions": before,
-        "remaining": store.count_sessions(),
-        "stale": [_brief(s) for s in plan.stale],
-        "overCap": [_brief(s) for s in plan.over_cap],
-        "wrongDmScope": [_brief(s) for s in plan.wrong_scope],
-        "archives": [str(p) for p in archived],
-        "refused": refused,
-    }
+    return api.CleanupReport(
+        applied=apply,
+        mode=rt.config.session.maintenance.mode,
+        sessions=before,
+        remaining=store.count_sessions(),
+        stale=[_brief(s) for s in plan.stale],
+        over_cap=[_brief(s) for s in plan.over_cap],
+        wrong_dm_scope=[_brief(s) for s in plan.wrong_scope],
+        archives=[str(p) for p in archived],
+        refused=refused,
+    )
 
 
 def maybe_cleanup_after_create(rt: Runtime) -> None:

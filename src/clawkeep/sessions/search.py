@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
+from .. import api
 from ..errors import InputError
 from ..redact import redact_secrets
 from ..runtime import Runtime
@@ -44,12 +44,13 @@ def validate_query(query: str, limit: int | None) -> tuple[str, int]:
     return text, limit
 
 
-def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit: int | None = None) -> dict[str, Any]:
+def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit: int | None = None
+                    ) -> api.SearchResult:
     text, limit = validate_query(query, limit)
     scope = rt.scope(caller)
     parsed = parse_query(text)
     if parsed is None:  # only stop words or punctuation: nothing to look for
-        return {"hits": []}
+        return api.SearchResult(hits=[])
     stores = rt.stores_in(scope)
     # One term selection over all searched stores, so scores stay comparable between them.
     if len(parsed.terms) == 1 or all(term.exact for term in parsed.terms):
@@ -64,9 +65,9 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
         wanted = TextQuery.of(selected.terms)
         for store in stores:
             found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
-        return {"hits": [_hit(row, selected) for row in dialogue_rank(found, selected, text)[:limit]]}
+        return api.SearchResult(hits=[_hit(row, selected) for row in dialogue_rank(found, selected, text)[:limit]])
     # a keyword lookup: ranked by its words alone, reading only what the answer needs
-    return {"hits": [_hit(row, selected) for row in best_rows(stores, selected, scope.session_ids, limit)]}
+    return api.SearchResult(hits=[_hit(row, selected) for row in best_rows(stores, selected, scope.session_ids, limit)])
 
 
 def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozenset[str] | None,
@@ -161,14 +162,12 @@ def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int
     return total
 
 
-def _hit(row: SearchRow, query: SearchQuery) -> dict[str, Any]:
+def _hit(row: SearchRow, query: SearchQuery) -> api.SearchHit:
     entry = row.entry  # decoded once (a property)
-    hit = {"sessionKey": row.session_key, "sessionId": entry.session_id, "messageId": entry.entry_id,
-           "role": entry.role, "timestamp": to_iso(entry.timestamp),
-           "snippet": _redacted(snippet(transcript.plain_text(entry.content), query))}
-    if entry.client_id:
-        hit["clientMessageId"] = entry.client_id
-    return hit
+    return api.SearchHit(session_key=row.session_key, session_id=entry.session_id, message_id=entry.entry_id,
+                         role=entry.role, timestamp=to_iso(entry.timestamp),
+                         snippet=_redacted(snippet(transcript.plain_text(entry.content), query)),
+                         **({"client_message_id": entry.client_id} if entry.client_id else {}))
 
 
 @lru_cache(maxsize=4096)

@@ -1,7 +1,7 @@
 """Session service functions: open, reset, fork, create, list, status (S1, S3, S7).
 
 Every CLI verb, HTTP route and MCP tool calls these; they take the `Runtime` and a `Caller`
-and return plain dataclasses with a `to_json()` in the documented camelCase shape.
+and return the api shapes (clawkeep.api.shapes) the Engine hands out.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import api
 from ..config import AGENT_ID
 from ..errors import ConflictError, InputError, NotFoundError
 from ..events import SessionReset
@@ -189,15 +190,15 @@ def roll_over_due(rt: Runtime, now: int) -> list[str]:
     return done
 
 
-def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> dict[str, Any]:
+def reset_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None) -> api.ResetResult:
     store, session = find_session(rt, ref, caller)
     entry = append_reset(rt, store, session, at or rt.now(), reason="manual")
-    return {"sessionKey": session.key, "sessionId": session.session_id, "boundaryId": entry.entry_id,
-            "memoryFile": entry.meta.get("sessionMemoryFile")}
+    return api.ResetResult(session_key=session.key, session_id=session.session_id, boundary_id=entry.entry_id,
+                           memory_file=entry.meta.get("sessionMemoryFile"))
 
 
 def fork_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | None = None,
-                 label: str | None = None) -> dict[str, Any]:
+                 label: str | None = None) -> api.SessionInfo:
     """A child dashboard thread that continues from the parent's current branch."""
     store, parent = find_session(rt, ref, caller)
     at = at or rt.now()
@@ -207,29 +208,29 @@ def fork_session(rt: Runtime, ref: str, caller: Caller = Caller(), *, at: int | 
     child = create_session(rt, route, at, label=label or f"fork of {parent.key}", parent=parent,
                            meta={"forkedFromSessionId": parent.session_id,
                                  "forkedFromSeq": last.seq if last else 0})
-    return session_json(child)
+    return session_info(child)
 
 
 def create_dashboard(rt: Runtime, *, incognito: bool = False, label: str | None = None,
-                     at: int | None = None) -> dict[str, Any]:
+                     at: int | None = None) -> api.SessionInfo:
     key = dashboard_key(rt.agent_id, incognito=incognito)
     route = Route(key, rt.agent_id, "dashboard", "direct", "dashboard", None, None, "chat")
-    return session_json(create_session(rt, route, at or rt.now(), label=label))
+    return session_info(create_session(rt, route, at or rt.now(), label=label))
 
 
-def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int | None = None) -> dict[str, Any]:
+def create_coding(rt: Runtime, name: str, *, label: str | None = None, at: int | None = None) -> api.SessionInfo:
     """A coding session `agent:<id>:coding:<name>` (the Control UI's Coding group); one per name."""
     key = coding_key(rt.agent_id, name)
     route = Route(key, rt.agent_id, "coding", None, "coding", None, None, "chat", conversation=key)
     try:
-        return session_json(create_session(rt, route, at or rt.now(), label=label))
+        return session_info(create_session(rt, route, at or rt.now(), label=label))
     except ConflictError:
         raise ConflictError(f"coding session {key!r} exists already; send into it with "
                             f"`clawkeep message --session {key} TEXT`") from None
 
 
-def open_by_key(rt: Runtime, key: str, *, label: str | None = None) -> tuple[dict[str, Any], bool]:
-    """The session with this key, created if missing (True): how another system's conversation —
+def open_by_key(rt: Runtime, key: str, *, label: str | None = None) -> api.SessionInfo:
+    """The session with this key, created if missing (`created`): how another system's conversation —
     an OpenClaw session key — gets its clawkeep session 1:1. The key is mapped as import maps
     it; the kind follows from the key. No freshness check: opening is not a user's message."""
     parts = key.split(":")
@@ -243,23 +244,28 @@ def open_by_key(rt: Runtime, key: str, *, label: str | None = None) -> tuple[dic
     store = rt.store_for_key(mapped)
     existing = store.get_session_by_key(mapped)
     if existing is not None:
-        return session_json(existing), False
+        return session_info(existing, created=False)
     route = Route(mapped, parsed.agent_id, parsed.kind, parsed.chat_type, parsed.channel or "api", None, None, "chat")
     try:
-        return session_json(create_session(rt, route, rt.now(), label=label)), True
+        return session_info(create_session(rt, route, rt.now(), label=label), created=True)
     except ConflictError:  # another caller opened it first
-        return session_json(store.get_session_by_key(mapped)), False
+        return session_info(store.get_session_by_key(mapped), created=False)
 
 
-def session_json(session: SessionRecord) -> dict[str, Any]:
+def _session_fields(session: SessionRecord) -> dict[str, Any]:
+    """The SessionInfo fields of a session (`incognito` only when true)."""
     return {
-        "key": session.key, "sessionId": session.session_id, "agentId": session.agent_id,
-        "kind": session.kind, "chatType": session.chat_type, "channel": session.channel,
-        "label": session.label, "sessionStartedAt": to_iso(session.session_started_at),
-        "lastInteractionAt": to_iso(session.last_interaction_at), "updatedAt": to_iso(session.updated_at),
-        "messageCount": session.message_count,
+        "key": session.key, "session_id": session.session_id, "agent_id": session.agent_id,
+        "kind": session.kind, "chat_type": session.chat_type, "channel": session.channel,
+        "label": session.label, "session_started_at": to_iso(session.session_started_at),
+        "last_interaction_at": to_iso(session.last_interaction_at), "updated_at": to_iso(session.updated_at),
+        "message_count": session.message_count,
         **({"incognito": True} if session.meta.get("incognito") else {}),
     }
+
+
+def session_info(session: SessionRecord, **extra: Any) -> api.SessionInfo:
+    return api.SessionInfo(**_session_fields(session), **extra)
 
 
 @dataclass
@@ -276,7 +282,7 @@ class ListFilter:
 MAX_RECENT_MESSAGES = 20
 
 
-def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = Caller()) -> list[dict[str, Any]]:
+def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = Caller()) -> list[api.SessionInfo]:
     if flt.active_minutes is not None and flt.active_minutes < 0:
         raise InputError(f"active_minutes {flt.active_minutes} is invalid; give minutes >= 0")
     if not 0 <= flt.recent_messages <= MAX_RECENT_MESSAGES:
@@ -291,7 +297,7 @@ def list_sessions(rt: Runtime, flt: ListFilter = ListFilter(), caller: Caller = 
         for session in store.list_sessions(wanted):
             if scope.allows(session) and _matches(session, flt):
                 rows.append(_list_row(store, session, flt))
-    rows.sort(key=lambda r: r["updatedAt"] or "", reverse=True)
+    rows.sort(key=lambda r: r.updated_at or "", reverse=True)
     return rows
 
 
@@ -305,8 +311,8 @@ def _matches(session: SessionRecord, flt: ListFilter) -> bool:
     return True
 
 
-def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dict[str, Any]:
-    row = session_json(session)
+def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> api.SessionInfo:
+    row = _session_fields(session)
     if session.meta.get("title"):
         row["title"] = session.meta["title"]
     if flt.preview or flt.recent_messages:
@@ -316,15 +322,15 @@ def _list_row(store: AgentStore, session: SessionRecord, flt: ListFilter) -> dic
         if flt.preview and recent:
             row["preview"] = redacted_preview(transcript.plain_text(recent[0].content), PREVIEW_CHARS)
         if flt.recent_messages:
-            row["recentMessages"] = [
-                {"messageId": e.entry_id, "role": e.role,
-                 "text": redacted_preview(transcript.plain_text(e.content), PREVIEW_CHARS),
-                 "timestamp": to_iso(e.timestamp)} for e in reversed(recent)
+            row["recent_messages"] = [
+                api.MessagePreview(message_id=e.entry_id, role=e.role,
+                                   text=redacted_preview(transcript.plain_text(e.content), PREVIEW_CHARS),
+                                   timestamp=to_iso(e.timestamp)) for e in reversed(recent)
             ]
-    return row
+    return api.SessionInfo(**row)
 
 
-def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> dict[str, Any]:
+def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> api.SessionStatus:
     """session_status: times, counters, model, next reset; `current` marks the caller's own.
 
     `sessionKey: "current"` is OpenClaw's name for the calling session (tool contract, seed 003)."""
@@ -339,18 +345,17 @@ def session_status(rt: Runtime, ref: str | None, caller: Caller = Caller()) -> d
         ref = caller.key
     store, session = find_session(rt, ref, caller)
     usage = session.meta.get("usage", {})
-    return {
-        **session_json(session),
-        "model": session.model,
+    return api.SessionStatus(
+        **{**_session_fields(session), "incognito": bool(session.meta.get("incognito"))},
+        model=session.model,
         **({"modelOverride": session.meta["modelOverride"]} if session.meta.get("modelOverride") else {}),
-        "origin": session.origin,
-        "parentSessionId": session.parent_session_id,
-        "current": caller.key is not None and parse_key(caller.key).key == session.key,
-        "resetCount": session.meta.get("resetCount", 0),
-        "compactionCount": session.meta.get("compactionCount", 0),
-        "pendingNotices": len(session.meta.get("pendingNotices", [])),
-        "nextResetAt": to_iso(lifecycle.next_reset_at(rt.config.session, session)),
-        "usage": {"inputTokens": usage.get("inputTokens", 0), "outputTokens": usage.get("outputTokens", 0),
-                  "totalTokens": usage.get("inputTokens", 0) + usage.get("outputTokens", 0)},
-        "incognito": bool(session.meta.get("incognito")),
-    }
+        origin=session.origin,
+        parent_session_id=session.parent_session_id,
+        current=caller.key is not None and parse_key(caller.key).key == session.key,
+        reset_count=session.meta.get("resetCount", 0),
+        compaction_count=session.meta.get("compactionCount", 0),
+        pending_notices=len(session.meta.get("pendingNotices", [])),
+        next_reset_at=to_iso(lifecycle.next_reset_at(rt.config.session, session)),
+        usage=api.Usage(input_tokens=usage.get("inputTokens", 0), output_tokens=usage.get("outputTokens", 0),
+                        total_tokens=usage.get("inputTokens", 0) + usage.get("outputTokens", 0)),
+    )

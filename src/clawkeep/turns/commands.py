@@ -139,7 +139,7 @@ def set_model_override(rt: Runtime, store: Any, session: SessionRecord, model: s
 
 
 def _status(call: CommandCall) -> CommandOutcome:
-    return CommandOutcome("status", status=service.session_status(call.rt, call.session.key))
+    return CommandOutcome("status", status=service.session_status(call.rt, call.session.key).to_json())
 
 
 def _compact(call: CommandCall) -> CommandOutcome:
@@ -178,7 +178,7 @@ def _dreaming(call: CommandCall) -> CommandOutcome:
     if action == "help":
         return CommandOutcome("dreaming", status={"help": DREAMING_HELP})
     if action == "status":
-        status = dreaming_service.status(call.rt)
+        status = dreaming_service.status(call.rt).to_json()
         if not call.operator:  # chat participants see the schedule, not paths or process ids
             status = {k: v for k, v in status.items() if k not in ("lock", "dreamsFile", "model")}
         return CommandOutcome("dreaming", status=status)
@@ -186,7 +186,7 @@ def _dreaming(call: CommandCall) -> CommandOutcome:
         raise InputError("/dreaming on|off changes the configuration of every conversation and is only accepted "
                          "from the operator (the CLI or a dashboard thread), not from chat participants; nothing "
                          "was changed")
-    return CommandOutcome("dreaming", status=dreaming_service.set_enabled(call.rt, action == "on"))
+    return CommandOutcome("dreaming", status=dreaming_service.set_enabled(call.rt, action == "on").to_json())
 
 
 COMMANDS: dict[str, SlashCommand] = {c.name: c for c in (

@@ -19,9 +19,10 @@ import threading
 import time
 from collections.abc import Iterator
 
+from ..api import RecallResult
+from ..config.active_memory import active_memory_config
 from ..errors import ClawkeepError, InputError
 from ..events import TurnCompleted
-from ..recall.service import RecallResult
 from ..routing.keys import parse_key
 from ..routing.router import Inbound, Route, route
 from ..runtime import Runtime
@@ -200,8 +201,9 @@ def _reply(rt: Runtime, turn: Turn, result: MessageResult) -> None:
     if recalled is not None:
         result.active_memory = recalled.to_json()
         if session.meta.get("verbose") == "on":
+            query_mode = active_memory_config(rt.config).config.query_mode
             result.verbose = (f"Active Memory: {recalled.status}, {recalled.elapsed_ms} ms, query mode "
-                              f"{recalled.query_mode}, summary {len(recalled.summary or '')} chars")
+                              f"{query_mode}, summary {len(recalled.summary or '')} chars")
         if session.meta.get("trace") == "on" and recalled.summary:
             result.trace = f"Active Memory recalled: {recalled.summary}"
     hooks_step(rt, turn, outcome, result)

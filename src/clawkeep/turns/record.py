@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .. import api
 from ..errors import ConflictError, DuplicateError, InputError
 from ..events import MessageRecorded
 from ..redact import redact_secrets, redacted_preview
@@ -113,7 +114,7 @@ def _apply_message(fresh: SessionRecord, entry: EntryRecord, role: str, text: st
 
 
 def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = None, queue: bool = True,
-                        caller: Caller = Caller()) -> dict[str, Any]:
+                        caller: Caller = Caller()) -> api.SystemEventResult:
     """A heartbeat/cron/exec notice: written to the transcript, never extends freshness (S3).
 
     Queued notices wait for the next turn; a reset drops the ones still queued.
@@ -135,5 +136,5 @@ def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = No
         if queue:
             fresh.meta.setdefault("pendingNotices", []).append(entry.entry_id)
         store.update_session(fresh)
-    return {"sessionKey": fresh.key, "sessionId": fresh.session_id, "eventId": entry.entry_id,
-            "pendingNotices": len(fresh.meta.get("pendingNotices", []))}
+    return api.SystemEventResult(session_key=fresh.key, session_id=fresh.session_id, event_id=entry.entry_id,
+                                 pending_notices=len(fresh.meta.get("pendingNotices", [])))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..api import RecallResult
 from ..config.active_memory import active_memory_config
 from ..config.providers import DEFAULT_CONTEXT_WINDOW, RECORD_MODE_CONTEXT_WINDOW
 from ..context import compaction as compaction_mod
@@ -26,7 +27,7 @@ from ..memory import items
 from ..memory import service as memory
 from ..models.errors import ContextOverflowError
 from ..models.reasoning import CLOSE_ONLY, REASONING, UNCLOSED, strip_reasoning
-from ..recall.service import RecallResult, recall
+from ..recall.service import recall
 from ..runtime import Runtime
 from ..sessions import compactions, transcript
 from ..storage import AgentStore, EntryRecord, SessionRecord
@@ -473,7 +474,7 @@ def remember_from_chat(rt: Runtime, session: SessionRecord, text: str) -> dict[s
     if fact is None or session.meta.get("incognito"):
         return None
     try:
-        return memory.remember(rt, fact, owner=session.key, source="chat").to_json(memory.today(rt))
+        return memory.remember(rt, fact, owner=session.key, source="chat").to_json()
     except ClawkeepError as exc:  # a read-only workspace, an unwritable file: the message is kept anyway
         return {"status": "failed", "reason": str(exc)}
 

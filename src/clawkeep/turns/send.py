@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import api
 from ..context.assembly import REPLY_SKIP
 from ..errors import ClawkeepError, InputError
 from ..routing.keys import is_session_id, parse_key
@@ -54,7 +55,7 @@ class _Delivery:
 
 
 def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, caller: str | None,
-                  turn: Turn | None = None) -> dict[str, Any]:
+                  turn: Turn | None = None) -> api.SendResult:
     """Deliver `text` into the session `target_ref` as the calling session `caller` (None: the
     operator) and report what became of it (the SendResult shape). `turn`: the turn whose tool
     call this is (None: a call from outside any turn)."""
@@ -84,18 +85,18 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
             _ping_pong(runner, requester.key, target.key, answer, exchange, within)  # type: ignore[union-attr]
 
     rt.background.start("sessions-send", deliver)
-    out: dict[str, Any] = {"sessionKey": target.key}
+    out: dict[str, Any] = {"session_key": target.key}  # the SendResult fields every outcome has
     if exchange:
-        out["pingPongTurns"] = exchange
+        out["ping_pong_turns"] = exchange
     if recording:
         out.update(mode="record", note=RECORD_NOTE)
     if timeout_s == 0:
-        return {**out, "status": "accepted"}
+        return api.SendResult(**out, status="accepted")
     if not delivery.done.wait(timeout_s):
-        return {**out, "status": "timeout",
-                "error": f"no reply from {target.key} within {timeout_s} s; the message is delivered in turn order "
-                         "and its reply will be in that session's history"}
-    return {**out, **_outcome(delivery)}
+        return api.SendResult(**out, status="timeout",
+                              error=f"no reply from {target.key} within {timeout_s} s; the message is delivered in "
+                                    "turn order and its reply will be in that session's history")
+    return api.SendResult(**{**out, **_outcome(delivery)})
 
 
 def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None,
@@ -156,13 +157,14 @@ def is_skip(text: str) -> bool:
 
 
 def _outcome(delivery: _Delivery) -> dict[str, Any]:
+    """The SendResult fields that say what became of a delivery that finished in time."""
     if delivery.error is not None:
         detail = str(delivery.error) if isinstance(delivery.error, ClawkeepError) else \
             f"internal error ({type(delivery.error).__name__})"
         return {"status": "error", "error": f"the target's turn failed: {detail}"}
     result = delivery.result
     assert result is not None
-    out: dict[str, Any] = {"messageId": result.message_id}
+    out: dict[str, Any] = {"message_id": result.message_id}
     if result.mode == "record":
         return {**out, "status": "no_reply"}  # the note says why
     answer = _answer(result)

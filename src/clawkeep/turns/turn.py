@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recall.service import RecallResult
+from ..api import RecallResult
 from ..routing.router import Route
 from ..storage import EntryRecord, SessionRecord
 from ..visibility import NO_LIMIT, Limit

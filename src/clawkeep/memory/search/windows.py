@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ... import api
 from ...text.analyzer import analyze_document
 from ...text.dialogue import day_windows, names_speaker, speaker_labels
 from ...text.query import SearchQuery
@@ -47,18 +48,19 @@ class MemoryHit:
     text_score: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"path": self.path, "startLine": self.start_line, "endLine": self.end_line,
-               "score": round(self.score, 4), "snippet": self.snippet, "source": self.citation,
-               "origin": self.source}
+    def shape(self) -> api.MemoryHit:
+        """The hit as memory_search returns it (its scoring internals stay here)."""
+        out: dict[str, Any] = {}
         if self.meta.get("sessionKey"):
-            out["sessionKey"] = self.meta["sessionKey"]
-            out["messageIds"] = self.meta.get("messageIds", [])
+            out["session_key"] = self.meta["sessionKey"]
+            out["message_ids"] = self.meta.get("messageIds", [])
         if self.meta.get("expired"):
             out["expired"] = self.meta["expired"]
         if "rerankScore" in self.meta:  # the cross-encoder's score (search/rerank.py)
             out["rerankScore"] = round(self.meta["rerankScore"], 4)
-        return out
+        return api.MemoryHit(path=self.path, start_line=self.start_line, end_line=self.end_line,
+                             score=round(self.score, 4), snippet=self.snippet, source=self.citation,
+                             origin=self.source, **out)
 
 
 LINE_COVERAGE = 0.75

@@ -40,7 +40,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...deferred import deferred_import
 from ..query import TextQuery, TextTerm
+
+np = deferred_import("numpy")  # deferred: only the match cache ranks with it; a cold search never does
 
 MAX_POSITION = 16383  # tsvector positions stop here
 MAX_TOKENS = 60_000  # a tsvector is at most 1 MB: a longer document is indexed by its first tokens
@@ -286,8 +289,6 @@ class Ranker:
 
     @staticmethod
     def _posting(flat: list[int]) -> tuple[Any, Any, Any]:
-        import numpy as np  # noqa: PLC0415 - numpy only where a cached ranking is computed
-
         table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
         # counts and lengths as int32: numpy turns them into the same doubles score_row computes with
         return (np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.int32), table[:, 2].astype(np.int32))
@@ -296,8 +297,6 @@ class Ranker:
                      average: float) -> list[tuple[int, float]]:
         """(id, score) of the best `limit` rows over every match, best first, ties by id: the
         same operations on the same doubles as `score_row`, phrase by phrase."""
-        import numpy as np  # noqa: PLC0415
-
         postings = [cache.postings[p.tsquery] for p in phrases]
         weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
