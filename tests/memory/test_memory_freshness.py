@@ -13,21 +13,16 @@ import pytest
 
 from clawkeep.memory import service
 from clawkeep.memory.changes import open_queue
+from tests.helpers import model_replies
 from tests.helpers.engine import open_engine
-from tests.helpers.scripted_server import Reply, ScriptedServer
+from tests.helpers.scripted_server import ScriptedServer
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change queue is Linux inotify")
 
 
 def completion(text="", query=None):
-    message = {"role": "assistant", "content": text or None}
-    if query is not None:
-        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
-            "name": "memory_search", "arguments": json.dumps({"query": query})}}]
-    return Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1",
-                       "choices": [{"index": 0, "message": message,
-                                    "finish_reason": "tool_calls" if query is not None else "stop"}],
-                       "usage": {"prompt_tokens": 40, "completion_tokens": 5}})
+    """A plain answer, or (given a query) a memory_search tool call."""
+    return model_replies.completion(text, calls=[("memory_search", {"query": query})] if query is not None else ())
 
 
 def searching_model(request):

@@ -3,22 +3,22 @@ route → session → recall → transcript → context → model and tools → 
 turn's state (held locks, one index check, the answered message, the credential limit) travels
 on the object, never in hidden context variables. Real stores, a scripted model on loopback."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
+from clawkeep.api import RecallResult
 from clawkeep.errors import InputError
 from clawkeep.events import TurnCompleted
 from clawkeep.memory import service as memory
-from clawkeep.recall.service import RecallResult
 from clawkeep.turns import pipeline, reply, send
 from clawkeep.turns.messages import MessageResult
 from clawkeep.turns.turn import Turn
 from clawkeep.visibility import NO_LIMIT, Limit
+from tests.helpers import model_replies
 from tests.helpers.engine import open_engine
-from tests.helpers.scripted_server import Reply, ScriptedServer
+from tests.helpers.scripted_server import ScriptedServer
 
 NO_RECALL = {"plugins": {"entries": {"active-memory": {"enabled": False}}},
              "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
@@ -78,7 +78,8 @@ def test_recall_step_alone_runs_active_memory_for_the_turn(home):
 def test_context_step_alone_computes_the_model_input_and_writes_nothing(home):
     eng, rt, turn = opened(home)
     before = rt.store().get_session(turn.session.session_id)
-    turn.recalled = RecallResult("ok", 1, False, "milk is in the fridge", 3)
+    turn.recalled = RecallResult(status="ok", lane=1, past_question=False, summary="milk is in the fridge",
+                                 elapsed_ms=3)
     context = reply.context_step(rt, turn)
     assert context.messages[-1]["role"] == "user"
     assert context.messages[-1]["content"].endswith("remember the milk")
@@ -102,14 +103,8 @@ def test_transcript_and_hooks_steps_alone(home):
 
 
 def completion(text="", query=None):
-    message = {"role": "assistant", "content": text or None}
-    if query is not None:
-        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
-            "name": "memory_search", "arguments": json.dumps({"query": query})}}]
-    return Reply(json={"id": "x", "object": "chat.completion", "model": "scripted-1",
-                       "choices": [{"index": 0, "message": message,
-                                    "finish_reason": "tool_calls" if query is not None else "stop"}],
-                       "usage": {"prompt_tokens": 40, "completion_tokens": 5}})
+    """A plain answer, or (given a query) a memory_search tool call."""
+    return model_replies.completion(text, calls=[("memory_search", {"query": query})] if query is not None else ())
 
 
 def test_model_step_alone_runs_the_tools_for_the_turn(home):
