@@ -84,6 +84,26 @@ def session_cap(cap: int, only_several: bool) -> Callable[[Row], list[Row]]:
     return order
 
 
+def misses(rows: list[Row], texts: dict[str, dict[str, str]]) -> list[list[Any]]:
+    """Per category, where the evidence turns are: within 4,000 characters, among the results but
+    past the budget, or in none of them (only the first two can a reordering reach)."""
+    out = []
+    for cat, name in CATEGORIES.items():
+        within = past = absent = 0
+        for row in (r for r in rows if r["cat"] == cat):
+            t = texts[row["conv"]]
+            got = covered(row["results"], row["evidence"], t, 4000)[0]
+            for dia in row["evidence"]:
+                if dia in got:
+                    within += 1
+                elif dia in t and any(t[dia] in _flat(r["snippet"]) for r in row["results"]):
+                    past += 1
+                else:
+                    absent += 1
+        out.append([name, within, past, absent])
+    return out
+
+
 def compare(name: str, base: Scores, variant: Scores) -> list[Any]:
     convs = sorted(base)
     row: list[Any] = [name]
@@ -122,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["variant", "r@1800c", "r@4000c", "r@4000c " + " / ".join(CATEGORIES.values()),
                "conversations better / worse, r@1800c (range)", "r@4000c (range)"]
     print(md_table(headers, table))
+    print()
+    print(md_table(["category (baseline)", "evidence turns within 4,000 chars", "in the results, past it",
+                    "in none of the results"], misses(base_rows, texts)))
     return 0
 
 
