@@ -69,10 +69,20 @@ BASELINES = (
 )
 
 
+SEARCH_OVERRIDES: dict[str, Any] = {}  # `--config`: merged into memorySearch (a variant to measure)
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def memory_config(provider: str) -> dict[str, Any]:
-    """The default memory configuration with transcript indexing switched on (M6)."""
-    return {"agents": {"defaults": {"memorySearch": {
-        "provider": provider, "experimental": {"sessionMemory": True}, "sources": ["memory", "sessions"]}}}}
+    """The default memory configuration with transcript indexing switched on (M6), plus `--config`."""
+    search = {"provider": provider, "experimental": {"sessionMemory": True}, "sources": ["memory", "sessions"]}
+    return {"agents": {"defaults": {"memorySearch": _merged(search, SEARCH_OVERRIDES)}}}
 
 
 def _flat(text: str) -> str:
@@ -269,7 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--e5", action="store_true", help="also run hybrid with provider local-e5 (slow to index)")
     p.add_argument("--modes", default=",".join(MODES), help="subset of hybrid,keyword,vector (hybrid first)")
     p.add_argument("--dump", default="", help="write per-question results as JSON lines to this file")
+    p.add_argument("--config", default="", help="JSON merged into memorySearch, e.g. "
+                   "'{\"query\": {\"hybrid\": {\"mmr\": {\"enabled\": true}}}}' (a variant to compare)")
     args = p.parse_args(argv)
+    if args.config:
+        try:
+            extra = json.loads(args.config)
+        except ValueError as exc:
+            p.error(f"--config is not JSON ({exc}); give a JSON object such as '{{\"query\": {{}}}}'")
+        if not isinstance(extra, dict):
+            p.error(f"--config must be a JSON object, not {type(extra).__name__}")
+        SEARCH_OVERRIDES.update(extra)
     conversations = load_locomo()
     wanted = {"dev": DEV, "held-out": HELD_OUT}.get(args.conversations) or \
         tuple(x.strip() for x in args.conversations.split(",") if x.strip())
