@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ClawkeepError, InputError
+from . import call as _call_command  # noqa: F401 - registers `clawkeep call` (every operation, derived)
 from . import interop as _interop_commands  # noqa: F401 - registers `clawkeep import …` / `export`
 from . import mcp_command as _mcp_command  # noqa: F401 - registers `clawkeep mcp`
 from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep memory …`
