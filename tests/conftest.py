@@ -17,7 +17,8 @@ BACKENDS = ("sqlite", "postgres")
 ENGINE_BACKENDS = {"sqlite": None, "postgres": "pgvector_url", "postgres-stock": "pg_url", "client": None}
 
 
-pytest_plugins = ["tests.helpers.pg_servers", "tests.helpers.targets"]  # fixtures shared by several test files
+# fixtures shared by several test files
+pytest_plugins = ["tests.helpers.pg_servers", "tests.helpers.targets", "tests.helpers.browser"]
 
 
 def _backends(value: str) -> list[str]:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from tests.helpers.browser import ARGS, CHROMIUM, UI
 from tests.helpers.cli import run_cli
 from tests.helpers.gateway_process import GatewayProcess, write_config
 from tests.helpers.mcp_client import over_stdio, payload
 from tests.helpers.model_replies import completion, config_for, last_message
 from tests.helpers.scripted_server import ScriptedServer
-from tests.ui.test_ui import ARGS, CHROMIUM, UI
 
 MAIN = "agent:main:main"
 NO_VECTORS = {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}}

@@ -9,9 +9,9 @@ import urllib.parse
 from playwright.sync_api import expect
 
 from clawkeep import Engine
+from tests.helpers.browser import UI
 from tests.helpers.cli import run_cli
 from tests.helpers.gateway_process import GatewayProcess
-from tests.ui.test_ui import UI, browser  # noqa: F401 - the shared Chromium fixture
 
 CONFIG = {"session": {"dmScope": "per-channel-peer"}, "agents": {"defaults": {"memorySearch": {"provider": "none"}}}}
 ALICE = "agent:main:telegram:direct:alice"
@@ -19,7 +19,7 @@ BOB = "agent:main:telegram:direct:bob"
 BOB_MARKER = "Kestrelwood8813"
 
 
-def test_a_peer_token_sees_only_its_own_conversation_and_signs_out(browser, home):  # noqa: F811
+def test_a_peer_token_sees_only_its_own_conversation_and_signs_out(browser, home):
     (home / "clawkeep.json5").write_text(json.dumps(CONFIG))
     with Engine.open(home=home) as engine:
         engine.message("alice says hello", channel="telegram", sender="alice")

@@ -8,10 +8,10 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.ui.test_ui import UI, browser, record_gateway  # noqa: F401 - the fixtures
+from tests.helpers.browser import UI
 
 
-def test_a_record_mode_remember_shows_what_was_remembered(browser, record_gateway, home):  # noqa: F811
+def test_a_record_mode_remember_shows_what_was_remembered(browser, record_gateway, home):
     ui = UI(browser, record_gateway)
     page = ui.open()
     page.click("#new-thread")
@@ -41,7 +41,7 @@ def test_a_record_mode_remember_shows_what_was_remembered(browser, record_gatewa
     ui.close()
 
 
-def test_status_renders_as_a_table(browser, record_gateway):  # noqa: F811
+def test_status_renders_as_a_table(browser, record_gateway):
     ui = UI(browser, record_gateway)
     page = ui.open()
     page.click("#new-thread")
