@@ -82,3 +82,27 @@ def test_another_instances_writes_are_seen(pg_url, prefix):
     finally:
         writer.close()
         reader.close()
+
+
+def test_the_dense_sum_is_the_phrase_by_phrase_sum(monkeypatch):
+    """Matches of several phrases summed in an array by id give the same doubles, hence the
+    same page, as adding them phrase by phrase over the unique ids."""
+    import numpy as np
+
+    from clawkeep.storage.postgres import fts
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        postings, phrases = {}, []
+        for j in range(int(rng.integers(2, 6))):
+            ids = np.unique(rng.integers(1, 5000, int(rng.integers(0, 3000)))).astype(np.int64)
+            postings[fts.lexeme(f"t{j}")] = (ids, rng.integers(0, 5, len(ids)).astype(np.int32),
+                                             rng.integers(1, 400, len(ids)).astype(np.int32))
+            phrases.append(fts.Phrase((f"t{j}",), False))
+        phrases += phrases[:int(rng.integers(0, 2))]  # a repeated phrase counts twice
+        cache = fts.PostingCache(1, 6000, postings)
+        ranker = fts.Ranker("t", lambda sql, params: [], "")
+        dense = ranker._cached_rank(cache, phrases, 30, 57.3)
+        monkeypatch.setattr(fts, "DENSE_SPAN", 0)
+        assert ranker._cached_rank(cache, phrases, 30, 57.3) == dense
+        monkeypatch.setattr(fts, "DENSE_SPAN", 16)

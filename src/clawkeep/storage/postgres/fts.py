@@ -69,6 +69,7 @@ CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet 
 # (by counts read before).
 STEADY_S, STEADY_STATEMENTS = 3.0, 8
 MAX_LOAD_MATCHES = 150_000
+DENSE_SPAN = 16  # matches of several phrases are summed in an array by id when ids span at most this × them
 ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
 UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
 
@@ -306,13 +307,15 @@ class Ranker:
         weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
             return []
+        summed = None
         if len({p.tsquery for p in phrases}) == 1:
             unique = postings[0][0]
             where = [None] * len(postings)
+        elif (dense := self._dense_rank(postings, weights, average)) is not None:
+            (unique, summed), postings, weights, where = dense, [], [], []
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
             where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
-        summed = None
         for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
             if not len(ids):
                 continue
@@ -332,6 +335,24 @@ class Ranker:
             unique, scores = unique[keep], scores[keep]
         order = np.lexsort((unique, scores))[:limit]
         return [(int(d), float(s)) for d, s in zip(unique[order], scores[order], strict=True)]
+
+    @staticmethod
+    def _dense_rank(postings: list[tuple[Any, Any, Any]], weights: list[float],
+                    average: float) -> tuple[Any, Any] | None:
+        """(matching ids ascending, their summed parts) by adding every phrase's parts into an
+        array indexed by id (in phrase order: the same doubles as adding them one phrase after
+        another), when the ids span at most DENSE_SPAN times the matches; else None."""
+        ids = [p[0] for p in postings]
+        count = sum(len(i) for i in ids)
+        top = max(int(i[-1]) for i in ids if len(i)) + 1  # postings are by id
+        if top > DENSE_SPAN * count:
+            return None
+        parts = [weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
+                 for (_ids, tf, length), weight in zip(postings, weights, strict=True)]
+        flat = np.concatenate(ids)
+        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=top)
+        unique = np.flatnonzero(np.bincount(flat, minlength=top))
+        return unique, summed[unique]
 
     def _rank_from_cache(self, cache: PostingCache, phrases: list[Phrase], limit: int, average: float,
                          with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None = None) -> Ranked | None:
