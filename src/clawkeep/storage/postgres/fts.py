@@ -69,6 +69,7 @@ CACHE_MAX_AGE_S = 120.0  # a cache is read again after this long, however quiet 
 # (by counts read before).
 STEADY_S, STEADY_STATEMENTS = 3.0, 8
 MAX_LOAD_MATCHES = 150_000
+DENSE_SPAN = 16  # matches of several phrases are summed in an array by id when ids span at most this × them
 ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
 UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
 
@@ -191,15 +192,20 @@ class Ranker:
     a `generation_sql` (the table's write generation) the matches of the phrases searched."""
 
     def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
-                 total_kept: bool = False, generation_sql: str | None = None) -> None:
+                 total_kept: bool = False, generation_sql: str | None = None,
+                 scope_sql: str | None = None) -> None:
         """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
-        too slow to run with every search (a count)."""
+        too slow to run with every search (a count). `scope_sql`: a condition, on a `where`'s
+        parameters, true when that `where` leaves out no row of the table; with it a ranking so
+        scoped may come from the cache (checked in the statement that checks the cache)."""
         self.table, self._rows, self._total_sql, self._total_kept = table, rows, total_sql, total_kept
         self._lock = threading.Lock()
         self._df: dict[str, tuple[float, int]] = {}  # tsquery -> (when counted, rows holding it)
         self._average: tuple[float, float] | None = None  # (when read, tokens per row)
         self._last_total = 0  # N when the average was read
         self._generation_sql = generation_sql
+        self._scope_sql = scope_sql
+        self._scope_out: tuple[int, tuple[Any, ...]] | None = None  # (generation, params) a scope narrowed at
         self._cache: PostingCache | None = None
         self._seen: int | None = None  # the generation the last statement read
         self._steady = False  # the generation stayed the same long enough: matches are worth reading
@@ -301,13 +307,15 @@ class Ranker:
         weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
             return []
+        summed = None
         if len({p.tsquery for p in phrases}) == 1:
             unique = postings[0][0]
             where = [None] * len(postings)
+        elif (dense := self._dense_rank(postings, weights, average)) is not None:
+            (unique, summed), postings, weights, where = dense, [], [], []
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
             where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
-        summed = None
         for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
             if not len(ids):
                 continue
@@ -328,26 +336,54 @@ class Ranker:
         order = np.lexsort((unique, scores))[:limit]
         return [(int(d), float(s)) for d, s in zip(unique[order], scores[order], strict=True)]
 
+    @staticmethod
+    def _dense_rank(postings: list[tuple[Any, Any, Any]], weights: list[float],
+                    average: float) -> tuple[Any, Any] | None:
+        """(matching ids ascending, their summed parts) by adding every phrase's parts into an
+        array indexed by id (in phrase order: the same doubles as adding them one phrase after
+        another), when the ids span at most DENSE_SPAN times the matches; else None."""
+        ids = [p[0] for p in postings]
+        count = sum(len(i) for i in ids)
+        top = max(int(i[-1]) for i in ids if len(i)) + 1  # postings are by id
+        if top > DENSE_SPAN * count:
+            return None
+        parts = [weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
+                 for (_ids, tf, length), weight in zip(postings, weights, strict=True)]
+        flat = np.concatenate(ids)
+        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=top)
+        unique = np.flatnonzero(np.bincount(flat, minlength=top))
+        return unique, summed[unique]
+
     def _rank_from_cache(self, cache: PostingCache, phrases: list[Phrase], limit: int, average: float,
-                         with_rows: tuple[str, str] | None) -> Ranked | None:
+                         with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None = None) -> Ranked | None:
         """The ranking from the cache, its rows read by id in the statement that checks the
-        cache is current; None (the cache dropped) when it was not."""
+        cache is current; None (the cache dropped) when it was not, or when the `scope` (the
+        parameters of `scope_sql`) turned out to leave rows out (then kept: the statement ranks)."""
         top = self._cached_rank(cache, phrases, limit, average)
         ids = [rid for rid, _score in top]
+        state = self._state_sql() + (f", ({self._scope_sql})" if scope is not None else "")
+        lead = list(scope or ())
         if with_rows is None:
-            found = self._rows(f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT i.id, i.tokens "
-                               f"FROM unnest(%s::bigint[]) c(id) JOIN {self.table} i ON i.id = c.id) r ON TRUE", (ids,))
+            found = self._rows(f"SELECT {state}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT i.id, i.tokens "
+                               f"FROM unnest(%s::bigint[]) c(id) JOIN {self.table} i ON i.id = c.id) r ON TRUE",
+                               (*lead, ids))
         else:  # every candidate's tokens, the rows of the first ROWS_WITH_PAGE (a page rarely reaches past them)
             named = [f"{c.strip()} AS x{k}" for k, c in enumerate(with_rows[0].split(","))]
             found = self._rows(
-                f"SELECT {self._state_sql()}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT t.id, t.tokens, "
+                f"SELECT {state}, r.* FROM (SELECT 1) o LEFT JOIN (SELECT t.id, t.tokens, "
                 f"{', '.join(f'x.x{k}' for k in range(len(named)))} FROM unnest(%s::bigint[]) c(id) "
                 f"JOIN {self.table} t ON t.id = c.id LEFT JOIN (SELECT i.id AS rid, {', '.join(named)} "
                 f"FROM unnest(%s::bigint[]) c2(id) JOIN {self.table} i ON i.id = c2.id {with_rows[1]}) x "
                 "ON x.rid = t.id) r ON TRUE",
-                (ids, ids[:ROWS_WITH_PAGE]))
+                (*lead, ids, ids[:ROWS_WITH_PAGE]))
         if self._observe(found[0][0], found[0][1], None) is not cache:
             return None
+        if scope is not None:
+            if not found[0][2]:
+                with self._lock:
+                    self._scope_out = (cache.generation, scope)
+                return None
+            found = [(r[0], r[1], *r[3:]) for r in found]
         tokens = {int(r[2]): r[3] for r in found if r[2] is not None}
         page = [(rid, score, tokens[rid]) for rid, score in top if rid in tokens]  # (deleted since: left out)
         rows = {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None and len(r) > 4 and r[4] is not None}
@@ -450,13 +486,17 @@ class Ranker:
         if not phrases or limit <= 0:
             return Ranked([], True)
         average = self._kept_average()  # None: read again, in the ranking's statement
-        cache = self._cached() if not where else None
+        scope = tuple(where_params) if where and self._scope_sql is not None else None
+        cacheable = not where or scope is not None
+        cache = self._cached() if cacheable else None
+        if cache is not None and scope is not None and self._scope_out == (cache.generation, scope):
+            cache = None  # this scope leaves rows out of the cache's state: the statement ranks
         if cache is not None and average is not None and all(p.tsquery in cache.postings for p in phrases):
-            ranked = self._rank_from_cache(cache, phrases, limit, average, with_rows)
+            ranked = self._rank_from_cache(cache, phrases, limit, average, with_rows, scope)
             if ranked is not None:
                 return ranked
-            cache = None
-        load = self._loadable(phrases, cache) if not where else []
+            cache = self._cached()  # kept when only the scope narrowed
+        load = self._loadable(phrases, cache) if cacheable else []
         literals = list(dict.fromkeys(p.tsquery for p in phrases))
         known = {literal: self._fresh_df(literal) for literal in literals}
         expected = sum(CANDIDATES_PER_PHRASE if df is None else min(df, CANDIDATES_PER_PHRASE) for df in known.values())
@@ -470,7 +510,8 @@ class Ranker:
             first = found[0]
             found = [r[2 + len(load):] for r in found]
             loaded = {p.tsquery: self._posting(flat) for p, flat in zip(load, first[2:2 + len(load)], strict=True)}
-            self._observe(first[0], first[1], int(found[0][0]) if not self._total_kept else None, loaded, started)
+            self._observe(first[0], first[1], int(found[0][0]) if not self._total_kept else self._last_total or None,
+                          loaded, started)
         if average is None:
             average = self._keep_stats(found[0][2], found[0][3])
         total = int(found[0][0]) if not self._total_kept else max(self._last_total, 1)

@@ -107,6 +107,9 @@ class PgMemoryStore(PgConnection, MemoryStore):
 
     def _bump(self) -> None:
         self._write(bump_sql(self.vector_index))
+        # and again once the rows are committed: a search that read the generation this write
+        # moved to before then (and the old rows) sees it move again (fts.PostingCache)
+        self._after_commit(_GENERATION_BUMP)
 
     # --- meta -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -241,8 +244,11 @@ class PgMemoryStore(PgConnection, MemoryStore):
         ranker = self.__dict__.get("_text_ranker")
         if ranker is None:
             # N: a count of the chunks (kept, re-read every few minutes; it moves only on reindexing)
-            ranker = self.__dict__["_text_ranker"] = Ranker("{s}.chunks", self._query,
-                                                            "SELECT count(*) FROM {s}.chunks", total_kept=True)
+            # generation: the matches searched are kept in memory while it stays (fts.PostingCache);
+            # a sources scope takes them when no file (each chunk's file) is outside it
+            ranker = self.__dict__["_text_ranker"] = Ranker(
+                "{s}.chunks", self._query, "SELECT count(*) FROM {s}.chunks", total_kept=True,
+                generation_sql=_GENERATION_SQL, scope_sql=_ALL_SOURCES_SQL)
         return ranker
 
     def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int,
@@ -338,6 +344,9 @@ class PgMemoryStore(PgConnection, MemoryStore):
                     [(key, digest, np.asarray(vec, dtype=np.float32).tobytes()) for digest, vec in items.items()])
 
 
+_GENERATION_BUMP = "SELECT nextval('{s}.generation')"
+_GENERATION_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.generation"
+_ALL_SOURCES_SQL = "NOT EXISTS (SELECT 1 FROM {s}.files WHERE source <> ALL(%s))"
 _LINE_VECTORS_SQL = ("SELECT chunk_id, line, vec FROM {s}.line_vectors WHERE vector_key = %s AND chunk_id = ANY(%s) "
                      "ORDER BY chunk_id, line")
 # a chunk's columns after its id, read with the keyword candidates (fts.Ranker's `with_rows`)
