@@ -84,7 +84,7 @@ def test_another_instances_writes_are_seen(pg_url, prefix):
         reader.close()
 
 
-def test_the_dense_sum_is_the_phrase_by_phrase_sum(monkeypatch):
+def test_the_dense_sum_is_the_phrase_by_phrase_sum():
     """Matches of several phrases summed in an array by id give the same doubles, hence the
     same page, as adding them phrase by phrase over the unique ids."""
     import numpy as np
@@ -103,6 +103,4 @@ def test_the_dense_sum_is_the_phrase_by_phrase_sum(monkeypatch):
         cache = fts.PostingCache(1, 6000, postings)
         ranker = fts.Ranker("t", lambda sql, params: [], "")
         dense = ranker._cached_rank(cache, phrases, 30, 57.3)
-        monkeypatch.setattr(fts, "DENSE_SPAN", 0)
-        assert ranker._cached_rank(cache, phrases, 30, 57.3) == dense
-        monkeypatch.setattr(fts, "DENSE_SPAN", 16)
+        assert ranker._cached_rank(cache, phrases, 30, 57.3, dense_span=0) == dense

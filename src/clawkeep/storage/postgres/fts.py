@@ -300,9 +300,10 @@ class Ranker:
         return (np.ascontiguousarray(table[:, 0]), table[:, 1].astype(np.int32), table[:, 2].astype(np.int32))
 
     def _cached_rank(self, cache: PostingCache, phrases: list[Phrase], limit: int,
-                     average: float) -> list[tuple[int, float]]:
+                     average: float, dense_span: int = DENSE_SPAN) -> list[tuple[int, float]]:
         """(id, score) of the best `limit` rows over every match, best first, ties by id: the
-        same operations on the same doubles as `score_row`, phrase by phrase."""
+        same operations on the same doubles as `score_row`, phrase by phrase (`dense_span` 0:
+        never the array sum)."""
         postings = [cache.postings[p.tsquery] for p in phrases]
         weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
@@ -311,7 +312,7 @@ class Ranker:
         if len({p.tsquery for p in phrases}) == 1:
             unique = postings[0][0]
             where = [None] * len(postings)
-        elif (dense := self._dense_rank(postings, weights, average)) is not None:
+        elif (dense := self._dense_rank(postings, weights, average, dense_span)) is not None:
             (unique, summed), postings, weights, where = dense, [], [], []
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
@@ -338,14 +339,14 @@ class Ranker:
 
     @staticmethod
     def _dense_rank(postings: list[tuple[Any, Any, Any]], weights: list[float],
-                    average: float) -> tuple[Any, Any] | None:
+                    average: float, dense_span: int) -> tuple[Any, Any] | None:
         """(matching ids ascending, their summed parts) by adding every phrase's parts into an
         array indexed by id (in phrase order: the same doubles as adding them one phrase after
-        another), when the ids span at most DENSE_SPAN times the matches; else None."""
+        another), when the ids span at most `dense_span` times the matches; else None."""
         ids = [p[0] for p in postings]
         count = sum(len(i) for i in ids)
         top = max(int(i[-1]) for i in ids if len(i)) + 1  # postings are by id
-        if top > DENSE_SPAN * count:
+        if top > dense_span * count:
             return None
         parts = [weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
                  for (_ids, tf, length), weight in zip(postings, weights, strict=True)]
