@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # bundle (HNSW) and on Debian's PostgreSQL 15 without pgvector (memory vectors in a plain column, exact top-k)
 PG_SCENARIOS := tests/sessions/test_transcripts.py tests/sessions/test_search.py tests/sessions/test_history.py tests/sessions/test_visibility.py \
 	tests/hooks/test_session_memory_hook.py tests/security/test_security_routing.py tests/recall/test_recall.py tests/memory/test_memory_index.py \
-	tests/memory/test_memory_files.py
+	tests/memory/test_memory_files.py tests/memory/test_memory_freshness.py
 # ... and through clawkeep.Client against a real gateway process (the `engine` fixture's calls; issue 31)
 CLIENT_SCENARIOS := tests/sessions/test_search.py tests/sessions/test_history.py tests/sessions/test_visibility.py tests/sessions/test_transcripts.py \
 	tests/engine/test_bad_input.py tests/security/test_security_routing.py

@@ -126,7 +126,7 @@ def test_with_the_queue_an_unchanged_workspace_is_not_walked_and_an_edit_is(home
     (workspace / "SOUL.md").write_text("be kind\n")
     (workspace / "memory" / ".draft.md").write_text("- hidden\n")
     (workspace / "memory" / "a.md.swp").write_text("swap\n")
-    (workspace / ".clawkeep").mkdir()
+    (workspace / ".clawkeep").mkdir(exist_ok=True)  # PostgreSQL: the mirror keeps its state here already
     (workspace / ".clawkeep" / "write.lock").write_text("")
     assert index.refresh() is None
     (workspace / "memory" / "a.md").write_text("- apples in the red crate\n")
@@ -209,5 +209,11 @@ def test_a_workspace_reached_through_a_link_that_is_pointed_elsewhere_is_walked_
     swap = tmp_path / "workspace.new"  # retargeted the way `ln -sfn` does it: no event in either folder
     swap.symlink_to(second)
     os.replace(swap, link)
-    assert "garage" in eng.memory_search("where is the ladder")["results"][0]["snippet"]
+    found = eng.memory_search("where is the ladder")["results"][0]["snippet"]
+    if eng.config.storage.url is None:  # the files are the memory: the new folder's are indexed
+        assert "garage" in found
+    else:  # PostgreSQL: the shared documents are; the new folder's other text is kept aside, not lost
+        assert "attic" in found
+        kept = list((second / "memory" / ".conflicts").glob("*.md"))
+        assert [p.read_text() for p in kept] == ["- the ladder is in the garage\n"]
     eng.close()
