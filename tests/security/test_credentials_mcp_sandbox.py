@@ -12,7 +12,7 @@ from clawkeep import Engine
 from tests.helpers.cli import run_cli
 from tests.helpers.gateway_process import GatewayThread
 from tests.helpers.mcp_client import http_server, over_http, over_stdio, payload
-from tests.helpers.model_replies import model_config, read_sse, stream_chunks
+from tests.helpers.model_replies import completion, last_message, model_config, read_sse, stream_chunks
 from tests.helpers.scripted_server import ScriptedServer
 
 ALICE = "agent:main:telegram:direct:alice"
@@ -164,3 +164,34 @@ def test_the_models_tools_in_a_streamed_turn_run_as_the_sandboxed_caller(tmp_pat
     assert all(m["role"] == "tool" for m in tool_results)
     assert BOB not in tool_results[0]["content"]  # sandboxed: its own tree only
     assert BOB in tool_results[1]["content"]  # the same session unsandboxed sees its agent
+
+
+@pytest.mark.parametrize("wait_s", [30, 0])
+def test_a_sessions_send_turn_runs_under_the_senders_sandboxed_credential_waited_or_not(tmp_path, wait_s):
+    """The target's turn (its model's tools) carries the sending credential's limit, whether the
+    sender waits for the reply or fires and forgets (`timeoutSeconds: 0`)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    call = ("sessions_list", {})
+    with ScriptedServer() as model:
+        model.add(completion(calls=[call]), completion("done"))
+        config = {**model_config(model), "session": {"dmScope": "per-channel-peer"},
+                  "tools": {"sessions": {"visibility": "agent"}}}
+        config["agents"]["defaults"]["sandbox"] = {"sessionToolsVisibility": "spawned"}
+        running = GatewayThread(home, config, background=False)
+        try:
+            for sender in ("alice", "bob"):  # recorded without a model call
+                running.engine.message(f"{sender} was here", channel="telegram", sender=sender, role="assistant")
+            boxed = running.engine.tokens_create("boxed", "agent:main", sandboxed=True)["token"]
+            with running.client() as http:
+                sent = http.post(f"/v1/sessions/{ALICE}/send", json={"message": "who is around?",
+                                                                     "timeoutSeconds": wait_s},
+                                 headers={"Authorization": f"Bearer {boxed}"})
+                assert sent.status_code == 200, sent.text
+                assert sent.json()["status"] == ("ok" if wait_s else "accepted"), sent.text
+            running.engine.runtime.background.wait()  # the fire-and-forget turn has ended
+        finally:
+            running.stop()
+    tool_result = last_message(model.requests[1])
+    assert tool_result["role"] == "tool" and ALICE in tool_result["content"]
+    assert BOB not in tool_result["content"]  # sandboxed: alice's own tree, not the agent's sessions

@@ -32,7 +32,7 @@ from ..runtime import Runtime
 from ..sessions import service
 from ..sessions.transcript import INTER_SESSION
 from ..storage import SessionRecord
-from ..visibility import NO_LIMIT, Caller
+from ..visibility import Caller
 from .messages import MessageRequest, MessageResult
 from .pipeline import handle_message
 from .reply import session_model
@@ -66,15 +66,14 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
     delivery = _Delivery()
     provenance = _provenance(requester.key if requester else None)
     # A caller that waits lends the delivery its turn (the chain of held locks, so a send back is
-    # refused, not deadlocked) and its credential limit; a fire-and-forget delivery waits for
-    # nobody and starts afresh, with neither.
-    waiting = timeout_s > 0
-    within = turn if waiting else None
-    runner = rt if waiting else rt.with_limit(NO_LIMIT)
+    # refused, not deadlocked); a fire-and-forget delivery waits for nobody, so it holds no chain.
+    # Either way the delivery runs in `rt`, under the sender's credential limit: not waiting for
+    # the reply must not widen what the target's turn (its tools) may see.
+    within = turn if timeout_s > 0 else None
 
     def deliver() -> None:
         try:
-            delivery.result = _deliver(runner, target.key, text, provenance, within)
+            delivery.result = _deliver(rt, target.key, text, provenance, within)
         except BaseException as exc:  # noqa: BLE001 - reported to a waiting caller, and logged
             delivery.error = exc
             rt.log_warning(f"sessions_send into {target.key} failed: {type(exc).__name__}: {exc}")
@@ -82,7 +81,7 @@ def sessions_send(rt: Runtime, target_ref: str, text: str, *, timeout_s: int, ca
             delivery.done.set()
         answer = _answer(delivery.result)
         if exchange and answer is not None:
-            _ping_pong(runner, requester.key, target.key, answer, exchange, within)  # type: ignore[union-attr]
+            _ping_pong(rt, requester.key, target.key, answer, exchange, within)  # type: ignore[union-attr]
 
     rt.background.start("sessions-send", deliver)
     out: dict[str, Any] = {"session_key": target.key}  # the SendResult fields every outcome has
