@@ -34,7 +34,7 @@ run: $(STAMP)
 test: $(STAMP) /usr/bin/chromium
 	bash .ci/postgres.sh install   # Debian's PostgreSQL for the postgres tests (they start and stop it themselves)
 	bash .ci/openclaw.sh install >/dev/null   # Node 24 + OpenClaw from npm for the plugin tests (cached outside the clone)
-	$(BIN)/ruff check src tests   # lint: the project's rules (pyproject [tool.ruff]), no exceptions but the ones it names
+	$(BIN)/ruff check src tests bench   # lint: the project's rules (pyproject [tool.ruff]), no exceptions but the ones it names
 	$(BIN)/lint-imports   # the layering contract (.importlinter): no upward import, no cycle
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet   # the docs site: a broken link or a stale generated reference fails
 	$(BIN)/python -m pytest -q

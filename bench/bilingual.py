@@ -220,9 +220,9 @@ def run(providers: tuple[str, ...] = ("local",)) -> Section:
                       f"{summary['n']} queries; a query counts when its line is in one of the first {TOP} results and "
                       f"that result spans at most {MAX_WINDOW_LINES} lines. Target ≥ {FACT_TARGET:.2f}: **{verdict}** "
                       f"({summary['all']:.2f}); index {facts['chunks']} chunks in {facts['index_s']:.1f} s, search p50 "
-                      f"{fmt_ms(percentile(facts['latency'], 50))} ms. Dev = odd facts and odd days. No weight was fitted "
-                      "to this set (fact lines use the configured vector/text weights, chosen on LoCoMo dev), but "
-                      "the variants compared in the README were each run on both halves.")
+                      f"{fmt_ms(percentile(facts['latency'], 50))} ms. Dev = odd facts and odd days. "
+                      "No weight was fitted to this set (fact lines use the configured vector/text weights, "
+                      "chosen on LoCoMo dev), but the variants compared in the README were each run on both halves.")
         blocks.append(table)
     return Section("bilingual", "Bilingual memory_search (Chinese and English notes)", blocks, data)
 

@@ -30,7 +30,8 @@ from collections import defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from clawkeep.storage import TextQuery  # noqa: E402
-from clawkeep.storage.sqlite.fts import match_expression, vocab_doc_freq as fts5_doc_freq  # noqa: E402
+from clawkeep.storage.sqlite.fts import match_expression  # noqa: E402
+from clawkeep.storage.sqlite.fts import vocab_doc_freq as fts5_doc_freq  # noqa: E402
 from clawkeep.text.analyzer import analyze_document, parse_query, rerank  # noqa: E402
 
 

@@ -145,7 +145,8 @@ def run_bench(progress: Any, quick: bool = False) -> Section:
         base = found[f"in-process|{name}"]
         for path in PATHS:
             r = found[f"{path}|{name}"]
-            vs = "1.00×" if path == "in-process" else f"**{r['p50'] / base['p50']:.2f}×** (+{fmt_ms(r['p50'] - base['p50'])} ms)"
+            vs = "1.00×" if path == "in-process" else \
+                f"**{r['p50'] / base['p50']:.2f}×** (+{fmt_ms(r['p50'] - base['p50'])} ms)"
             rows.append([f"`{name}` {path}", fmt_ms(r["p50"]), fmt_ms(r["p95"]), vs, r["errors"]])
     table = md_table(["call (ms)", "p50", "p95", "p50 vs in-process (same run)", "errors"], rows)
     notes = (f"{n_calls} timed calls per path and operation over {len(texts)} corpus queries (each warmed once), "

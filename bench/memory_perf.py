@@ -51,7 +51,7 @@ from clawkeep.memory import search as search_mod  # noqa: E402
 from clawkeep.memory import service  # noqa: E402
 from clawkeep.memory.chunking import text_hash  # noqa: E402
 from clawkeep.storage.memory_base import ChunkRecord, FileRecord  # noqa: E402
-from clawkeep.text.analyzer import analyze_document, analyze_lines  # noqa: E402
+from clawkeep.text.analyzer import analyze_lines  # noqa: E402
 
 from .common import (  # noqa: E402
     BENCH_DATA,

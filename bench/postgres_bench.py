@@ -201,7 +201,8 @@ def load_agent_store(server: Server, sqlite_home: Path, prefix: str, progress: A
         ecols = "seq, entry_id, session_id, parent_entry_id, type, role, ts, content, meta, client_scope, client_id"
         last = 0
         while True:
-            rows = src.execute(f"SELECT {ecols} FROM entries WHERE seq > ? ORDER BY seq LIMIT 20000", (last,)).fetchall()
+            rows = src.execute(f"SELECT {ecols} FROM entries WHERE seq > ? ORDER BY seq LIMIT 20000",
+                               (last,)).fetchall()
             if not rows:
                 break
             _copy(conn, f"COPY {schema}.entries ({ecols}) FROM STDIN", rows)
@@ -413,7 +414,8 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
     rows = [
         ["append: entry + index + session row, one transaction (msg/s)", f"{append['postgresql']:,.0f}",
          f"{append['sqlite NORMAL']:,.0f} (NORMAL) / {append['sqlite FULL']:,.0f} (FULL)",
-         f"{append['postgresql'] / append['sqlite NORMAL']:.2f}× / {append['postgresql'] / append['sqlite FULL']:.2f}×"],
+         f"{append['postgresql'] / append['sqlite NORMAL']:.2f}× / "
+         f"{append['postgresql'] / append['sqlite FULL']:.2f}×"],
         ["record-mode turn, `Engine.message` (turns/s)", f"{append['turn postgresql']:,.0f}",
          f"{append['turn sqlite']:,.0f}", f"{append['turn postgresql'] / append['turn sqlite']:.2f}×"],
         [f"record-mode turn p50 (ms), 1 ms injected per round trip ({delayed['round_trips']} round trips; "
@@ -435,12 +437,13 @@ def run_bench(progress: Any, quick: bool = False, search_size: int | None = None
     cached = " (by an earlier run: cached under .bench-data/pg-bench)"
     notes = (f"PostgreSQL: pgserver 16.2 + pgvector 0.6.2 on a Unix socket, fsync on. Search store loaded by COPY in "
              f"{search['pg_load_s']:.0f} s{cached if search['pg_load_cached'] else ''}, the memory index in "
-             f"{memory['pg_load_s']:.0f} s{cached if memory['pg_load_cached'] else ''}; both backends rank the same message first for "
-             f"{search['top1_agreement']:.0%} of the sampled queries (same tokens, different bm25 formulas). "
+             f"{memory['pg_load_s']:.0f} s{cached if memory['pg_load_cached'] else ''}; both backends rank the same "
+             f"message first for {search['top1_agreement']:.0%} of the sampled queries (same tokens, different bm25 "
+             "formulas). "
              f"memory vector search: PostgreSQL answers by HNSW above 20,000 vectors (exactly below); recall@10 of its "
-             f"top-10 against the exact numpy top-10: {memory['vector_recall_at_10']:.2f} (the bench's chunk vectors are random "
-             "unit vectors, HNSW's worst case: this says how far HNSW strays on unstructured data, not its recall on "
-             "real embeddings).")
+             f"top-10 against the exact numpy top-10: {memory['vector_recall_at_10']:.2f} (the bench's chunk vectors "
+             "are random unit vectors, HNSW's worst case: this says how far HNSW strays on unstructured data, not "
+             "its recall on real embeddings).")
     return Section("postgres", "PostgreSQL beside SQLite", [table, mi, notes],
                    {"append": append, "search": search, "memory": memory, "instances": instances,
                     "delayed_turns": delayed})
@@ -533,7 +536,7 @@ def bench_exact_topk(sizes: tuple[int, ...] = (10_000, 100_000), dims: int = 384
             flt = VectorFilter("bench", ("memory",))
             queries = matrix[np.random.default_rng(2).integers(0, n, size=reps)]
             t0 = time.perf_counter()
-            first = store.vector_search(queries[0], 10, flt)
+            store.vector_search(queries[0], 10, flt)  # the cold first search: timed only
             cold = (time.perf_counter() - t0) * 1000
             warm = []
             for q in [queries[0], *queries]:

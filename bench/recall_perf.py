@@ -59,7 +59,9 @@ REPO = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # `python bench/recall_perf.py`
     sys.path.insert(0, str(REPO))
 
+from bench.common import match_of  # noqa: E402
 from clawkeep import Engine  # noqa: E402
+from clawkeep.config.active_memory import active_memory_config, remember_across_conversations  # noqa: E402
 from clawkeep.context import compaction  # noqa: E402
 from clawkeep.memory import items as memory_items  # noqa: E402
 from clawkeep.memory import service as memory  # noqa: E402
@@ -67,15 +69,10 @@ from clawkeep.memory.chunking import chunk_lines  # noqa: E402
 from clawkeep.recall import lanes  # noqa: E402
 from clawkeep.recall import service as recall_service  # noqa: E402
 from clawkeep.recall.detector import classify  # noqa: E402
-from clawkeep.sessions import compactions  # noqa: E402
-from clawkeep.config.active_memory import active_memory_config, remember_across_conversations  # noqa: E402
-from clawkeep.sessions import transcript  # noqa: E402
+from clawkeep.sessions import compactions, transcript  # noqa: E402
 from clawkeep.sessions.service import find_session  # noqa: E402
-from clawkeep.storage import EntryRecord, SessionRecord  # noqa: E402
-from clawkeep.storage import AgentStore, open_agent_store_file  # noqa: E402
+from clawkeep.storage import AgentStore, EntryRecord, SessionRecord, open_agent_store_file  # noqa: E402
 from clawkeep.text.query import parse_query  # noqa: E402
-
-from bench.common import match_of  # noqa: E402
 
 CORPUS_VERSION = "rp1"
 DATA = REPO / ".bench-data"

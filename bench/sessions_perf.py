@@ -33,9 +33,9 @@ from rich.progress import Progress
 from clawkeep import Engine
 from clawkeep.redact import redact_secrets
 from clawkeep.sessions import search, transcript
-from clawkeep.visibility import Caller
 from clawkeep.storage import EntryRecord
 from clawkeep.text.analyzer import analyze_document, parse_query, snippet
+from clawkeep.visibility import Caller
 
 from .common import (
     BENCH_DATA,

@@ -12,10 +12,11 @@ for each run, since the turns write to it.
 Model: `tests/helpers/scripted_server.py`'s `ScriptedServer` on loopback speaking the OpenAI chat
 protocol and answering at once, in its own process (as a model provider is: a server thread in
 the engine's process would share its GIL, and the hand-overs of the GIL between the two on every
-request would be counted as the engine's time; that variant is measured too, for comparison). In a *tool* turn the first call answers with one `memory_search`
-tool call (a query from the corpus), the second with text; in a *baseline* turn the model
-answers text at once (the tools are offered to both). The server times each request it handles
-(from header parsing to just before the answer is written) and that time is subtracted as the model's own.
+request would be counted as the engine's time; that variant is measured too, for comparison).
+In a *tool* turn the first call answers with one `memory_search` tool call (a query from the
+corpus), the second with text; in a *baseline* turn the model answers text at once (the tools
+are offered to both). The server times each request it handles (from header parsing to just
+before the answer is written) and that time is subtracted as the model's own.
 
 Config: Active Memory off (`plugins.entries.active-memory.enabled: false`, so recall does not
 dominate the turn), `session.reset.mode: none` (the seeded sessions are months old and would
@@ -62,7 +63,16 @@ from clawkeep.turns import tools as turn_tools  # noqa: E402
 from tests.helpers.scripted_server import Reply, ScriptedServer  # noqa: E402
 
 from . import recall_perf  # noqa: E402
-from .common import Section, console, settle_background, fmt_ms, make_progress, md_table, percentile, scratch_dir  # noqa: E402
+from .common import (  # noqa: E402
+    Section,
+    console,
+    fmt_ms,
+    make_progress,
+    md_table,
+    percentile,
+    scratch_dir,
+    settle_background,
+)
 
 TARGET_S = 0.020
 FULL = {"turns": 200, "store": dict(recall_perf.FULL), "search_calls": 200, "profile_turns": 40}
@@ -423,7 +433,8 @@ STAGES = (  # (file, function, label): cumulative time per turn in the profile
     ("memory/search/terms.py", "of", "  of which query terms (parse + document frequencies)"),
     ("memory/search/rank.py", "keyword", "  of which the keyword (FTS5) ranking"),
     ("memory/search/windows.py", "hits", "  of which snippet windows (re-analysing the hit chunks' lines)"),
-    ("turns/reply.py", "_record_entries", "recording transcript entries (the calls with their results, then the answer)"),
+    ("turns/reply.py", "_record_entries",
+     "recording transcript entries (the calls with their results, then the answer)"),
     ("turns/reply.py", "build_context", "building the context"),
 )
 
@@ -606,12 +617,12 @@ def run(progress: Any = None, quick: bool = False, turns: int | None = None) -> 
                      "cumulative in tool turn ms"], prof_rows["functions"])
     prof_note = (f"Where a tool step's time goes: cProfile over {sizes['profile_turns']} tool and "
                  f"{sizes['profile_turns']} baseline turns on other threads (main thread only; the model server is "
-                 "another process, so waiting for it shows up as socket reads; run_tool's worker thread run inline; the "
-                 "upper half of a split keyword ranking runs on its own thread, so the profile sees the wait for it). "
-                 "Profiling inflates times; read the rows as shares.")
-    data = {"turns": d, "turns_watched": watched, "memory_search": search, "round_trip": rtt, "schema_wire_tokens": wire_tokens,
-            "schema_wire_chars": wire_chars, "profile": prof_rows, "store": {"chunks": manifest.chunks,
-                                                                              "messages": manifest.messages},
+                 "another process, so waiting for it shows up as socket reads; run_tool's worker thread run inline; "
+                 "the upper half of a split keyword ranking runs on its own thread, so the profile sees the wait for "
+                 "it). Profiling inflates times; read the rows as shares.")
+    data = {"turns": d, "turns_watched": watched, "memory_search": search, "round_trip": rtt,
+            "schema_wire_tokens": wire_tokens, "schema_wire_chars": wire_chars, "profile": prof_rows,
+            "store": {"chunks": manifest.chunks, "messages": manifest.messages},
             "target_s": TARGET_S, "verdict_p50": verdict, "verdict_p95": verdict95,
             "verdict_watched_p50": watched_verdict, "verdict_watched_p95": watched_verdict95,
             "verdict_engine": engine_verdicts,
