@@ -65,6 +65,12 @@ class _Base:
                                            "raise the client's timeout= or check the gateway")
         return errors.UnavailableError(f"{call.method} {where} failed: {type(exc).__name__}: {exc}")
 
+    def _response(self, tries: core.Tries) -> httpx.Response:
+        """The last try's response; its transport error as a clawkeep error."""
+        if isinstance(tries.last, httpx.HTTPError):
+            raise self._failure(tries.last, tries.call) from None
+        return tries.last
+
     def _request(self, call: core.Call) -> httpx.Request:
         return httpx.Request(call.method, self.url + call.path, params=call.params,
                              content=core.encode(call.body), headers={**self._headers, **call.headers})
@@ -96,20 +102,15 @@ class Client(_Base):
         return self.call("message", text, stream=True, **inbound)
 
     def _send(self, call: core.Call) -> httpx.Response:
-        attempt = 0
-        while True:
+        tries = core.Tries(call)
+        for pause in tries:
+            if pause is not None:
+                time.sleep(pause)
             try:
-                response = self._http.send(self._request(call))
+                tries.last = self._http.send(self._request(call))
             except httpx.HTTPError as exc:
-                delay = core.retry_delay(call, attempt, None, None)
-                if delay is None:
-                    raise self._failure(exc, call) from None
-            else:
-                delay = core.retry_delay(call, attempt, response.status_code, response.headers.get("retry-after"))
-                if delay is None:
-                    return response
-            time.sleep(delay)
-            attempt += 1
+                tries.last = exc
+        return self._response(tries)
 
     def _events(self, call: core.Call) -> Iterator[StreamEvent]:
         parser = core.SSEParser(call, self.url)
@@ -161,20 +162,15 @@ class AsyncClient(_Base):
         return core.result(call, response.status_code, response.content, self.url)
 
     async def _send(self, call: core.Call) -> httpx.Response:
-        attempt = 0
-        while True:
+        tries = core.Tries(call)
+        for pause in tries:
+            if pause is not None:
+                await asyncio.sleep(pause)
             try:
-                response = await self._http.send(self._request(call))
+                tries.last = await self._http.send(self._request(call))
             except httpx.HTTPError as exc:
-                delay = core.retry_delay(call, attempt, None, None)
-                if delay is None:
-                    raise self._failure(exc, call) from None
-            else:
-                delay = core.retry_delay(call, attempt, response.status_code, response.headers.get("retry-after"))
-                if delay is None:
-                    return response
-            await asyncio.sleep(delay)
-            attempt += 1
+                tries.last = exc
+        return self._response(tries)
 
     async def _events(self, call: core.Call) -> AsyncIterator[StreamEvent]:
         parser = core.SSEParser(call, self.url)

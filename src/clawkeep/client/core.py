@@ -10,8 +10,10 @@ then says which field goes in the path, the query string or the JSON body.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -205,6 +207,34 @@ def retry_delay(call: Call, attempt: int, status: int | None, retry_after: str |
     except ValueError:
         return None
     return delay if 0 <= delay <= MAX_RETRY_AFTER_S else None
+
+
+class Tries:
+    """The tries of one call, sans-IO: each client drives it with its own send and sleep.
+
+        tries = Tries(call)
+        for pause in tries:         # None before the first try, then each retry's delay (s)
+            if pause is not None:
+                sleep(pause)
+            tries.last = send(...)  # the response, or the transport error the send raised
+        tries.last                  # what to hand back (or raise)
+
+    Iteration stops as soon as `retry_delay` says no further try is due."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.last: Any = None  # the latest try's response (status_code, headers) or exception
+
+    def __iter__(self) -> Iterator[float | None]:
+        yield None
+        for attempt in itertools.count():
+            if isinstance(self.last, BaseException):
+                pause = retry_delay(self.call, attempt, None, None)
+            else:
+                pause = retry_delay(self.call, attempt, self.last.status_code, self.last.headers.get("retry-after"))
+            if pause is None:
+                return
+            yield pause
 
 
 class SSEParser:
