@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,22 +212,8 @@ def build_history_view(
 ) -> HistoryView:
     """Render stored messages (oldest first) into the bounded sessions_history view."""
     flags = _Flags()
-    rows: list[dict[str, Any]] = []
-    for msg in messages:
-        if msg.get("role") in TOOL_ROLES and not include_tools:
-            continue
-        text = _render_message(msg, include_tools, text_cap, flags)
-        if text:
-            rows.append(_row(msg, text))
-    kept, dropped, omitted = _fit_budget(rows, byte_cap)
-    return HistoryView(
-        messages=kept,
-        truncated=dropped > 0 or omitted,
-        dropped_messages=dropped,
-        content_truncated=flags.truncated,
-        content_redacted=flags.redacted,
-        bytes=json_size(kept),
-    )
+    kept, dropped, omitted = _fit_budget(list(_rows(messages, include_tools, text_cap, flags)), byte_cap)
+    return _view(kept, dropped, omitted, flags)
 
 
 def build_history_view_newest_first(
@@ -247,13 +233,7 @@ def build_history_view_newest_first(
     kept: list[dict[str, Any]] = []  # newest first
     total = 2  # "[]"
     dropped, omitted = 0, False
-    for msg in messages:
-        if msg.get("role") in TOOL_ROLES and not include_tools:
-            continue
-        text = _render_message(msg, include_tools, text_cap, flags)
-        if not text:
-            continue
-        row = _row(msg, text)
+    for row in _rows(messages, include_tools, text_cap, flags):
         grow = json_size(row) + (2 if kept else 0)  # rows are joined by ", "
         if total + grow <= byte_cap:
             kept.append(row)
@@ -268,6 +248,22 @@ def build_history_view_newest_first(
             kept, dropped = (marker, older) if json_size(marker) <= byte_cap else ([], older + 1)
         break
     kept.reverse()
+    return _view(kept, dropped, omitted, flags)
+
+
+def _rows(messages: Iterable[dict[str, Any]], include_tools: bool, text_cap: int, flags: _Flags
+          ) -> Iterator[dict[str, Any]]:
+    """The rows of the messages shown, rendered as they are asked for (a newest-first reading
+    stops at the row that does not fit: nothing older is rendered)."""
+    for msg in messages:
+        if msg.get("role") in TOOL_ROLES and not include_tools:
+            continue
+        text = _render_message(msg, include_tools, text_cap, flags)
+        if text:
+            yield _row(msg, text)
+
+
+def _view(kept: list[dict[str, Any]], dropped: int, omitted: bool, flags: _Flags) -> HistoryView:
     return HistoryView(
         messages=kept,
         truncated=dropped > 0 or omitted,

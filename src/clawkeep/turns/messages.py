@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InputError
 from ..routing.router import Inbound
+
+
+def check_text(text: str, what: str, limit: int) -> None:
+    """Text stored in a transcript (a message, a sent message, a system event): not blank, at
+    most `limit` characters (session.maxMessageChars). `what` names it in the error."""
+    if not text or not text.strip():
+        raise InputError(f"{what} is empty")
+    if len(text) > limit:
+        raise InputError(f"{what} is {len(text)} characters long; at most {limit} are allowed "
+                         "(session.maxMessageChars)")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from ..runtime import Runtime
 from ..sessions import service
 from ..storage import EntryRecord, SessionRecord
 from . import commands, record, reply
-from .messages import MessageRequest, MessageResult, TurnEvent
+from .messages import MessageRequest, MessageResult, TurnEvent, check_text
 from .turn import EventSink, Turn
 
 _MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f]{1,200}$")
@@ -47,13 +47,7 @@ def is_operator(inbound: Inbound) -> bool:
 def validate_request(rt: Runtime, request: MessageRequest) -> None:
     if request.role not in ("user", "assistant"):
         raise InputError(f"role {request.role!r} is not allowed; allowed values: user, assistant")
-    if not request.text or not request.text.strip():
-        raise InputError("message text is empty")
-    limit = rt.config.session.max_message_chars
-    if len(request.text) > limit:
-        raise InputError(
-            f"message is {len(request.text)} characters long; at most {limit} are allowed (session.maxMessageChars)"
-        )
+    check_text(request.text, "message text", rt.config.session.max_message_chars)
     if request.message_id is not None and not _MESSAGE_ID.match(request.message_id):
         raise InputError(f"message id {request.message_id!r} is invalid; use 1-200 characters without spaces")
 

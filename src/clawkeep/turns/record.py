@@ -7,7 +7,7 @@ import hashlib
 from typing import Any
 
 from .. import api
-from ..errors import ConflictError, DuplicateError, InputError
+from ..errors import ConflictError, DuplicateError
 from ..events import MessageRecorded
 from ..redact import redact_secrets, redacted_preview
 from ..routing.router import Route
@@ -15,7 +15,7 @@ from ..runtime import Runtime
 from ..sessions import service, transcript
 from ..storage import EntryRecord, SessionRecord
 from ..visibility import Caller
-from .messages import MessageResult
+from .messages import MessageResult, check_text
 
 CONFLICT_PREVIEW_CHARS = 200  # how much of the stored text a conflict quotes (secrets redacted)
 
@@ -119,12 +119,7 @@ def record_system_event(rt: Runtime, ref: str, text: str, *, at: int | None = No
 
     Queued notices wait for the next turn; a reset drops the ones still queued.
     """
-    if not text.strip():
-        raise InputError("system event text is empty")
-    limit = rt.config.session.max_message_chars
-    if len(text) > limit:
-        raise InputError(f"system event text is {len(text)} characters long; at most {limit} are allowed "
-                         "(session.maxMessageChars, the same limit as messages)")
+    check_text(text, "system event text", rt.config.session.max_message_chars)
     store, session = service.find_session(rt, ref, caller)
     at = at if at is not None else rt.now()
     entry = EntryRecord(transcript.new_entry_id(), session.session_id, "system_event", at,

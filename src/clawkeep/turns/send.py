@@ -33,7 +33,7 @@ from ..sessions import service
 from ..sessions.transcript import INTER_SESSION
 from ..storage import SessionRecord
 from ..visibility import Caller
-from .messages import MessageRequest, MessageResult
+from .messages import MessageRequest, MessageResult, check_text
 from .pipeline import handle_message
 from .reply import session_model
 from .turn import Turn
@@ -102,12 +102,7 @@ def _resolve(rt: Runtime, target_ref: str, text: str, caller: str | None,
              turn: Turn | None = None) -> tuple[SessionRecord | None, SessionRecord]:
     """(calling session or None, target), after every check: a hidden target is exactly as not
     found as a missing one."""
-    if not text.strip():
-        raise InputError("sessions_send message is empty")
-    limit = rt.config.session.max_message_chars
-    if len(text) > limit:
-        raise InputError(f"sessions_send message is {len(text)} characters long; at most {limit} are allowed "
-                         "(session.maxMessageChars)")
+    check_text(text, "sessions_send message", rt.config.session.max_message_chars)
     if not is_session_id(target_ref.strip()) and parse_key(target_ref).kind == "thread":
         raise InputError(THREAD_REFUSED)
     requester = rt.caller_session(Caller(caller)) if caller else None
