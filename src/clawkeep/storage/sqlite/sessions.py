@@ -178,6 +178,23 @@ def _read_transaction(conn: sqlite3.Connection) -> Iterator[Rows]:
         conn.execute("COMMIT")
 
 
+def _entries_where(session_id: str, after_seq: int | None, before_seq: int | None,
+                   types: Sequence[str] | None) -> tuple[list[str], list[Any]]:
+    """The WHERE terms and parameters that pick one session's entries between two seqs, of
+    `types` (`iter_entries` and `count_entries` add their own)."""
+    where, params = ["session_id = ?"], [session_id]
+    if after_seq is not None:
+        where.append("seq > ?")
+        params.append(after_seq)
+    if before_seq is not None:
+        where.append("seq < ?")
+        params.append(before_seq)
+    if types:
+        where.append(f"type IN ({', '.join('?' for _ in types)})")
+        params.extend(types)
+    return where, params
+
+
 class SqliteAgentStore(SqliteConnection, AgentStore):
     """`path` is a file, or ":memory:" for the incognito store that never touches disk."""
 
@@ -423,16 +440,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         newest_first: bool = False,
         limit: int | None = None,
     ) -> Iterator[EntryRecord]:
-        where, params = ["session_id = ?"], [session_id]
-        if after_seq is not None:
-            where.append("seq > ?")
-            params.append(after_seq)
-        if before_seq is not None:
-            where.append("seq < ?")
-            params.append(before_seq)
-        if types:
-            where.append(f"type IN ({', '.join('?' for _ in types)})")
-            params.extend(types)
+        where, params = _entries_where(session_id, after_seq, before_seq, types)
         order = "DESC" if newest_first else "ASC"
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._query(
@@ -459,16 +467,7 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
         exclude_roles: Sequence[str] = (),
         block_types: Sequence[str] | None = None,
     ) -> int:
-        where, params = ["session_id = ?"], [session_id]
-        if after_seq is not None:
-            where.append("seq > ?")
-            params.append(after_seq)
-        if before_seq is not None:
-            where.append("seq < ?")
-            params.append(before_seq)
-        if types:
-            where.append(f"type IN ({', '.join('?' for _ in types)})")
-            params.extend(types)
+        where, params = _entries_where(session_id, after_seq, before_seq, types)
         if exclude_roles:
             where.append(f"(role IS NULL OR role NOT IN ({', '.join('?' for _ in exclude_roles)}))")
             params.extend(exclude_roles)
@@ -675,4 +674,3 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
 
     def counters(self) -> dict[str, int]:
         return dict(self._query("SELECT name, value FROM counters"))
-
