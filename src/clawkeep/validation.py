@@ -18,6 +18,7 @@ Bounds (also in docs/input-limits.md):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -50,6 +51,20 @@ def redact_url(text: str) -> str:
     """`text` with the password of every URL in it (`user:password@`, `password=`) replaced by ***."""
     text = re.sub(r"(://[^:/@\s]*:)[^/?#\s]*@", r"\1***@", text)
     return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text, flags=re.IGNORECASE)
+
+
+# a `\ud800`-`\udfff` escape: the only way a lone surrogate (not Unicode text) gets into valid UTF-8 JSON;
+# a cheap test on the raw bytes before `has_lone_surrogate` walks the parsed value
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value (a string, or any nesting) holds a lone surrogate anywhere."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _utf8(value: str, name: str) -> None:

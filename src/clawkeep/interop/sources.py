@@ -21,6 +21,7 @@ import json5
 from ..deferred import deferred_import
 from ..errors import InputError
 from ..storage.sqlite.openclaw import DatabaseError, OpenClawDatabase
+from ..validation import SURROGATE_ESCAPE, has_lone_surrogate
 from .events import parse_time
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ CONFIG_FILE = "openclaw.json"
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one event (a JSONL line or a decompressed one); OpenClaw keeps one under 4 MiB
 MAX_CONFIG_DEPTH = 64  # nesting of openclaw.json / sessions.json; OpenClaw's own files stay under 10
 _UNPACK_CHUNK = 1024 * 1024  # a compressed event is decompressed this much at a time, up to MAX_LINE_BYTES
-# a `\ud800`-`\udfff` escape: the only way a lone surrogate (not Unicode text) gets into a parsed line
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # The per-agent schema versions this reader was checked against (OpenClaw 2026.9.x writes 23).
 SUPPORTED_AGENT_SCHEMAS = (23,)
 _REQUIRED_COLUMNS = {
@@ -200,14 +199,6 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def has_lone_surrogate(value: Any) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 # --- JSONL, streamed -----------------------------------------------------------------------
 def _open_binary(path: Path) -> io.BufferedIOBase:
     handle = open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
@@ -252,7 +243,7 @@ def parse_line(raw: bytes, where: str, *, last: bool = False) -> dict[str, Any]:
         raise InputError(f"{where}: nested too deeply to be an OpenClaw event") from None
     if not isinstance(value, dict):
         raise InputError(f"{where}: a transcript line must be a JSON object, found {type(value).__name__}")
-    if _SURROGATE_ESCAPE.search(raw) and has_lone_surrogate(value):
+    if SURROGATE_ESCAPE.search(raw) and has_lone_surrogate(value):
         raise InputError(f"{where}: holds a lone surrogate escape (such as \\ud800), which is not Unicode text "
                          "and cannot be stored; OpenClaw writes valid UTF-8")
     return value

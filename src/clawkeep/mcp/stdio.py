@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, BinaryIO
@@ -22,8 +21,9 @@ import anyio
 import mcp.types as types
 from mcp.shared.message import SessionMessage
 
+from ..validation import SURROGATE_ESCAPE, has_lone_surrogate
+
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; a tool's arguments are bounded far below this
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # how a lone surrogate gets into valid UTF-8 JSON
 Reply = Callable[[SessionMessage], Awaitable[None]]
 
 
@@ -48,7 +48,7 @@ def problem_of(raw: bytes) -> tuple[Any, int, str] | None:
     if "id" in value and request_id is None:  # else the SDK takes it for a notification and never answers
         return None, types.INVALID_REQUEST, ("Invalid Request: id must be a string or an integer, not "
                                              f"{_json_type(value['id'])}")
-    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
+    if SURROGATE_ESCAPE.search(raw) and has_lone_surrogate(value):
         code = types.INVALID_PARAMS if "method" in value else types.INVALID_REQUEST
         return request_id, code, ("Invalid params: the message holds a lone surrogate escape (such as \\ud800), "
                                   "which is not Unicode text; send valid UTF-8 strings")
@@ -62,7 +62,7 @@ def problem_of(raw: bytes) -> tuple[Any, int, str] | None:
 def _request_id(value: dict[str, Any]) -> Any:
     """The id to answer with: the request's own when it is a JSON-RPC id (string or integer)."""
     ident = value.get("id")
-    if isinstance(ident, str) and not _has_lone_surrogate(ident):
+    if isinstance(ident, str) and not has_lone_surrogate(ident):
         return ident
     return ident if isinstance(ident, int) and not isinstance(ident, bool) else None
 
@@ -83,14 +83,6 @@ def _invalid(value: dict[str, Any], exc: Exception) -> tuple[int, str]:
                        for e in getattr(exc, "errors", lambda: [])()[:3]) or type(exc).__name__
     return types.INVALID_REQUEST, ("Invalid Request: not a JSON-RPC 2.0 message (a request needs jsonrpc \"2.0\", "
                                    f"an id and a method; params, when given, an object): {detail}")[:500]
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 class CheckedLines:
