@@ -56,15 +56,24 @@ def _agents(home: Path) -> list[str]:
                   if p.is_dir() and ((p / AGENT_DB).exists() or (p / MEMORY_DB).exists()))
 
 
-# --- the durable store ------------------------------------------------------------------------
-def _durable(rt: Runtime, agent_id: str, path: Path, repair: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"agent": agent_id, "kind": "agent", "path": str(path)}
+def _checked(agent_id: str, kind: str, path: Path, repair: bool, hint: str) -> tuple[dict[str, Any], list[str]]:
+    """One database file's report (missing, ok or corrupt, checked with the FTS tables of its file
+    name; `hint` when corrupt and no repair was asked for) and its problems: the caller repairs
+    when there are problems and `repair`."""
+    out: dict[str, Any] = {"agent": agent_id, "kind": kind, "path": str(path)}
     if not path.exists():
-        return {**out, "status": "missing", "problems": []}
-    problems = check_database(path, FTS_TABLES[AGENT_DB])
+        return {**out, "status": "missing", "problems": []}, []
+    problems = check_database(path, FTS_TABLES[path.name])
     out.update(status="ok" if not problems else "corrupt", problems=problems)
     if problems and not repair:
-        out["hint"] = "never rebuilt automatically: `clawkeep doctor --repair` salvages it into a new file"
+        out["hint"] = hint
+    return out, problems
+
+
+# --- the durable store ------------------------------------------------------------------------
+def _durable(rt: Runtime, agent_id: str, path: Path, repair: bool) -> dict[str, Any]:
+    out, problems = _checked(agent_id, "agent", path, repair,
+                             "never rebuilt automatically: `clawkeep doctor --repair` salvages it into a new file")
     if not problems or not repair:
         return out
     try:
@@ -173,13 +182,8 @@ def _reconstruct_session(agent_id: str, session_id: str, rows: list[dict[str, An
 
 # --- the derived memory index -------------------------------------------------------------------
 def _derived(rt: Runtime, agent_id: str, path: Path, repair: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"agent": agent_id, "kind": "memory", "path": str(path)}
-    if not path.exists():
-        return {**out, "status": "missing", "problems": []}
-    problems = check_database(path, FTS_TABLES[MEMORY_DB])
-    out.update(status="ok" if not problems else "corrupt", problems=problems)
-    if problems and not repair:
-        out["hint"] = "derived from the Markdown files: rebuilt on next use, or now with --repair"
+    out, problems = _checked(agent_id, "memory", path, repair,
+                             "derived from the Markdown files: rebuilt on next use, or now with --repair")
     if not problems or not repair:
         return out
     from .memory import service as memory  # deferred: search and embeddings, only for a repair
