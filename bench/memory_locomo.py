@@ -85,6 +85,14 @@ def memory_config(provider: str) -> dict[str, Any]:
     return {"agents": {"defaults": {"memorySearch": _merged(search, SEARCH_OVERRIDES)}}}
 
 
+def _home_name(provider: str) -> str:
+    """Homes per provider, and per `--config` variant that sets one (runs of two variants may overlap)."""
+    if "provider" not in SEARCH_OVERRIDES and "onnx" not in SEARCH_OVERRIDES:
+        return provider
+    variant = json.dumps(SEARCH_OVERRIDES, sort_keys=True)
+    return f"{provider}-{hashlib.sha256(variant.encode()).hexdigest()[:8]}"
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -100,7 +108,7 @@ def _stamp(conv: Conversation) -> str:
 
 def prepared_engine(conv: Conversation, provider: str) -> tuple[Engine, dict[str, str], dict[str, float]]:
     """An engine over the conversation's cached home (ingested once), with a fresh index sync."""
-    home = CACHE / provider / conv.conv_id
+    home = CACHE / _home_name(provider) / conv.conv_id
     marker = home / ".ingested"
     timings: dict[str, float] = {}
     if not marker.exists() or marker.read_text() != _stamp(conv):

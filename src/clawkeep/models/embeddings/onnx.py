@@ -9,6 +9,11 @@ convention and part of the index fingerprint. The base class L2-normalises every
 
 Like `local`, one copy of a model is loaded per process and calls run on its one worker thread so
 `timeoutMs` can be enforced.
+
+`onnx.localShare` s > 0 blends in the bundled `local` model: a stored vector is
+[√(1-s)·onnx, √s·local] (unit length), a query without CJK the same shape, so its cosine is
+(1-s)·cos_onnx + s·cos_local; a query with CJK is [0, local], scoring √s·cos_local: an English
+model says nothing useful about Chinese, and the multilingual one keeps cross-language search.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...config.model import BUNDLED_ONNX_EMBEDDER, OnnxEmbeddingConfig
 from ...deferred import deferred_import
+from ...text.tokens import has_cjk
 from .base import EmbeddingError, EmbeddingProvider, Side
-from .local import run_with_deadline
+from .local import DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider, run_with_deadline
 from .packages import package_version
 
 if TYPE_CHECKING:
@@ -147,6 +153,11 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
                          "document": (default["documentPrefix"] if settings.document_prefix is None
                                       else settings.document_prefix)}
         convention = f"{self.pooling}:{settings.max_tokens}:prefix:{self.prefixes['query']}|{self.prefixes['document']}"
+        self.local_share = settings.local_share
+        self._local = LocalEmbeddingProvider(DEFAULT_LOCAL_MODEL, timeout_s=timeout_s) if self.local_share else None
+        if self._local is not None:
+            name = f"{name}+{self._local.model}"
+            convention += f":localShare={self.local_share:g}"
         super().__init__(model=name, dims=None, batch_size=batch_size or 32, timeout_s=timeout_s,
                          input_convention=convention)
         self.folder, self.bundled = folder, bundled
@@ -156,9 +167,11 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
         """The package version for the bundled model; else the graph file's size and mtime (a replaced file
         re-embeds the index)."""
         if self.bundled:
-            return f"{BUNDLED_ONNX_EMBEDDER['package']}-{package_version(BUNDLED_ONNX_EMBEDDER['package'])}"
-        stat = (self.folder / "model.onnx").stat()
-        return f"onnx-{stat.st_size}-{int(stat.st_mtime)}"
+            tag = f"{BUNDLED_ONNX_EMBEDDER['package']}-{package_version(BUNDLED_ONNX_EMBEDDER['package'])}"
+        else:
+            stat = (self.folder / "model.onnx").stat()
+            tag = f"onnx-{stat.st_size}-{int(stat.st_mtime)}"
+        return tag if self._local is None else f"{tag}+{self._local._version_tag()}"
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
@@ -167,8 +180,26 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
 
     def warm(self) -> None:
         run_with_deadline(self, self._model.executor, self._model.load)
+        if self._local is not None:
+            self._local.warm()
 
     def _embed_batch(self, texts: list[str], side: Side) -> Any:
         prefix = self.prefixes[side]
         batch = [prefix + text for text in texts] if prefix else texts
-        return run_with_deadline(self, self._model.executor, self._model.encode, batch, self.pooling)
+        vectors = run_with_deadline(self, self._model.executor, self._model.encode, batch, self.pooling)
+        if self._local is None:
+            return vectors
+        return self._blended(_unit(vectors), _unit(np.asarray(self._local._embed_batch(texts, side))), texts, side)
+
+    def _blended(self, own: np.ndarray, local: np.ndarray, texts: list[str], side: Side) -> np.ndarray:
+        """[√(1-s)·own, √s·local] per row; a CJK query keeps only its local part (module docstring)."""
+        own_weight = np.full((len(texts), 1), (1 - self.local_share) ** 0.5, dtype=np.float32)
+        local_weight = np.full((len(texts), 1), self.local_share ** 0.5, dtype=np.float32)
+        if side == "query":
+            cjk = np.array([has_cjk(text) for text in texts])
+            own_weight[cjk], local_weight[cjk] = 0.0, 1.0
+        return np.concatenate([own * own_weight, local * local_weight], axis=1)
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
