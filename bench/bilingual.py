@@ -41,6 +41,7 @@ MODES = ("hybrid", "keyword", "vector")
 SETS = (("zh→zh paraphrase", "zh", "zh"), ("zh→en (Chinese question, English note)", "en", "zh"),
         ("en→zh (English question, Chinese note)", "zh", "en"))
 DEPTH = 10
+EXTRA: dict[str, Any] = {}  # `--config`: merged into memorySearch for every provider (a variant to compare)
 
 
 def load() -> dict[str, list[dict[str, str]]]:
@@ -59,7 +60,7 @@ def run_provider(provider: str) -> dict[str, Any]:
     data = load()
     home = scratch_dir("bilingual-")
     try:
-        config = {"agents": {"defaults": {"memorySearch": {"provider": provider}}}}
+        config = {"agents": {"defaults": {"memorySearch": {**EXTRA, "provider": provider}}}}
         eng = Engine.open(home=home, config=config)
         workspace = Path(eng.memory_status()["workspace"])
         write_notes(workspace, data)
@@ -143,7 +144,7 @@ def run_facts(provider: str = "local", rerank: str = "none") -> dict[str, Any]:
     home = scratch_dir("bilingual-facts-")
     try:
         eng = Engine.open(home=home, config={"agents": {"defaults": {"memorySearch": {
-            "provider": provider, "rerank": {"provider": rerank}}}}})
+            **EXTRA, "provider": provider, "rerank": {"provider": rerank}}}}})
         workspace = Path(eng.memory_status()["workspace"])
         for rel, text in files.items():
             (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -237,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--provider", default="local", help="comma-separated providers (default: local)")
     p.add_argument("--rerank-facts", action="store_true",
                    help="only the fact recall set, with the rerank stage off and on (docs/rerank.md)")
+    p.add_argument("--config", default="", help="JSON merged into memorySearch, e.g. '{\"onnx\": {\"localShare\": "
+                   "0.5}}'")
     args = p.parse_args(argv)
+    EXTRA.update(json.loads(args.config) if args.config else {})
     if args.rerank_facts:
         for rerank in ("none", "local"):
             table, summary = fact_table(run_facts(args.provider.split(",")[0], rerank))

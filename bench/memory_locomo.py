@@ -85,6 +85,14 @@ def memory_config(provider: str) -> dict[str, Any]:
     return {"agents": {"defaults": {"memorySearch": _merged(search, SEARCH_OVERRIDES)}}}
 
 
+def _home_name(provider: str) -> str:
+    """Homes per provider, and per `--config` variant that sets one (runs of two variants may overlap)."""
+    if "provider" not in SEARCH_OVERRIDES and "onnx" not in SEARCH_OVERRIDES:
+        return provider
+    variant = json.dumps(SEARCH_OVERRIDES, sort_keys=True)
+    return f"{provider}-{hashlib.sha256(variant.encode()).hexdigest()[:8]}"
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -100,7 +108,7 @@ def _stamp(conv: Conversation) -> str:
 
 def prepared_engine(conv: Conversation, provider: str) -> tuple[Engine, dict[str, str], dict[str, float]]:
     """An engine over the conversation's cached home (ingested once), with a fresh index sync."""
-    home = CACHE / provider / conv.conv_id
+    home = CACHE / _home_name(provider) / conv.conv_id
     marker = home / ".ingested"
     timings: dict[str, float] = {}
     if not marker.exists() or marker.read_text() != _stamp(conv):
@@ -209,15 +217,15 @@ def category_table(result: dict[str, Any], modes: Sequence[str], convs: Sequence
 
 
 def run(conversations: Sequence[Conversation], *, e5: bool = False, limit: int = LIMIT, progress: Any = None,
-        dump: list[dict[str, Any]] | None = None, modes: Sequence[str] = MODES) -> Section:
+        dump: list[dict[str, Any]] | None = None, modes: Sequence[str] = MODES, provider: str = "local") -> Section:
     start = time.perf_counter()
-    result = evaluate(conversations, "local", modes, limit, progress, dump)
+    result = evaluate(conversations, provider, modes, limit, progress, dump)
     e5_result = evaluate(conversations, "local-e5", ("hybrid",), limit, progress) if e5 else None
     ids = [c.conv_id for c in conversations]
     held = [c for c in ids if c in HELD_OUT]
     dev = [c for c in ids if c in DEV]
-    blocks = ["**All conversations** (" + ", ".join(ids) + "); default config = `provider: local` "
-              f"(USE multilingual v3), `limit={limit}`:", category_table(result, modes, None)]
+    blocks = ["**All conversations** (" + ", ".join(ids) + f"); default config with `provider: {provider}` "
+              f"(`local`: USE multilingual v3), `limit={limit}`:", category_table(result, modes, None)]
     if held and len(held) < len(ids):
         blocks += [f"**Held out** ({', '.join(held)}; never used for tuning):", category_table(result, modes, held)]
     if dev and len(dev) < len(ids):
@@ -276,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--conversations", default="", help="comma-separated ids (default: all 7); 'dev' or 'held-out'")
     p.add_argument("--limit", type=int, default=LIMIT)
+    p.add_argument("--provider", default="local", help="embedding provider of the main run, e.g. onnx "
+                   "(homes are cached per provider)")
     p.add_argument("--e5", action="store_true", help="also run hybrid with provider local-e5 (slow to index)")
     p.add_argument("--modes", default=",".join(MODES), help="subset of hybrid,keyword,vector (hybrid first)")
     p.add_argument("--dump", default="", help="write per-question results as JSON lines to this file")
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     dump: list[dict[str, Any]] | None = [] if args.dump else None
     with make_progress() as progress:
         section = run(conversations, e5=args.e5, limit=args.limit, progress=progress, dump=dump,
-                      modes=[m for m in args.modes.split(",") if m])
+                      modes=[m for m in args.modes.split(",") if m], provider=args.provider)
     if dump is not None:
         Path(args.dump).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dump))
         console.print(f"per-question results: {args.dump}")

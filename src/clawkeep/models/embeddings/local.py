@@ -191,16 +191,21 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         return self._submit(self._model.encode, texts, side)
 
     def _submit(self, fn: Any, *args: Any) -> Any:
-        future = self._model.executor.submit(fn, *args)
-        try:
-            return future.result(timeout=self.timeout_s)
-        except FutureTimeout:
-            future.cancel()  # only helps if it has not started yet
-            raise self.error(
-                f"a batch took longer than {self.timeout_s:g} s (timeoutMs); raise "
-                f"agents.defaults.memorySearch.timeoutMs or lower batchSize"
-            ) from None
-        except EmbeddingError:
-            raise
-        except Exception as exc:  # the engine itself failed (bad install, out of memory, …)
-            raise self.error(f"the local model failed: {type(exc).__name__}: {exc}") from exc
+        return run_with_deadline(self, self._model.executor, fn, *args)
+
+
+def run_with_deadline(provider: EmbeddingProvider, executor: ThreadPoolExecutor, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` on the model's worker thread, waiting at most the provider's `timeoutMs`."""
+    future = executor.submit(fn, *args)
+    try:
+        return future.result(timeout=provider.timeout_s)
+    except FutureTimeout:
+        future.cancel()  # only helps if it has not started yet
+        raise provider.error(
+            f"a batch took longer than {provider.timeout_s:g} s (timeoutMs); raise "
+            f"agents.defaults.memorySearch.timeoutMs or lower batchSize"
+        ) from None
+    except EmbeddingError:
+        raise
+    except Exception as exc:  # the engine itself failed (bad install, bad model file, out of memory, …)
+        raise provider.error(f"the local model failed: {type(exc).__name__}: {exc}") from exc
