@@ -37,11 +37,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...deferred import deferred_import
 from ..query import TextQuery, TextTerm
+from .notify import GenerationWatch
 
 np = deferred_import("numpy")  # deferred: only the match cache ranks with it; a cold search never does
 
@@ -72,6 +73,7 @@ MAX_LOAD_MATCHES = 150_000
 DENSE_SPAN = 16  # matches of several phrases are summed in an array by id when ids span at most this × them
 ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
 UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
+MAX_ROW_CHARS = 64_000_000  # characters of rows a PostingCache keeps (`GenerationWatch`: read without a round trip)
 
 
 def lexeme(token: str) -> str:
@@ -172,6 +174,25 @@ class PostingCache:
     size: int = 0
     born: float = 0.0
     checked: float = 0.0  # when a statement last found it current
+    # rows read by id at this state (`_rank_from_cache`'s statement, or the store's own reads):
+    # id -> (tokens, `with_rows`' columns or None), or None when the row is gone
+    rows: dict[int, tuple[str, tuple[Any, ...] | None] | None] = field(default_factory=dict)
+    row_chars: int = 0
+    scopes: list[tuple[Any, ...]] = field(default_factory=list)  # scope parameters found to leave no row out
+
+    def keep_row(self, rid: int, tokens: str | None, extra: tuple[Any, ...] | None) -> None:
+        """Keep a row read at this state (its extra columns kept once read), within MAX_ROW_CHARS."""
+        known = self.rows.get(rid)
+        if tokens is None:
+            self.rows[rid] = None
+            return
+        if known is not None and (extra is None or known[1] is not None):
+            return
+        chars = len(tokens) + sum(len(v) for v in extra or () if isinstance(v, str))
+        if self.row_chars + chars > MAX_ROW_CHARS:
+            return
+        self.row_chars += chars
+        self.rows[rid] = (tokens, extra if extra is not None else (known[1] if known else None))
 
     def current(self, generation: int, own_writes: bool) -> bool:
         return generation == self.generation and not own_writes and time.monotonic() - self.born < CACHE_MAX_AGE_S
@@ -193,7 +214,7 @@ class Ranker:
 
     def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
                  total_kept: bool = False, generation_sql: str | None = None,
-                 scope_sql: str | None = None) -> None:
+                 scope_sql: str | None = None, watch: GenerationWatch | None = None) -> None:
         """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
         too slow to run with every search (a count). `scope_sql`: a condition, on a `where`'s
         parameters, true when that `where` leaves out no row of the table; with it a ranking so
@@ -212,6 +233,8 @@ class Ranker:
         self._since = 0.0  # when this process first read the current generation
         self._statements = 0  # statements that read it since
         self._seen_at = 0.0  # when the last statement's reading of it was done
+        # the generation announced by NOTIFY: a cache at it answers without a round trip
+        self.watch = watch
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -258,6 +281,21 @@ class Ranker:
                     if literal not in cache.postings and not cache.add(literal, posting):
                         break
             return cache
+
+    def _announced(self, cache: PostingCache) -> bool:
+        """The cache is at the newest generation announced: current without asking the server."""
+        known = self.watch.known() if self.watch is not None else None
+        return known is not None and cache.current(known, False)
+
+    def keep_rows(self, rows: dict[int, tuple[str, tuple[Any, ...]] | None]) -> None:
+        """Rows a caller read by id (id -> (tokens, `with_rows`' columns), None: gone), for the
+        current cache: rows change only by writes that move the generation, which drop it."""
+        cache = self._cached()
+        if cache is None:
+            return
+        with self._lock:
+            for rid, row in rows.items():
+                cache.keep_row(rid, None if row is None else row[0], None if row is None else row[1])
 
     def _loadable(self, phrases: list[Phrase], cache: PostingCache | None) -> list[Phrase]:
         """The phrases whose matches this statement should read for the cache: each one's count
@@ -361,6 +399,8 @@ class Ranker:
         cache is current; None (the cache dropped) when it was not, or when the `scope` (the
         parameters of `scope_sql`) turned out to leave rows out (then kept: the statement ranks)."""
         top = self._cached_rank(cache, phrases, limit, average)
+        if self._announced(cache) and (kept := self._rank_from_kept(cache, top, with_rows, scope)) is not None:
+            return kept
         ids = [rid for rid, _score in top]
         state = self._state_sql() + (f", ({self._scope_sql})" if scope is not None else "")
         lead = list(scope or ())
@@ -388,7 +428,42 @@ class Ranker:
         tokens = {int(r[2]): r[3] for r in found if r[2] is not None}
         page = [(rid, score, tokens[rid]) for rid, score in top if rid in tokens]  # (deleted since: left out)
         rows = {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None and len(r) > 4 and r[4] is not None}
+        self._keep_read(cache, ids, tokens, rows if with_rows is not None else {}, scope)
         return Ranked(page, True, rows if with_rows is not None else None)
+
+    def _keep_read(self, cache: PostingCache, ids: list[int], tokens: dict[int, str],
+                   rows: dict[int, tuple[Any, ...]], scope: tuple[Any, ...] | None) -> None:
+        """What the statement that found `cache` current read, kept in it (answers without a
+        round trip while the generation announced stays)."""
+        if self.watch is None:
+            return
+        with self._lock:
+            for rid in ids:
+                cache.keep_row(rid, tokens.get(rid), rows.get(rid))
+            if scope is not None and scope not in cache.scopes and len(cache.scopes) < 16:
+                cache.scopes.append(scope)
+
+    def _rank_from_kept(self, cache: PostingCache, top: list[tuple[int, float]],
+                        with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None) -> Ranked | None:
+        """The ranking with the rows the cache kept, when it holds every one needed (the tokens
+        of all, `with_rows`' columns of the first ROWS_WITH_PAGE) and the scope was found to
+        leave no row out; else None."""
+        with self._lock:
+            if scope is not None and scope not in cache.scopes:
+                return None
+            page, extra = [], {}
+            for k, (rid, score) in enumerate(top):
+                if rid not in cache.rows:
+                    return None
+                row = cache.rows[rid]
+                if row is None:
+                    continue  # deleted before this state
+                if with_rows is not None and row[1] is None and k < ROWS_WITH_PAGE:
+                    return None
+                page.append((rid, score, row[0]))
+                if row[1] is not None:
+                    extra[rid] = row[1]
+        return Ranked(page, True, extra if with_rows is not None else None)
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         """Rows holding each token (one GIN count each, one statement); kept DF_FRESH_S for the
@@ -403,7 +478,8 @@ class Ranker:
             return dict(zip(unique, counts, strict=True))
         cache = self._cached()
         held = [t for t in unique if cache is not None and lexeme(t) in cache.postings]
-        if len(held) == len(unique) and cache is not None and time.monotonic() - cache.checked < DF_FRESH_S:
+        if len(held) == len(unique) and cache is not None and (time.monotonic() - cache.checked < DF_FRESH_S
+                                                               or self._announced(cache)):
             # as fresh as a remembered count (the ranking that follows checks the cache itself)
             return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
         # the others' matches are read for the cache (their number is the count), or counted
