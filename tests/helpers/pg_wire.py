@@ -8,7 +8,8 @@ alone, no Execute: psycopg prepares a statement on its fifth use on a connection
 it) waits too, but once per pooled connection, not per operation: it is counted apart, in
 `prepares`. So is the traffic of a connection whose first query is a LISTEN (a store's
 generation listener, storage/postgres/notify.py: set up once per store and process, then an
-occasional keep-alive from its own thread), in `listener_trips`. The proxy parses the frontend message stream (startup packet first, then
+occasional keep-alive from its own thread), in `listener_trips`. The proxy parses the frontend
+message stream (startup packet first, then
 typed messages `type:1 length:4 body`) and counts those; with `delay_ms` it also holds each
 one back that long, as a server on another host would (bench/postgres_bench.py's 1 ms row).
 

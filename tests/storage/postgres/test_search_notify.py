@@ -45,10 +45,11 @@ def _until(check, seconds: float = NOTICE_S) -> bool:
         time.sleep(0.01)
 
 
-def _listeners(url: str) -> list[int]:
+def _listeners(url: str, prefix: str) -> list[int]:
+    """The server processes of the listeners of the stores under `prefix`."""
     with psycopg.connect(url, autocommit=True) as conn:
-        return [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                           (APPLICATION,)).fetchall()]
+        return [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name LIKE %s",
+                                           (APPLICATION + prefix + "%",)).fetchall()]
 
 
 def _engines(url, prefix, tmp_path, freshness):
@@ -79,7 +80,7 @@ def test_notify_another_engines_write_is_seen_once_announced(server, tmp_path):
     finally:
         a.close()
         b.close()
-    assert not _listeners(url)  # closing a store ends its listener
+    assert not _listeners(url, prefix)  # closing a store ends its listener
 
 
 def test_strict_sees_another_engines_write_at_once_and_listens_to_nothing(server, tmp_path):
@@ -90,7 +91,7 @@ def test_strict_sees_another_engines_write_at_once_and_listens_to_nothing(server
         _warm(b, "copper kettle", 1)
         a.message("copper kettle copper kettle again", **GROUP)
         assert len(b.sessions_search("copper kettle").hits) == 2
-        assert not _listeners(url)
+        assert not _listeners(url, prefix)
     finally:
         a.close()
         b.close()
@@ -132,16 +133,16 @@ def test_a_lost_listener_falls_back_to_the_checked_search(server, tmp_path):
     try:
         a.message("the copper kettle is on the meadow stove", **GROUP)
         _warm(b, "copper kettle", 1)
-        assert _until(lambda: len(_listeners(url)) == 1)
-        (lost,) = _listeners(url)
+        assert _until(lambda: len(_listeners(url, prefix)) == 1)
+        (lost,) = _listeners(url, prefix)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(%s)", (lost,))
-        assert _until(lambda: lost not in _listeners(url))
+        assert _until(lambda: lost not in _listeners(url, prefix))
         # written while b's listener is gone (or before the new one read the generation): b's next
         # search checks with the server, or the new listener's first reading counts the write
         a.message("copper kettle copper kettle while b is deaf", **GROUP)
         assert len(b.sessions_search("copper kettle").hits) == 2
-        assert _until(lambda: len(_listeners(url)) == 1)  # listening again
+        assert _until(lambda: len(_listeners(url, prefix)) == 1)  # listening again
         _warm(b, "copper kettle", 2)
         a.message("copper kettle after the listener is back", **GROUP)
         assert _until(lambda: len(b.sessions_search("copper kettle").hits) == 3)

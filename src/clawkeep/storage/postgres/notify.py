@@ -25,7 +25,7 @@ from .connection import psycopg
 PING_S = 5.0  # the listener's connection is checked (one empty query) this often
 CONFIRM_S = 3 * PING_S  # unconfirmed longer than this (a ping overdue): not trusted
 RETRY_S = (1.0, 10.0)  # first and longest wait before connecting again (a lost connection, an away server)
-APPLICATION = "clawkeep generation listener"  # application_name of the listening connection
+APPLICATION = "clawkeep listen "  # application_name of a listening connection: this, then the schema
 
 
 def channel_literal(schema: str) -> str:
@@ -114,7 +114,7 @@ class GenerationWatch:
                 pass
 
     def _connect(self) -> None:
-        conn = psycopg.connect(self._url, autocommit=True, application_name=APPLICATION)
+        conn = psycopg.connect(self._url, autocommit=True, application_name=(APPLICATION + self._schema)[:63])
         try:
             conn.add_notify_handler(lambda note: self._heard(note.payload))  # those arriving during a query
             # listening first, then the generation: nothing announced after the read is missed
