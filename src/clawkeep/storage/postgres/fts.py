@@ -508,7 +508,9 @@ class Ranker:
         if over:
             result.update(zip(over, (int(c) for c in self._rows(*df_query(self.table, over))[0]), strict=True))
         if held:
-            if now is not None and now is cache:
+            # NULL: the generation was the cache's (then its counts are exact, even when it was
+            # dropped for its age, CACHE_MAX_AGE_S)
+            if (now is not None and now is cache or row[at] is None) and cache is not None:
                 result.update({t: len(cache.postings[lexeme(t)][0]) for t in held})
             else:
                 result.update({t: int(c) for t, c in zip(held, row[at], strict=True)})
