@@ -179,6 +179,19 @@ class PostingCache:
     rows: dict[int, tuple[str, tuple[Any, ...] | None] | None] = field(default_factory=dict)
     row_chars: int = 0
     scopes: list[tuple[Any, ...]] = field(default_factory=list)  # scope parameters found to leave no row out
+    parts: dict[str, tuple[float, Any]] = field(default_factory=dict)  # literal -> (average, bm25 parts)
+
+    def parts_of(self, literal: str, average: float) -> Any:
+        """Each match's bm25 part for the phrase `literal` at this state (N, its df) and
+        `average`, as `score_row` computes it; kept for the next query holding the phrase."""
+        known = self.parts.get(literal)
+        if known is not None and known[0] == average:
+            return known[1]
+        _ids, tf, length = self.postings[literal]
+        weight = idf(self.total, len(_ids))
+        part = weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
+        self.parts[literal] = (average, part)
+        return part
 
     def keep_row(self, rid: int, tokens: str | None, extra: tuple[Any, ...] | None) -> None:
         """Keep a row read at this state (its extra columns kept once read), within MAX_ROW_CHARS."""
@@ -343,23 +356,21 @@ class Ranker:
         same operations on the same doubles as `score_row`, phrase by phrase (`dense_span` 0:
         never the array sum)."""
         postings = [cache.postings[p.tsquery] for p in phrases]
-        weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
             return []
+        parts = [cache.parts_of(p.tsquery, average) for p in phrases]
         summed = None
         if len({p.tsquery for p in phrases}) == 1:
             unique = postings[0][0]
             where = [None] * len(postings)
-        elif (dense := self._dense_rank(postings, weights, average, dense_span)) is not None:
-            (unique, summed), postings, weights, where = dense, [], [], []
+        elif (dense := self._dense_rank(postings, parts, dense_span)) is not None:
+            (unique, summed), postings, parts, where = dense, [], [], []
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
             where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
-        for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
+        for (ids, _tf, _length), part, at in zip(postings, parts, where, strict=True):
             if not len(ids):
                 continue
-            norm = K1 * (1 - B + B * length / average)
-            part = weight * ((tf * (K1 + 1)) / (tf + norm))
             if at is None:  # one phrase (maybe repeated): its rows are all the rows
                 summed = part if summed is None else summed + part
             else:
@@ -376,22 +387,23 @@ class Ranker:
         return [(int(d), float(s)) for d, s in zip(unique[order], scores[order], strict=True)]
 
     @staticmethod
-    def _dense_rank(postings: list[tuple[Any, Any, Any]], weights: list[float],
-                    average: float, dense_span: int) -> tuple[Any, Any] | None:
+    def _dense_rank(postings: list[tuple[Any, Any, Any]], parts: list[Any], dense_span: int) -> tuple[Any, Any] | None:
         """(matching ids ascending, their summed parts) by adding every phrase's parts into an
-        array indexed by id (in phrase order: the same doubles as adding them one phrase after
-        another), when the ids span at most `dense_span` times the matches; else None."""
-        ids = [p[0] for p in postings]
+        array indexed by id from the lowest (in phrase order: the same doubles as adding them one
+        phrase after another), when the ids span at most `dense_span` times the matches; else None."""
+        ids = [p[0] for p in postings if len(p[0])]
         count = sum(len(i) for i in ids)
-        top = max(int(i[-1]) for i in ids if len(i)) + 1  # postings are by id
-        if top > dense_span * count:
+        low = min(int(i[0]) for i in ids)  # postings are by id
+        span = max(int(i[-1]) for i in ids) + 1 - low
+        if span > dense_span * count:
             return None
-        parts = [weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
-                 for (_ids, tf, length), weight in zip(postings, weights, strict=True)]
-        flat = np.concatenate(ids)
-        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=top)
-        unique = np.flatnonzero(np.bincount(flat, minlength=top))
-        return unique, summed[unique]
+        flat = np.concatenate(ids) - low
+        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=span)
+        if all(len(part) == 0 or part.min() > 0 for part in parts):  # every match adds a positive part
+            unique = np.flatnonzero(summed)
+        else:  # a part of 0 (a phrase counted 0 times in a matching row): matched rows by count
+            unique = np.flatnonzero(np.bincount(flat, minlength=span))
+        return unique + low, summed[unique]
 
     def _rank_from_cache(self, cache: PostingCache, phrases: list[Phrase], limit: int, average: float,
                          with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None = None) -> Ranked | None:
