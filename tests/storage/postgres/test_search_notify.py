@@ -30,7 +30,10 @@ NOTICE_S = 2.0  # how long a test waits for a notification (sub-millisecond on l
 
 
 @pytest.fixture(params=["pgvector_url", "pg_url"], ids=["pgvector", "stock"])
-def server(request):
+def server(request, monkeypatch):
+    # the engines here name their server and schemas (a proxy, a prefix), whatever --engine-backend says
+    monkeypatch.delenv("CLAWKEEP_STORAGE_URL", raising=False)
+    monkeypatch.delenv("CLAWKEEP_STORAGE_SCHEMA", raising=False)
     yield from scratch_schemas(request.getfixturevalue(request.param), "nf")
 
 
