@@ -29,6 +29,9 @@ the cache holds every phrase of a query (and no caller scope narrows it), the ra
 bm25 over all matches, computed in memory before the one statement that checks the cache is
 still current (the generation, which every instance moves right after each commit writing the
 table) and reads the page's rows by id. A stale cache is dropped and the statement above ranks.
+With a `GenerationWatch` (storage.searchFreshness "notify", notify.py) that statement is skipped
+while the cache is at the generation last announced and holds the page's rows (kept from the
+statements that read them at that generation): no round trip.
 """
 
 from __future__ import annotations
