@@ -6,7 +6,10 @@ pipeline mode sends to read a result before the Sync; an 'H' right behind an 'S'
 and is not counted). A statement's preparation (a named Parse synced
 alone, no Execute: psycopg prepares a statement on its fifth use on a connection, then only binds
 it) waits too, but once per pooled connection, not per operation: it is counted apart, in
-`prepares`. The proxy parses the frontend message stream (startup packet first, then
+`prepares`. So is the traffic of a connection whose first query is a LISTEN (a store's
+generation listener, storage/postgres/notify.py: set up once per store and process, then an
+occasional keep-alive from its own thread), in `listener_trips`. The proxy parses the frontend
+message stream (startup packet first, then
 typed messages `type:1 length:4 body`) and counts those; with `delay_ms` it also holds each
 one back that long, as a server on another host would (bench/postgres_bench.py's 1 ms row).
 
@@ -52,6 +55,7 @@ class WireCounter:
         self.delay = delay_ms / 1000
         self.trips = 0
         self.prepares = 0  # Syncs that only prepared a statement (see the module doc)
+        self.listener_trips = 0  # round trips of listening connections (see the module doc)
         self.connections = 0
         self.kinds: dict[str, int] = {}
         self.log: list[str] | None = None  # when a list: each Query, Parse and Sync, for a look at where trips go
@@ -75,6 +79,7 @@ class WireCounter:
         with self._lock:
             self.trips = 0
             self.prepares = 0
+            self.listener_trips = 0
             self.connections = 0
             self.kinds = {}
 
@@ -121,7 +126,8 @@ class WireCounter:
         """Client -> server, message by message, counting Query and Sync."""
         buffer = b""
         started = False
-        last: list = ["", False, False]  # the previous message's kind; since the last Sync: a named Parse, an Execute
+        # the previous message's kind; since the last Sync: a named Parse, an Execute; a listener
+        last: list = ["", False, False, None]
         try:
             while True:
                 data = client.recv(65536)
@@ -129,7 +135,10 @@ class WireCounter:
                     break
                 buffer += data
                 out, buffer, started, trips = self._split(buffer, started, last)
-                if trips:
+                if trips and last[3]:
+                    with self._lock:
+                        self.listener_trips += trips
+                elif trips:
                     with self._lock:
                         self.trips += trips
                     if self.delay:
@@ -168,6 +177,9 @@ class WireCounter:
                 body = buffer[at - length + 4:at]
                 text = "" if kind in ("S", "H") else body.split(b"\0")[1 if kind == "P" else 0].decode(errors="replace")
                 self.log.append(f"{kind} {text[:110]}")
+            if last[3] is None and kind in ("Q", "P"):  # the first query says whether it listens
+                body = buffer[at - length + 4:at]
+                last[3] = body.split(b"\0")[1 if kind == "P" else 0].lstrip().upper().startswith(b"LISTEN")
             if kind == "P" and buffer[at - length + 4:at].split(b"\0", 1)[0]:
                 last[1] = True
             elif kind == "E":

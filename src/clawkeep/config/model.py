@@ -432,6 +432,10 @@ class StorageConfig(_Model):
     schema_prefix: str = Field("clawkeep", alias="schema", pattern=r"^[a-z][a-z0-9_]{0,23}$")
     pool_size: int = Field(8, alias="poolSize", ge=1, le=200)
     connect_timeout_ms: int = Field(10_000, alias="connectTimeoutMs", ge=100, le=600_000)
+    # PostgreSQL: "notify" answers a repeated search from memory while no write was announced
+    # (LISTEN/NOTIFY; another instance's write may be missed for the notification's delay);
+    # "strict" asks the server every time (one round trip): never misses one (docs/postgres.md).
+    search_freshness: Literal["notify", "strict"] = Field("notify", alias="searchFreshness")
     # NORMAL (WAL): an acknowledged message survives a crash of the process (kill -9, tested);
     # FULL also fsyncs every commit, so it survives power loss too, at ~60% of the throughput.
     synchronous: Literal["FULL", "NORMAL"] = "NORMAL"

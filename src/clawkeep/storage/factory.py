@@ -36,7 +36,8 @@ def open_agent_store(home: Path, agent_id: str, config: StorageConfig) -> AgentS
     if config.is_postgres:
         return _postgres().PgAgentStore(config.url, agent_id, prefix=config.schema_prefix,
                                         pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms,
-                                        lock_timeout_ms=config.busy_timeout_ms)
+                                        lock_timeout_ms=config.busy_timeout_ms,
+                                        search_freshness=config.search_freshness)
     return open_agent_store_file(agent_database_path(home, agent_id), agent_id, config)
 
 
@@ -85,6 +86,7 @@ def open_memory_index(path: Path | str, config: StorageConfig | None = None, *,
     config = config or StorageConfig()
     if config.is_postgres:
         return _postgres().PgMemoryStore(config.url, name or Path(path).parent.name, prefix=config.schema_prefix,
-                                         pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms)
+                                         pool_size=config.pool_size, connect_timeout_ms=config.connect_timeout_ms,
+                                         search_freshness=config.search_freshness)
     # synchronous stays NORMAL: the index can always be rebuilt from Markdown
     return SqliteMemoryStore(path, busy_timeout_ms=config.busy_timeout_ms, vector_store=vector_store)

@@ -33,8 +33,10 @@ def ranked(store, text, sources=("memory",), limit=10):
             store.keyword_search(q(text), sources=list(sources), limit=limit)]
 
 
-def open_store(pg_url, prefix):
-    return open_memory_index(Path("x/main/memory.sqlite"), StorageConfig(url=pg_url, schema=prefix))
+def open_store(pg_url, prefix, freshness="strict"):
+    """strict: every search checks the generation ("notify": see test_search_notify.py)."""
+    return open_memory_index(Path("x/main/memory.sqlite"),
+                             StorageConfig(url=pg_url, schema=prefix, searchFreshness=freshness))
 
 
 def test_cached_ranking_is_the_statements_and_a_narrowing_scope_is_not_cached(pg_url, prefix):

@@ -55,7 +55,9 @@ def test_the_cached_ranking_is_the_statements_ranking(pg_url, prefix):
 
 
 def test_another_instances_writes_are_seen(pg_url, prefix):
-    config = StorageConfig(url=pg_url, schema=prefix)
+    # strict: every search checks the generation (with "notify" a write may be seen a notification later:
+    # test_search_notify.py)
+    config = StorageConfig(url=pg_url, schema=prefix, searchFreshness="strict")
     writer, reader = open_agent_store(None, "main", config), open_agent_store(None, "main", config)
     try:
         writer.insert_session(session("agent:main:a", session_id="sa"))
@@ -95,9 +97,9 @@ def test_another_instances_writes_are_seen(pg_url, prefix):
 
 def test_two_engines_on_one_database(pgvector_url, tmp_path):
     """A message recorded by one engine is found by another's sessions_search right after, also
-    once the searching engine has ranked the same words from its cache."""
+    once the searching engine has ranked the same words from its cache (strict freshness)."""
     schema = "se" + uuid.uuid4().hex[:8]
-    config = {"storage": {"url": pgvector_url, "schema": schema}}
+    config = {"storage": {"url": pgvector_url, "schema": schema, "searchFreshness": "strict"}}
     group = {"sender": "u1", "channel": "chat", "chat_type": "group", "group": "g1"}
     a, b = Engine.open(home=tmp_path / "a", config=config), Engine.open(home=tmp_path / "b", config=config)
     try:

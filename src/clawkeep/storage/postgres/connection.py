@@ -14,7 +14,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -264,8 +264,11 @@ class PgConnection:
                         finally:
                             self._local.conn = None
                         conn.execute("COMMIT")
-                        for sql in self._local.after:  # sent with the COMMIT, run once it is done
-                            conn.execute(sql)
+                        # sent with the COMMIT, run once it is done
+                        ran = [(conn.execute(sql), then) for sql, then in self._local.after]
+                    for cursor, then in ran:  # their rows came with the pipeline's end
+                        if then is not None:
+                            then(cursor.fetchone())
                 except BaseException:
                     if not conn.broken:
                         conn.rollback()
@@ -294,12 +297,13 @@ class PgConnection:
         except psycopg.Error as exc:
             raise translate(self.url, exc) from None
 
-    def _after_commit(self, sql: str) -> None:
-        """Run `sql` right after the current transaction commits (in the same round trip)."""
+    def _after_commit(self, sql: str, then: Callable[[Any], None] | None = None) -> None:
+        """Run `sql` right after the current transaction commits (in the same round trip);
+        `then` gets its first row."""
         after = self._local.after
         sql = sql.replace("{s}", self.s)
-        if sql not in after:
-            after.append(sql)
+        if all(sql != queued for queued, _then in after):
+            after.append((sql, then))
 
     def _note(self, what: str, *, minor: bool = False) -> None:
         notes = getattr(self._local, "notes", None)

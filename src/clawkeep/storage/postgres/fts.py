@@ -29,6 +29,9 @@ the cache holds every phrase of a query (and no caller scope narrows it), the ra
 bm25 over all matches, computed in memory before the one statement that checks the cache is
 still current (the generation, which every instance moves right after each commit writing the
 table) and reads the page's rows by id. A stale cache is dropped and the statement above ranks.
+With a `GenerationWatch` (storage.searchFreshness "notify", notify.py) that statement is skipped
+while the cache is at the generation last announced and holds the page's rows (kept from the
+statements that read them at that generation): no round trip.
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...deferred import deferred_import
 from ..query import TextQuery, TextTerm
+from .notify import GenerationWatch
 
 np = deferred_import("numpy")  # deferred: only the match cache ranks with it; a cold search never does
 
@@ -72,6 +76,7 @@ MAX_LOAD_MATCHES = 150_000
 DENSE_SPAN = 16  # matches of several phrases are summed in an array by id when ids span at most this × them
 ROWS_WITH_PAGE = 30  # a ranking from the cache reads the rows (entries) of its first this many
 UNKNOWN_LOADS = 2  # phrases of a statement whose matches are read without their count known
+MAX_ROW_CHARS = 64_000_000  # characters of rows a PostingCache keeps (`GenerationWatch`: read without a round trip)
 
 
 def lexeme(token: str) -> str:
@@ -172,6 +177,38 @@ class PostingCache:
     size: int = 0
     born: float = 0.0
     checked: float = 0.0  # when a statement last found it current
+    # rows read by id at this state (`_rank_from_cache`'s statement, or the store's own reads):
+    # id -> (tokens, `with_rows`' columns or None), or None when the row is gone
+    rows: dict[int, tuple[str, tuple[Any, ...] | None] | None] = field(default_factory=dict)
+    row_chars: int = 0
+    scopes: list[tuple[Any, ...]] = field(default_factory=list)  # scope parameters found to leave no row out
+    parts: dict[str, tuple[float, Any]] = field(default_factory=dict)  # literal -> (average, bm25 parts)
+
+    def parts_of(self, literal: str, average: float) -> Any:
+        """Each match's bm25 part for the phrase `literal` at this state (N, its df) and
+        `average`, as `score_row` computes it; kept for the next query holding the phrase."""
+        known = self.parts.get(literal)
+        if known is not None and known[0] == average:
+            return known[1]
+        _ids, tf, length = self.postings[literal]
+        weight = idf(self.total, len(_ids))
+        part = weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
+        self.parts[literal] = (average, part)
+        return part
+
+    def keep_row(self, rid: int, tokens: str | None, extra: tuple[Any, ...] | None) -> None:
+        """Keep a row read at this state (its extra columns kept once read), within MAX_ROW_CHARS."""
+        known = self.rows.get(rid)
+        if tokens is None:
+            self.rows[rid] = None
+            return
+        if known is not None and (extra is None or known[1] is not None):
+            return
+        chars = len(tokens) + sum(len(v) for v in extra or () if isinstance(v, str))
+        if self.row_chars + chars > MAX_ROW_CHARS:
+            return
+        self.row_chars += chars
+        self.rows[rid] = (tokens, extra if extra is not None else (known[1] if known else None))
 
     def current(self, generation: int, own_writes: bool) -> bool:
         return generation == self.generation and not own_writes and time.monotonic() - self.born < CACHE_MAX_AGE_S
@@ -193,7 +230,7 @@ class Ranker:
 
     def __init__(self, table: str, rows: Callable[[str, Sequence[Any]], list[Any]], total_sql: str, *,
                  total_kept: bool = False, generation_sql: str | None = None,
-                 scope_sql: str | None = None) -> None:
+                 scope_sql: str | None = None, watch: GenerationWatch | None = None) -> None:
         """`total_kept`: N as read with the average (every STATS_FRESH_S), for a `total_sql`
         too slow to run with every search (a count). `scope_sql`: a condition, on a `where`'s
         parameters, true when that `where` leaves out no row of the table; with it a ranking so
@@ -212,6 +249,8 @@ class Ranker:
         self._since = 0.0  # when this process first read the current generation
         self._statements = 0  # statements that read it since
         self._seen_at = 0.0  # when the last statement's reading of it was done
+        # the generation announced by NOTIFY: a cache at it answers without a round trip
+        self.watch = watch
 
     # --- the posting cache ---------------------------------------------------------------
     def _state_sql(self) -> str:
@@ -259,6 +298,21 @@ class Ranker:
                         break
             return cache
 
+    def _announced(self, cache: PostingCache) -> bool:
+        """The cache is at the newest generation announced: current without asking the server."""
+        known = self.watch.known() if self.watch is not None else None
+        return known is not None and cache.current(known, False)
+
+    def keep_rows(self, rows: dict[int, tuple[str, tuple[Any, ...]] | None]) -> None:
+        """Rows a caller read by id (id -> (tokens, `with_rows`' columns), None: gone), for the
+        current cache: rows change only by writes that move the generation, which drop it."""
+        cache = self._cached()
+        if cache is None:
+            return
+        with self._lock:
+            for rid, row in rows.items():
+                cache.keep_row(rid, None if row is None else row[0], None if row is None else row[1])
+
     def _loadable(self, phrases: list[Phrase], cache: PostingCache | None) -> list[Phrase]:
         """The phrases whose matches this statement should read for the cache: each one's count
         known (read in the last DF_FRESH_S), together at most MAX_LOAD_MATCHES."""
@@ -305,23 +359,21 @@ class Ranker:
         same operations on the same doubles as `score_row`, phrase by phrase (`dense_span` 0:
         never the array sum)."""
         postings = [cache.postings[p.tsquery] for p in phrases]
-        weights = [idf(cache.total, len(ids)) for ids, _tf, _len in postings]
         if not any(len(ids) for ids, _tf, _len in postings):
             return []
+        parts = [cache.parts_of(p.tsquery, average) for p in phrases]
         summed = None
         if len({p.tsquery for p in phrases}) == 1:
             unique = postings[0][0]
             where = [None] * len(postings)
-        elif (dense := self._dense_rank(postings, weights, average, dense_span)) is not None:
-            (unique, summed), postings, weights, where = dense, [], [], []
+        elif (dense := self._dense_rank(postings, parts, dense_span)) is not None:
+            (unique, summed), postings, parts, where = dense, [], [], []
         else:
             unique = np.unique(np.concatenate([ids for ids, _tf, _len in postings]))
             where = [np.searchsorted(unique, ids) for ids, _tf, _len in postings]
-        for (ids, tf, length), weight, at in zip(postings, weights, where, strict=True):
+        for (ids, _tf, _length), part, at in zip(postings, parts, where, strict=True):
             if not len(ids):
                 continue
-            norm = K1 * (1 - B + B * length / average)
-            part = weight * ((tf * (K1 + 1)) / (tf + norm))
             if at is None:  # one phrase (maybe repeated): its rows are all the rows
                 summed = part if summed is None else summed + part
             else:
@@ -338,22 +390,23 @@ class Ranker:
         return [(int(d), float(s)) for d, s in zip(unique[order], scores[order], strict=True)]
 
     @staticmethod
-    def _dense_rank(postings: list[tuple[Any, Any, Any]], weights: list[float],
-                    average: float, dense_span: int) -> tuple[Any, Any] | None:
+    def _dense_rank(postings: list[tuple[Any, Any, Any]], parts: list[Any], dense_span: int) -> tuple[Any, Any] | None:
         """(matching ids ascending, their summed parts) by adding every phrase's parts into an
-        array indexed by id (in phrase order: the same doubles as adding them one phrase after
-        another), when the ids span at most `dense_span` times the matches; else None."""
-        ids = [p[0] for p in postings]
+        array indexed by id from the lowest (in phrase order: the same doubles as adding them one
+        phrase after another), when the ids span at most `dense_span` times the matches; else None."""
+        ids = [p[0] for p in postings if len(p[0])]
         count = sum(len(i) for i in ids)
-        top = max(int(i[-1]) for i in ids if len(i)) + 1  # postings are by id
-        if top > dense_span * count:
+        low = min(int(i[0]) for i in ids)  # postings are by id
+        span = max(int(i[-1]) for i in ids) + 1 - low
+        if span > dense_span * count:
             return None
-        parts = [weight * ((tf * (K1 + 1)) / (tf + K1 * (1 - B + B * length / average)))
-                 for (_ids, tf, length), weight in zip(postings, weights, strict=True)]
-        flat = np.concatenate(ids)
-        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=top)
-        unique = np.flatnonzero(np.bincount(flat, minlength=top))
-        return unique, summed[unique]
+        flat = np.concatenate(ids) - low
+        summed = np.bincount(flat, weights=np.concatenate(parts), minlength=span)
+        if all(len(part) == 0 or part.min() > 0 for part in parts):  # every match adds a positive part
+            unique = np.flatnonzero(summed)
+        else:  # a part of 0 (a phrase counted 0 times in a matching row): matched rows by count
+            unique = np.flatnonzero(np.bincount(flat, minlength=span))
+        return unique + low, summed[unique]
 
     def _rank_from_cache(self, cache: PostingCache, phrases: list[Phrase], limit: int, average: float,
                          with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None = None) -> Ranked | None:
@@ -361,6 +414,8 @@ class Ranker:
         cache is current; None (the cache dropped) when it was not, or when the `scope` (the
         parameters of `scope_sql`) turned out to leave rows out (then kept: the statement ranks)."""
         top = self._cached_rank(cache, phrases, limit, average)
+        if self._announced(cache) and (kept := self._rank_from_kept(cache, top, with_rows, scope)) is not None:
+            return kept
         ids = [rid for rid, _score in top]
         state = self._state_sql() + (f", ({self._scope_sql})" if scope is not None else "")
         lead = list(scope or ())
@@ -388,7 +443,42 @@ class Ranker:
         tokens = {int(r[2]): r[3] for r in found if r[2] is not None}
         page = [(rid, score, tokens[rid]) for rid, score in top if rid in tokens]  # (deleted since: left out)
         rows = {int(r[2]): tuple(r[4:]) for r in found if r[2] is not None and len(r) > 4 and r[4] is not None}
+        self._keep_read(cache, ids, tokens, rows if with_rows is not None else {}, scope)
         return Ranked(page, True, rows if with_rows is not None else None)
+
+    def _keep_read(self, cache: PostingCache, ids: list[int], tokens: dict[int, str],
+                   rows: dict[int, tuple[Any, ...]], scope: tuple[Any, ...] | None) -> None:
+        """What the statement that found `cache` current read, kept in it (answers without a
+        round trip while the generation announced stays)."""
+        if self.watch is None:
+            return
+        with self._lock:
+            for rid in ids:
+                cache.keep_row(rid, tokens.get(rid), rows.get(rid))
+            if scope is not None and scope not in cache.scopes and len(cache.scopes) < 16:
+                cache.scopes.append(scope)
+
+    def _rank_from_kept(self, cache: PostingCache, top: list[tuple[int, float]],
+                        with_rows: tuple[str, str] | None, scope: tuple[Any, ...] | None) -> Ranked | None:
+        """The ranking with the rows the cache kept, when it holds every one needed (the tokens
+        of all, `with_rows`' columns of the first ROWS_WITH_PAGE) and the scope was found to
+        leave no row out; else None."""
+        with self._lock:
+            if scope is not None and scope not in cache.scopes:
+                return None
+            page, extra = [], {}
+            for k, (rid, score) in enumerate(top):
+                if rid not in cache.rows:
+                    return None
+                row = cache.rows[rid]
+                if row is None:
+                    continue  # deleted before this state
+                if with_rows is not None and row[1] is None and k < ROWS_WITH_PAGE:
+                    return None
+                page.append((rid, score, row[0]))
+                if row[1] is not None:
+                    extra[rid] = row[1]
+        return Ranked(page, True, extra if with_rows is not None else None)
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         """Rows holding each token (one GIN count each, one statement); kept DF_FRESH_S for the
@@ -403,7 +493,8 @@ class Ranker:
             return dict(zip(unique, counts, strict=True))
         cache = self._cached()
         held = [t for t in unique if cache is not None and lexeme(t) in cache.postings]
-        if len(held) == len(unique) and cache is not None and time.monotonic() - cache.checked < DF_FRESH_S:
+        if len(held) == len(unique) and cache is not None and (time.monotonic() - cache.checked < DF_FRESH_S
+                                                               or self._announced(cache)):
             # as fresh as a remembered count (the ranking that follows checks the cache itself)
             return {t: len(cache.postings[lexeme(t)][0]) for t in unique}
         # the others' matches are read for the cache (their number is the count), or counted
@@ -432,7 +523,9 @@ class Ranker:
         if over:
             result.update(zip(over, (int(c) for c in self._rows(*df_query(self.table, over))[0]), strict=True))
         if held:
-            if now is not None and now is cache:
+            # NULL: the generation was the cache's (then its counts are exact, even when it was
+            # dropped for its age, CACHE_MAX_AGE_S)
+            if (now is not None and now is cache or row[at] is None) and cache is not None:
                 result.update({t: len(cache.postings[lexeme(t)][0]) for t in held})
             else:
                 result.update({t: int(c) for t, c in zip(held, row[at], strict=True)})

@@ -22,6 +22,8 @@ from ..memory_base import ChunkRecord, FileRecord, MemoryStore, VectorFilter
 from ..query import TextQuery
 from .connection import Migration, PgConnection, clean_text, lock_id, pg_errors, quote
 from .fts import Ranker, tsvector_literal
+from .notify import GenerationWatch
+from .notify import bump_sql as bump_generation
 from .vectors import (
     PGVECTOR,
     bump_sql,
@@ -83,7 +85,9 @@ class PgMemoryStore(PgConnection, MemoryStore):
     remote = True
 
     def __init__(self, url: str, name: str, *, prefix: str = "clawkeep", pool_size: int = 8,
-                 connect_timeout_ms: int = 10_000):
+                 connect_timeout_ms: int = 10_000, search_freshness: str = "notify"):
+        self.search_freshness = search_freshness  # storage.searchFreshness
+        self._watch: GenerationWatch | None = None
         PgConnection.__init__(self, url, prefix=prefix, name=name, pool_size=pool_size,
                               connect_timeout_ms=connect_timeout_ms)
 
@@ -109,7 +113,16 @@ class PgMemoryStore(PgConnection, MemoryStore):
         self._write(bump_sql(self.vector_index))
         # and again once the rows are committed: a search that read the generation this write
         # moved to before then (and the old rows) sees it move again (fts.PostingCache)
-        self._after_commit(_GENERATION_BUMP)
+        self._after_commit(bump_generation("{s}.generation", self.schema), self._moved)
+
+    def _moved(self, row: Sequence[Any]) -> None:
+        if self._watch is not None:  # this process's own write is known at once
+            self._watch.wrote(int(row[0]))
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        PgConnection.close(self)
 
     # --- meta -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -246,9 +259,11 @@ class PgMemoryStore(PgConnection, MemoryStore):
             # N: a count of the chunks (kept, re-read every few minutes; it moves only on reindexing)
             # generation: the matches searched are kept in memory while it stays (fts.PostingCache);
             # a sources scope takes them when no file (each chunk's file) is outside it
+            if self.search_freshness == "notify" and self._watch is None:  # started by the first search
+                self._watch = GenerationWatch(self.url, self.schema, _GENERATION_SQL.replace("{s}", self.s))
             ranker = self.__dict__["_text_ranker"] = Ranker(
                 "{s}.chunks", self._query, "SELECT count(*) FROM {s}.chunks", total_kept=True,
-                generation_sql=_GENERATION_SQL, scope_sql=_ALL_SOURCES_SQL)
+                generation_sql=_GENERATION_SQL, scope_sql=_ALL_SOURCES_SQL, watch=self._watch)
         return ranker
 
     def keyword_search(self, query: TextQuery, *, sources: Sequence[str], limit: int,
@@ -344,7 +359,6 @@ class PgMemoryStore(PgConnection, MemoryStore):
                     [(key, digest, np.asarray(vec, dtype=np.float32).tobytes()) for digest, vec in items.items()])
 
 
-_GENERATION_BUMP = "SELECT nextval('{s}.generation')"
 _GENERATION_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.generation"
 _ALL_SOURCES_SQL = "NOT EXISTS (SELECT 1 FROM {s}.files WHERE source <> ALL(%s))"
 _LINE_VECTORS_SQL = ("SELECT chunk_id, line, vec FROM {s}.line_vectors WHERE vector_key = %s AND chunk_id = ANY(%s) "

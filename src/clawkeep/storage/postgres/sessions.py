@@ -42,6 +42,7 @@ from .connection import (
     translate,
 )
 from .fts import Ranked, Ranker, tsvector_literal
+from .notify import GenerationWatch, bump_sql
 
 # Released migrations are never edited: a schema change is a new entry at the end.
 MIGRATIONS = (
@@ -117,7 +118,6 @@ MIGRATIONS = (
         "CREATE SEQUENCE {s}.entry_index_generation",
     )),
 )
-_BUMP = "SELECT nextval('{s}.entry_index_generation')"
 _GENERATION_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.entry_index_generation"
 _CREDENTIAL_COLUMNS = "name, digest, scope, created_at, expires_at, revoked_at, last_used_at, sandboxed"
 _DOC_COLUMNS = "path, text, version, seq, deleted, updated_by"
@@ -146,8 +146,10 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     kind = "agent"
 
     def __init__(self, url: str, agent_id: str, *, prefix: str = "clawkeep", pool_size: int = 8,
-                 connect_timeout_ms: int = 10_000, lock_timeout_ms: int = 30_000):
+                 connect_timeout_ms: int = 10_000, lock_timeout_ms: int = 30_000, search_freshness: str = "notify"):
         self.agent_id = agent_id
+        self.search_freshness = search_freshness  # storage.searchFreshness
+        self._watch: GenerationWatch | None = None
         self._session_locks = SessionLocks()
         self._held: dict[str, int] = {}  # key -> depth, for the advisory lock (re-entrant per thread)
         self._held_guard = threading.Lock()
@@ -269,6 +271,8 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
             wait = min(wait * 2, LOCK_POLL_S[1])
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
         with self._lock_conn_guard:
             if self._lock_conn is not None:
                 self._lock_conn.close()
@@ -497,7 +501,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
     def delete_session(self, session_id: str) -> None:
         with self.transaction():
             self._write("DELETE FROM {s}.entry_index WHERE session_id = %s", (session_id,))
-            self._after_commit(_BUMP)
+            self._bump_index()
             self._write("DELETE FROM {s}.entries WHERE session_id = %s", (session_id,))
             self._write("DELETE FROM {s}.sessions WHERE session_id = %s", (session_id,))
             self._note(f"deleted session {session_id}")
@@ -529,7 +533,7 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                 raise DuplicateError(f"{what} already exists")
             entry.seq = rows[0][0]
             if index_text and index_text.strip():
-                self._after_commit(_BUMP)
+                self._bump_index()
                 self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
             self._note(describe_entry(entry), minor=entry.type == "session")
         return entry
@@ -625,12 +629,22 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return count + sum(1 for r in rows if has_block(self._entry(r).content, block_types))
 
     # --- search ---------------------------------------------------------------------
+    def _bump_index(self) -> None:
+        """Once the transaction commits: move the index's generation and announce it (same round trip)."""
+        self._after_commit(bump_sql("{s}.entry_index_generation", self.schema), self._moved)
+
+    def _moved(self, row: Sequence[Any]) -> None:
+        if self._watch is not None:  # this process's own write is known at once
+            self._watch.wrote(int(row[0]))
+
     def _ranker(self) -> Ranker:
         ranker = self.__dict__.get("_text_ranker")
         if ranker is None:
+            if self.search_freshness == "notify" and self._watch is None:  # started by the first search
+                self._watch = GenerationWatch(self.url, self.schema, _GENERATION_SQL.replace("{s}", self.s))
             ranker = self.__dict__["_text_ranker"] = Ranker("{s}.entry_index", self._query,
                                                             "SELECT coalesce(max(id), 0) FROM {s}.entry_index",
-                                                            generation_sql=_GENERATION_SQL)
+                                                            generation_sql=_GENERATION_SQL, watch=self._watch)
         return ranker
 
     def _rank(self, query: TextQuery, session_ids: Iterable[str] | None, limit: int, *, rows: bool = False) -> Ranked:
@@ -677,6 +691,9 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
             "WHERE e.seq = ANY(%s)", ([m.seq for m in missing],))}
         for m in missing:
             self._fill(m, found.get(m.seq))
+        if self._watch is not None:  # entries never change: kept for the next search while the index stays
+            self._ranker().keep_rows({m.seq: (m.tokens, tuple(found[m.seq])) for m in missing if m.seq in found
+                                      and m.tokens is not None})
 
     def document_frequency(self, tokens: Sequence[str]) -> dict[str, int]:
         counts = self._ranker().document_frequency(tokens)
