@@ -84,6 +84,15 @@ def test_user_mistakes_exit_2_without_traceback(cli):
         assert "Traceback" not in result.stderr and result.stderr.strip(), args
 
 
+def test_active_minutes_flag_names_one_allowed_range(cli):
+    """QA: `--active -5` said "allowed 0-…", then `--active 0` was refused naming `active_minutes`
+    (the Engine's parameter, not the flag) with "allowed 1-…"."""
+    for value in ("-5", "0"):
+        result = cli("sessions", "list", "--active", value)
+        assert result.code == 2 and f"--active {value} is out of range; allowed 1-" in result.stderr, result.stderr
+    assert cli("sessions", "list", "--active", "1", "--json").code == 0
+
+
 def test_oversized_message_is_refused_and_nothing_stored(cli, home, tmp_path):
     config = tmp_path / "c.json5"
     config.write_text("{session: {maxMessageChars: 100}}")

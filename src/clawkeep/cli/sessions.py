@@ -30,7 +30,7 @@ def sessions_list(
     # checked here too, so the messages name the flags (the Engine names its parameters: active_minutes)
     if kind is not None:
         check.choice(kind, "--kind", typing.get_args(ops.SessionKind))
-    check.integer(active, "--active", 0, check.MAX_INT)
+    check.integer(active, "--active", 1, check.MAX_INT)
     rows = engine(ctx).sessions_list(
         kind=kind, label=label, active_minutes=active, search_text=search, preview=preview, caller=caller
     )
