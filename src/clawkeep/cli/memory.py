@@ -329,14 +329,26 @@ def _render_harness(d: dict[str, Any]) -> None:
             for fact in day["facts"]:
                 out.print(f"  - {fact}", highlight=False)
         return
-    for theme in (d.get("rem") or {}).get("themes", []):
+    rem = d.get("rem") or {}
+    themes = rem.get("themes", [])
+    out.print(f"REM: {len(themes)} theme(s) ({rem.get('source', 'deterministic')}); "
+              f"{len(d['candidates'])} candidate(s); nothing written", highlight=False)
+    for theme in themes:
         out.print(f"[bold]{theme['title']}[/bold] (strength {theme['strength']:.2f}): {theme['reflection']}",
                   highlight=False)
     for row in d["decisions"]:
         out.print(f"{row['status']}: {row['text']}" + (f" ({row['reason']})" if row.get("reason") else ""),
                   highlight=False)
+    # an empty preview printed nothing at all: say why no line would be promoted
+    held = [] if d["decisions"] else d["candidates"]
+    for row in held[:10]:
+        out.print(f"held back: {row['text']} ({row.get('rejected') or 'below the gates'})", highlight=False)
+    if len(held) > 10:
+        out.print(f"… and {len(held) - 10} more held back (--json lists them)", highlight=False)
     if d.get("memoryPreview"):
         out.print("[dim]MEMORY.md would gain:[/dim]\n" + d["memoryPreview"], highlight=False, markup=False)
+    else:
+        out.print("MEMORY.md would gain nothing", highlight=False)
 
 
 @memory_app.command("rem-backfill")
