@@ -93,6 +93,27 @@ def test_active_minutes_flag_names_one_allowed_range(cli):
     assert cli("sessions", "list", "--active", "1", "--json").code == 0
 
 
+def test_global_options_work_after_the_command_as_the_readme_says(cli, tmp_path):
+    """QA: the README says every command takes --home, --config and --agent, but
+    `clawkeep status --home DIR` answered "No such option: --home" (they were accepted only
+    before the command). A command's own option of that name still wins (`doctor --agent`)."""
+    other = tmp_path / "other-home"
+    sent = cli("message", "stored in the other home", "--home", str(other), "--json")
+    assert sent.code == 0, sent.stderr
+    assert cli("status", f"--home={other}", "--json").json()["messages"] == 1
+    assert cli("status", "--json").json()["messages"] == 0  # the first home is untouched
+    config = tmp_path / "c.json5"
+    config.write_text('{session: {dmScope: "per-peer"}}')
+    routed = cli("message", "hi", "--sender", "zoe", "--config", str(config), "--json")
+    assert routed.code == 0 and routed.json()["sessionKey"] == "agent:main:direct:zoe", routed.stderr
+    assert cli("status", "--agent", "work", "--json").json()["agentId"] == "work"
+    assert cli("doctor", "--agent", "main", "--json").code == 0
+    bare = cli("message", "hi", "--home")
+    assert bare.code == 2 and "--home" in bare.stderr and "Traceback" not in bare.stderr
+    literal = cli("memory", "remember", "--", "--home")  # after `--` nothing moves
+    assert literal.code == 0 and "--home" in literal.stdout
+
+
 def test_oversized_message_is_refused_and_nothing_stored(cli, home, tmp_path):
     config = tmp_path / "c.json5"
     config.write_text("{session: {maxMessageChars: 100}}")
