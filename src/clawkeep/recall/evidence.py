@@ -51,6 +51,7 @@ class Evidence:
     items: dict[str, ItemState] | None = None  # memory windows: line key → the state of that line's item
     said: str | None = None  # when its lines were said: ISO day or time (a message, a dated note)
     said_before: bool = False  # ... strictly before `said` (a session excerpt: its reset time)
+    speaker: str = "user"  # a transcript message's role: who said it, as the summary tells it
 
 
 STALE = lazy(r"\s*\(stale: planned for (\d{4}-\d{2}-\d{2}), now past\)$")

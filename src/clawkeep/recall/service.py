@@ -237,7 +237,7 @@ def _transcript_evidence(rt: Runtime, session: SessionRecord, query: str) -> lis
             continue  # only a question or recall request (an earlier "我下周有什么安排"): never the answer
         said = to_iso(row.entry.timestamp)
         evidence.append(lanes.Evidence(text_, 1.0 / (1 + len(evidence)), "transcript", (said or "")[:10] or None,
-                                       said=said))
+                                       said=said, speaker=row.entry.role or "user"))
         if len(evidence) == 5:
             break
     return evidence
