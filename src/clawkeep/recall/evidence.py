@@ -55,7 +55,8 @@ class Evidence:
 
 
 STALE = lazy(r"\s*\(stale: planned for (\d{4}-\d{2}-\d{2}), now past\)$")
-_SENTENCE_END = lazy(r"(?<=[.!?。！？])\s*")
+# ASCII punctuation ends a sentence only before whitespace ("Python 3.12", "example.com" stay whole); CJK needs none
+_SENTENCE_END = lazy(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 # A transcript window's date line (`sessions_source.DATE_LINE`, "[2026-11-10 09:00 UTC]") or its chunk day.
 _LABEL = lazy(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?(?: UTC)?\]$")
 _FILE_DAY = lazy(r"(?:^|/)(\d{4}-\d{2}-\d{2})[^/]*\.md$")

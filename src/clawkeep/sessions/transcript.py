@@ -71,10 +71,17 @@ def index_text_for(entry: EntryRecord) -> str | None:
     sessions_history drops them (S5: reasoning is not indexed, whatever its wrapping)."""
     if entry.type != "message" or entry.role not in SEARCHABLE_ROLES:
         return None
-    text = plain_text(entry.content)
+    text = searchable_text(entry.content)
+    return analyze_document(redact_secrets(text)[0]) if text else None
+
+
+def searchable_text(content: list[dict[str, Any]]) -> str:
+    """A message's text as search and recall may read it: `plain_text` without inline reasoning,
+    injected memories or leaked tool-call syntax (what sessions_history strips too)."""
+    text = plain_text(content)
     if "<" in text or "[" in text:  # every sanitiser pattern starts with one of these
         text = sanitize_text(text)
-    return analyze_document(redact_secrets(text)[0]) if text else None
+    return text
 
 
 def append(store: AgentStore, entry: EntryRecord) -> EntryRecord:
