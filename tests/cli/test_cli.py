@@ -114,6 +114,15 @@ def test_global_options_work_after_the_command_as_the_readme_says(cli, tmp_path)
     assert literal.code == 0 and "--home" in literal.stdout
 
 
+def test_sessions_send_timeout_flag_is_named_in_its_error(cli):
+    """QA: `sessions send KEY hi --timeout -1` answered "timeout_seconds -1 is out of range" —
+    the Engine's parameter, not the flag the user typed."""
+    cli("message", "hello")
+    for value in ("-1", "100000"):
+        result = cli("sessions", "send", "agent:main:main", "hi", "--timeout", value)
+        assert result.code == 2 and f"--timeout {value} is out of range; allowed 0-3600" in result.stderr, result.stderr
+
+
 def test_oversized_message_is_refused_and_nothing_stored(cli, home, tmp_path):
     config = tmp_path / "c.json5"
     config.write_text("{session: {maxMessageChars: 100}}")

@@ -225,6 +225,7 @@ def sessions_send(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Deliver a message into another session (sessions_send) and wait for its reply."""
+    check.integer(timeout, "--timeout", 0, SEND_TIMEOUT_MAX_S)  # the message names the flag, not timeout_seconds
     data = engine(ctx).sessions_send(ref, text, timeout_seconds=timeout, caller=caller)
 
     def render(d: dict[str, Any]) -> None:
