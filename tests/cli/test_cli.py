@@ -123,6 +123,19 @@ def test_sessions_send_timeout_flag_is_named_in_its_error(cli):
         assert result.code == 2 and f"--timeout {value} is out of range; allowed 0-3600" in result.stderr, result.stderr
 
 
+def test_memory_flags_are_named_as_typed_in_their_errors(cli):
+    """QA: docs/input-limits.md says the CLI names its flag; `memory refusals --days 0` said "days 0",
+    `memory dreams --limit 0` "limit 0", `memory items --status gone` "status 'gone'" and
+    `memory search x --mode fuzzy` "search mode 'fuzzy'"."""
+    cases = {("memory", "refusals", "--days", "0"): "--days 0 is out of range; allowed 1-30",
+             ("memory", "dreams", "--limit", "0"): "--limit 0 is out of range; allowed 1-200",
+             ("memory", "items", "--status", "gone"): "--status 'gone' is not allowed; allowed values: active",
+             ("memory", "search", "x", "--mode", "fuzzy"): "--mode 'fuzzy' is not allowed; allowed values: hybrid"}
+    for args, message in cases.items():
+        result = cli(*args)
+        assert result.code == 2 and message in result.stderr.replace("\n", " "), (args, result.stderr)
+
+
 def test_oversized_message_is_refused_and_nothing_stored(cli, home, tmp_path):
     config = tmp_path / "c.json5"
     config.write_text("{session: {maxMessageChars: 100}}")
