@@ -84,6 +84,58 @@ def test_user_mistakes_exit_2_without_traceback(cli):
         assert "Traceback" not in result.stderr and result.stderr.strip(), args
 
 
+def test_active_minutes_flag_names_one_allowed_range(cli):
+    """QA: `--active -5` said "allowed 0-…", then `--active 0` was refused naming `active_minutes`
+    (the Engine's parameter, not the flag) with "allowed 1-…"."""
+    for value in ("-5", "0"):
+        result = cli("sessions", "list", "--active", value)
+        assert result.code == 2 and f"--active {value} is out of range; allowed 1-" in result.stderr, result.stderr
+    assert cli("sessions", "list", "--active", "1", "--json").code == 0
+
+
+def test_global_options_work_after_the_command_as_the_readme_says(cli, tmp_path):
+    """QA: the README says every command takes --home, --config and --agent, but
+    `clawkeep status --home DIR` answered "No such option: --home" (they were accepted only
+    before the command). A command's own option of that name still wins (`doctor --agent`)."""
+    other = tmp_path / "other-home"
+    sent = cli("message", "stored in the other home", "--home", str(other), "--json")
+    assert sent.code == 0, sent.stderr
+    assert cli("status", f"--home={other}", "--json").json()["messages"] == 1
+    assert cli("status", "--json").json()["messages"] == 0  # the first home is untouched
+    config = tmp_path / "c.json5"
+    config.write_text('{session: {dmScope: "per-peer"}}')
+    routed = cli("message", "hi", "--sender", "zoe", "--config", str(config), "--json")
+    assert routed.code == 0 and routed.json()["sessionKey"] == "agent:main:direct:zoe", routed.stderr
+    assert cli("status", "--agent", "work", "--json").json()["agentId"] == "work"
+    assert cli("doctor", "--agent", "main", "--json").code == 0
+    bare = cli("message", "hi", "--home")
+    assert bare.code == 2 and "--home" in bare.stderr and "Traceback" not in bare.stderr
+    literal = cli("memory", "remember", "--", "--home")  # after `--` nothing moves
+    assert literal.code == 0 and "--home" in literal.stdout
+
+
+def test_sessions_send_timeout_flag_is_named_in_its_error(cli):
+    """QA: `sessions send KEY hi --timeout -1` answered "timeout_seconds -1 is out of range" —
+    the Engine's parameter, not the flag the user typed."""
+    cli("message", "hello")
+    for value in ("-1", "100000"):
+        result = cli("sessions", "send", "agent:main:main", "hi", "--timeout", value)
+        assert result.code == 2 and f"--timeout {value} is out of range; allowed 0-3600" in result.stderr, result.stderr
+
+
+def test_memory_flags_are_named_as_typed_in_their_errors(cli):
+    """QA: docs/input-limits.md says the CLI names its flag; `memory refusals --days 0` said "days 0",
+    `memory dreams --limit 0` "limit 0", `memory items --status gone` "status 'gone'" and
+    `memory search x --mode fuzzy` "search mode 'fuzzy'"."""
+    cases = {("memory", "refusals", "--days", "0"): "--days 0 is out of range; allowed 1-30",
+             ("memory", "dreams", "--limit", "0"): "--limit 0 is out of range; allowed 1-200",
+             ("memory", "items", "--status", "gone"): "--status 'gone' is not allowed; allowed values: active",
+             ("memory", "search", "x", "--mode", "fuzzy"): "--mode 'fuzzy' is not allowed; allowed values: hybrid"}
+    for args, message in cases.items():
+        result = cli(*args)
+        assert result.code == 2 and message in result.stderr.replace("\n", " "), (args, result.stderr)
+
+
 def test_oversized_message_is_refused_and_nothing_stored(cli, home, tmp_path):
     config = tmp_path / "c.json5"
     config.write_text("{session: {maxMessageChars: 100}}")

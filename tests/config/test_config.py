@@ -39,6 +39,16 @@ def test_malformed_json5_names_the_file(tmp_path: Path):
         load_config(file)
 
 
+def test_malformed_json5_says_the_line_not_string(tmp_path: Path):
+    """QA: a broken config was reported as "…bad.json5 is not valid JSON5: <string>:2 Unexpected
+    end of input" — `<string>` is the parser's name for the file named just before it."""
+    file = tmp_path / "bad.json5"
+    file.write_text("{ session: { dmScope: 'main',\n  reset: { atHour: 4 }, ,\n}}\n")
+    with pytest.raises(InputError, match=r"bad.json5 is not valid JSON5: line 2: Unexpected") as raised:
+        load_config(file)
+    assert "<string>" not in str(raised.value)
+
+
 def test_unknown_dm_scope_names_key_value_and_allowed_values():
     with pytest.raises(InputError) as info:
         config_from_dict({"session": {"dmScope": "per-user"}})

@@ -236,6 +236,16 @@ def test_flush_rules_extract_durable_notes():
     assert not any("weather" in n or "Lol" in n or "tea" in n for n in notes)
 
 
+def test_rule_notes_keep_decimal_numbers_and_versions_whole():
+    """QA: the rule-based flush noted "We decided to upgrade to PostgreSQL 16." out of "… 16.2 on
+    Friday": any `.` ended a sentence, so versions, prices and times were cut."""
+    entries = [EntryRecord("1", "s", "message", 1, role="user", content=[text(
+        "We decided to upgrade to PostgreSQL 16.2 on Friday. The budget is 1.5 million euros.")])]
+    notes = extract_notes(entries, date(2026, 11, 30))
+    assert "We decided to upgrade to PostgreSQL 16.2 on Friday." in notes, notes
+    assert not any(n.endswith("16.") for n in notes)
+
+
 def test_flush_appends_only_to_todays_note_and_honours_filters(home, tmp_path):
     eng = open_engine(home)
     eng.message("seed")

@@ -251,6 +251,17 @@ def test_two_concurrent_sweeps_one_runs_one_reports_the_lock(home, month):
     assert results["first"]["status"] == "ok" and results["first"]["promoted"]
 
 
+def test_rem_harness_with_nothing_to_promote_says_so(home):
+    """QA: on a fresh home with a note or two, `memory rem-harness` printed nothing at all (exit 0):
+    no theme, no decision, no preview. It now says what it saw and why nothing would be promoted."""
+    assert run_cli(home, "memory", "dreaming", "on").code == 0
+    assert run_cli(home, "memory", "remember", "next Tuesday I fly to Shanghai").code == 0
+    harness = run_cli(home, "memory", "rem-harness")
+    assert harness.code == 0, harness.stderr
+    assert "REM: 0 theme(s)" in harness.stdout and "MEMORY.md would gain nothing" in harness.stdout
+    assert "held back: Next Tuesday I fly to Shanghai (" in harness.stdout
+
+
 def test_cli_verbs(home, month):
     config = home / "clawkeep.json5"
     config.write_text(json.dumps(CONFIG))

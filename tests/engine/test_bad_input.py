@@ -169,7 +169,7 @@ def test_cli_names_its_flags_and_refuses_an_unknown_kind(cli):
                                 (("memory", "search", "x", "--limit", "51"), "--limit", "1-50"),
                                 (("memory", "get", "MEMORY.md", "--lines", "999999"), "--lines", "1-2000"),
                                 (("memory", "get", "MEMORY.md", "--from", "0"), "--from", "1-"),
-                                (("sessions", "list", "--active", "-5"), "--active", "0-"),
+                                (("sessions", "list", "--active", "-5"), "--active", "1-"),
                                 (("memory", "promote", "--min-score", "2"), "--min-score", "0-1"),
                                 (("sessions", "list", "--kind", "bogus"), "--kind", "direct, group")):
         result = cli(*args)

@@ -85,3 +85,11 @@ def test_the_checks_see_what_they_look_for(tmp_path: Path):
     assert [n.lineno for n in found] == [5, 7, 10]  # not the module-level one; the nested function's once
     notes = comments(sample)
     assert [says_why(notes.get(n.lineno)) or says_why(notes.get(n.lineno - 1)) for n in found] == [False, True, False]
+
+
+def test_the_readme_opens_with_exactly_the_two_commands():
+    """QA: a third line (`CLAWKEEP_HOME=/tmp/ck make run`) had crept into the README's opening
+    block; a fresh machine is told exactly `make run` and `make test`, nothing else."""
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+    assert readme[0] == "```sh" and readme[3] == "```", readme[:4]
+    assert [line.split("#")[0].strip() for line in readme[1:3]] == ["make run", "make test"]

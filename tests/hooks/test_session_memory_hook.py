@@ -91,6 +91,18 @@ def test_mostly_scaffolding_reply_is_elided(home):
     assert "assistant: [malformed turn elided]" in body and "tool_call" not in body
 
 
+def test_a_short_answer_after_long_reasoning_is_kept_not_elided(home):
+    """QA: an assistant text "<think>…long musing…</think>We ship on Friday" was written to the
+    excerpt as "[malformed turn elided]": the reasoning counted as scaffolding, the answer was lost."""
+    eng = open_engine(home)
+    eng.message("when do we ship?", at="2026-03-01T10:00:00Z")
+    eng.message("<think>" + "weighing the release calendar and the open bugs " * 4 + "</think>We ship on Friday",
+                role="assistant", at="2026-03-01T10:01:00Z")
+    eng.message("/reset", at="2026-03-01T10:02:00Z")
+    body = notes(home)["2026-03-01-1002.md"]
+    assert "assistant: We ship on Friday" in body and "weighing" not in body and "elided" not in body
+
+
 def test_reset_excerpts_are_not_memory_items(home):
     eng = open_engine(home, {"agents": {"defaults": {"memorySearch": {"provider": "none"}}}})
     eng.message("- a user line that looks like a bullet", at="2026-03-01T10:00:00Z")

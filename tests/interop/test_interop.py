@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -323,6 +326,21 @@ def test_export_to_an_unwritable_path_is_an_input_error(tmp_path: Path, home: Pa
         assert "--out" in done.stderr and reason in done.stderr.replace("\n", " ")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_export_to_a_pipe_closed_early_is_not_an_input_error(home: Path) -> None:
+    """QA: `clawkeep export KEY | head -1` printed "error: a file: Broken pipe" and exited 2, as if
+    the user had named a bad path; a reader that stops early now ends the export silently."""
+    with Engine.open(home=home) as engine:
+        for n in range(300):  # ~300 KB of JSONL: more than a pipe's buffer
+            engine.message(f"message {n} " + "x" * 1000)
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAWKEEP_HOME", "CLAWKEEP_DEBUG")}
+    proc = subprocess.Popen([sys.executable, "-m", "clawkeep", "--home", str(home), "export", "agent:main:main"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stdout.readline().startswith(b'{"format"')
+    proc.stdout.close()  # the reader leaves, as `head -1` does
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and stderr == b"", stderr
 
 
 # --- bad input ------------------------------------------------------------------------------

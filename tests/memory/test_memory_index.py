@@ -198,6 +198,18 @@ def test_transcripts_are_indexed_redacted_and_exclusions_apply(home):
     assert eng.memory_search("whale museum")["results"]
 
 
+def test_indexed_transcripts_hold_no_inline_reasoning(home):
+    """QA: with transcripts as a memory source, an assistant text's `<think>…</think>` was indexed,
+    found by memory_search and shown by memory_get; the rendering now drops it, as search does."""
+    eng = open_engine(home, cfg(**TRANSCRIPTS))
+    eng.message("<think>private musing about the narwhal</think>The narwhal project ships Friday",
+                role="assistant", channel="telegram", sender="alice")
+    assert eng.memory_search("private musing")["results"] == []
+    hit = eng.memory_search("narwhal project ships")["results"][0]
+    assert "Assistant: The narwhal project ships Friday" in hit["snippet"] and "musing" not in hit["snippet"]
+    assert "musing" not in eng.memory_get(hit["path"])["text"]
+
+
 def test_watcher_reindexes_after_an_edit(home):
     eng = open_engine(home, cfg(sync={"watchDebounceMs": 200}))
     w = ws(eng)

@@ -228,6 +228,35 @@ def test_past_plan_said_in_a_transcript_is_marked_stale(home):
                                  "(stale: planned for 2020-11-18, now past)")
 
 
+def test_a_transcript_recall_never_credits_the_user_with_the_assistants_words(home):
+    """QA: lane 2 answered "The user said on …: 好的, 方案B记下了" — the assistant's reply, the
+    shorter of two equally matching messages, credited to the user."""
+    eng = engine(home)
+    eng.message("我们决定用 PostgreSQL 做主库, 方案B", channel="telegram", sender="alice")
+    eng.message("好的, 方案B记下了", channel="telegram", sender="alice", role="assistant")
+    eng.message("The staging database password rotates every Monday", channel="telegram", sender="alice",
+                role="assistant")
+    thread = eng.sessions_create()
+    said = eng.recall("我上次说的那个方案是什么?", session=thread["key"])
+    assert said["status"] == "ok" and said["summary"].startswith("The user said on "), said
+    assert "PostgreSQL" in said["summary"]
+    replied = eng.recall("what did you say about the staging database last time?", session=thread["key"])
+    assert replied["status"] == "ok", replied
+    assert replied["summary"].startswith("The assistant said on ") and "Monday" in replied["summary"]
+
+
+def test_a_recalled_sentence_is_not_cut_at_a_decimal_point(home):
+    """QA: lane 2 answered "…: The build server runs Python 3." — a sentence ended at any `.`, so
+    "3.12" (and "example.com", "v2.1") was cut; the inline reasoning stays out of it too."""
+    eng = engine(home)
+    eng.message("<think>User hates build server.</think>The build server runs Python 3.12.",
+                channel="telegram", sender="alice", role="assistant")
+    thread = eng.sessions_create()
+    result = eng.recall("what did you say about the build server last time?", session=thread["key"])
+    assert result["status"] == "ok" and result["summary"].endswith("The build server runs Python 3.12."), result
+    assert "hates" not in result["summary"]
+
+
 def test_later_transcript_fact_replaces_a_stale_plan(home):
     eng = engine(home)
     eng.message("下周三去上海出差", channel="telegram", sender="alice", at="2020-11-10T09:00:00+00:00")

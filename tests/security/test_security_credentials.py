@@ -285,6 +285,19 @@ def test_a_peer_token_routes_its_first_message_as_that_peer(world):
         assert status["credential"]["scope"] == "peer:telegram:carol" and "sessions" not in status
 
 
+def test_a_scoped_token_sending_routing_fields_is_told_the_token_is_why(world):
+    """QA: a peer token's message with `channel`/`sender` was refused with "send it without
+    X-Clawkeep-Session" — a header the caller never sent; the message names the token too."""
+    gw, tokens = world["gw"], world["tokens"]
+    with gw.client() as client:
+        for token in ("alice", "alice-session"):
+            refused = client.post("/v1/messages", json={"text": "x", "channel": "telegram", "sender": "bob"},
+                                  headers={"Authorization": f"Bearer {tokens[token]}"})
+            assert refused.status_code == 400, refused.text
+            message = refused.json()["error"]["message"]
+            assert "channel, sender" in message and "scoped token" in message and "leave them out" in message
+
+
 def test_a_peer_token_finds_a_sender_id_with_colons_and_case_as_routing_does(world):
     gw = world["gw"]
     sent = gw.engine.message("hi from matrix", channel="Matrix", sender="@Alice:example.org")

@@ -109,6 +109,18 @@ def test_snippet_redacts_credentials(engine):
     assert "abc123def456" not in snippet and "REDACTED" in snippet
 
 
+def test_inline_reasoning_and_injected_blocks_are_not_indexed(engine):
+    """QA: an assistant text carrying `<think>internal plan</think>` (record mode, or a model
+    that inlines its reasoning) was found by searching "internal plan"; S5 indexes no reasoning."""
+    kept = engine.message("<think>internal plan zebra</think>The visible giraffe answer"
+                          "<relevant-memories>walrus note</relevant-memories>"
+                          " <tool_call>{\"name\": \"okapi\"}</tool_call>",
+                          role="assistant")
+    for hidden in ("internal plan", "zebra", "walrus", "okapi"):
+        assert engine.sessions_search(hidden)["hits"] == [], hidden
+    assert hit_ids(engine, "giraffe") == [kept.message_id]
+
+
 def test_only_stop_words_finds_nothing(engine, corpus):
     assert engine.sessions_search("the and of")["hits"] == []
 

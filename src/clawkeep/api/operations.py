@@ -67,9 +67,11 @@ def scoped_message(args: MessageArgs, caller: str | None) -> MessageArgs:
 
 def _routing_refused(args: MessageArgs) -> str:
     given = ", ".join(sorted(to_camel(f) for f in args.model_fields_set & set(_ROUTING_FIELDS)))
-    return (f"routing fields ({given}) are not allowed in a request that names a calling session: it delivers "
-            "into that session or into `session` (one it can see); send it without X-Clawkeep-Session to route "
-            "by channel and sender as the operator")
+    # a header or a scoped token can make the caller: name both, a token's user never sent the header
+    return (f"routing fields ({given}) are not allowed in a request that runs as a calling session or peer "
+            "(the X-Clawkeep-Session header, or a session- or peer-scoped token): leave them out and the message "
+            "goes into that session, or into `session` (one it can see); only the operator routes by channel "
+            "and sender")
 
 
 # routing.keys.KINDS, spelled out: the api layer sits below routing (.importlinter); test_contract

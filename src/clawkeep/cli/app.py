@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -112,6 +113,43 @@ def _command_word(args: list[str], value_options: frozenset[str]) -> tuple[str, 
         else:
             return arg, args[i + 1:]
     return None
+
+
+def global_options_first(command: Any, args: Sequence[str]) -> list[str]:
+    """`args` with `--home`, `--config` and `--agent` moved in front of the command when they
+    were written after it (`clawkeep status --home DIR`, as the README's "every command takes
+    --home" reads), unless the command has an option of that name itself (`doctor --agent`).
+    Nothing after `--` moves."""
+    args = list(args)
+    start = next((i for i, arg in enumerate(args) if arg == _first_word(args)), None)
+    if start is None:
+        return args
+    leaf = command  # a Click command (Typer's own copy of Click: duck-typed, a group has `commands`)
+    for word in args[start:]:
+        if (inner := getattr(leaf, "commands", {}).get(word)) is None:
+            break
+        leaf = inner
+    own = {opt for param in leaf.params for opt in param.opts}
+    movable = GLOBAL_VALUE_OPTIONS - own
+    front, rest, i = args[:start], [], start
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg in movable and i + 1 < len(args):
+            front += args[i:i + 2]
+            i += 2
+            continue
+        name, equals, _ = arg.partition("=")
+        (front if equals and name in movable else rest).append(arg)  # a bare last `--home` stays: Click names it
+        i += 1
+    return front + rest
+
+
+def _first_word(args: list[str]) -> str | None:
+    found = _command_word(args, GLOBAL_VALUE_OPTIONS)
+    return found[0] if found else None
 
 
 def _command_name(command: CommandInfo) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -149,7 +150,12 @@ def export(
     if out_path is None:
         if as_json:
             raise InputError("--json prints a summary; give --out FILE for the export itself")
-        eng.export_session(session, sys.stdout)
+        try:
+            eng.export_session(session, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `clawkeep export KEY | head`: the reader stopped, nothing is wrong
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush goes nowhere
+            raise typer.Exit(1) from None  # as any command whose output pipe closed early (cli.main)
         return
     summary = _export_to_file(eng, session, out_path)
     emit({**summary, "file": str(out_path)}, as_json, lambda d: out.print(

@@ -21,7 +21,17 @@ from . import memory as _memory_commands  # noqa: F401 - registers `clawkeep mem
 from . import serve as _serve_commands  # noqa: F401 - registers `clawkeep gateway`
 from . import sessions as _sessions_commands  # noqa: F401 - registers `clawkeep sessions …`
 from . import tokens as _tokens_commands  # noqa: F401 - registers `clawkeep tokens …`
-from .app import GlobalOptions, app, engine, err, for_arguments, memory_app, out, sessions_app  # noqa: F401
+from .app import (  # noqa: F401
+    GlobalOptions,
+    app,
+    engine,
+    err,
+    for_arguments,
+    global_options_first,
+    memory_app,
+    out,
+    sessions_app,
+)
 from .options import described
 from .render import as_json_data, emit, progress_display, table  # noqa: F401
 
@@ -237,7 +247,8 @@ def run() -> None:
     Typer itself exits 2 on usage errors; our own errors surface here.
     """
     try:
-        for_arguments(app, sys.argv[1:])()
+        command = typer.main.get_command(for_arguments(app, sys.argv[1:]))
+        command(args=global_options_first(command, sys.argv[1:]))
     except InputError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(2)

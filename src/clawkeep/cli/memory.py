@@ -10,7 +10,7 @@ import typer
 from .. import validation as check
 from ..errors import InputError
 from .app import engine, err, memory_app, out
-from .options import described
+from .options import checked, described
 from .render import emit, progress_display, table
 
 
@@ -66,6 +66,7 @@ def memory_search(
     """Hybrid search over memory files (and indexed transcripts)."""
 
     check.integer(limit, "--limit", 1, check.MAX_MEMORY_SEARCH)  # the CLI names its flags; the Engine its parameters
+    checked(mode, "--mode", "memory_search", "mode")
     data = engine(ctx).memory_search(query, limit=limit, mode=mode, corpus=corpus)
     emit(data, as_json, lambda d: out.print(table(d["results"], ["score", "source", "snippet"])))
 
@@ -120,6 +121,7 @@ def memory_items(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Everything remembered, one bullet line each, with ids for edit and delete."""
+    checked(status, "--status", "memory_items", "status")
     emit(engine(ctx).memory_items(status=status), as_json,
          lambda rows: out.print(table(rows, ["id", "status", "path", "line", "text"])))
 
@@ -131,6 +133,7 @@ def memory_refusals(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What the write filters refused lately, with the reason (excerpts redacted)."""
+    checked(days, "--days", "memory_refusals", "days")
     emit(engine(ctx).memory_refusals(days=days), as_json,
          lambda rows: out.print(table(rows, ["at", "source", "reason", "excerpt", "sessionKey"])))
 
@@ -295,6 +298,7 @@ def memory_dreams(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What Dreaming promoted, run by run (each item undoable with promote-undo), and the diary."""
+    checked(limit, "--limit", "dreaming_review", "limit")
     def render(d: dict[str, Any]) -> None:
         for run in d["runs"]:
             out.print(f"[bold]{run['runId']}[/bold] ({run['status']})", highlight=False)
@@ -329,14 +333,26 @@ def _render_harness(d: dict[str, Any]) -> None:
             for fact in day["facts"]:
                 out.print(f"  - {fact}", highlight=False)
         return
-    for theme in (d.get("rem") or {}).get("themes", []):
+    rem = d.get("rem") or {}
+    themes = rem.get("themes", [])
+    out.print(f"REM: {len(themes)} theme(s) ({rem.get('source', 'deterministic')}); "
+              f"{len(d['candidates'])} candidate(s); nothing written", highlight=False)
+    for theme in themes:
         out.print(f"[bold]{theme['title']}[/bold] (strength {theme['strength']:.2f}): {theme['reflection']}",
                   highlight=False)
     for row in d["decisions"]:
         out.print(f"{row['status']}: {row['text']}" + (f" ({row['reason']})" if row.get("reason") else ""),
                   highlight=False)
+    # an empty preview printed nothing at all: say why no line would be promoted
+    held = [] if d["decisions"] else d["candidates"]
+    for row in held[:10]:
+        out.print(f"held back: {row['text']} ({row.get('rejected') or 'below the gates'})", highlight=False)
+    if len(held) > 10:
+        out.print(f"… and {len(held) - 10} more held back (--json lists them)", highlight=False)
     if d.get("memoryPreview"):
         out.print("[dim]MEMORY.md would gain:[/dim]\n" + d["memoryPreview"], highlight=False, markup=False)
+    else:
+        out.print("MEMORY.md would gain nothing", highlight=False)
 
 
 @memory_app.command("rem-backfill")

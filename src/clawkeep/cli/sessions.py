@@ -30,7 +30,7 @@ def sessions_list(
     # checked here too, so the messages name the flags (the Engine names its parameters: active_minutes)
     if kind is not None:
         check.choice(kind, "--kind", typing.get_args(ops.SessionKind))
-    check.integer(active, "--active", 0, check.MAX_INT)
+    check.integer(active, "--active", 1, check.MAX_INT)
     rows = engine(ctx).sessions_list(
         kind=kind, label=label, active_minutes=active, search_text=search, preview=preview, caller=caller
     )
@@ -225,6 +225,7 @@ def sessions_send(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Deliver a message into another session (sessions_send) and wait for its reply."""
+    check.integer(timeout, "--timeout", 0, SEND_TIMEOUT_MAX_S)  # the message names the flag, not timeout_seconds
     data = engine(ctx).sessions_send(ref, text, timeout_seconds=timeout, caller=caller)
 
     def render(d: dict[str, Any]) -> None:

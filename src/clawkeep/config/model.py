@@ -11,6 +11,7 @@ file at load, so the user's file — comments included — is never rewritten.
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -774,8 +775,9 @@ def _read_document(file: Path, what: str, *, missing_ok: bool) -> Any:
     except RecursionError:
         raise InputError(f"{what} {file} nests objects or lists too deeply; at most {MAX_CONFIG_DEPTH} levels "
                          "are allowed") from None
-    except ValueError as exc:
-        raise InputError(f"{what} {file} is not valid JSON5: {str(exc)[:200]}") from None
+    except ValueError as exc:  # json5 says "<string>:2 Unexpected …": the string is this file
+        where = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
+        raise InputError(f"{what} {file} is not valid JSON5: {where[:200]}") from None
 
 
 def _parse(text: str) -> Any:

@@ -36,7 +36,8 @@ from .budget import clip_lines
 
 NO_REPLY = "NO_REPLY"
 MAX_NOTES = 20
-_SENTENCES = lazy(r"(?<=[.!?。！？])\s*|\n+")
+# ASCII punctuation ends a sentence only before whitespace: "PostgreSQL 16.2", "14.30", "v2.1" stay whole
+_SENTENCES = lazy(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 _SIGNALS = [
     (
         "preference",

@@ -26,7 +26,7 @@ from ..text.analyzer import analyze_document
 
 FLUSH_SECONDS = 5.0
 RECALL_RAN = ("ok", "none", "timeout", "error")  # "skipped" (not a past question, off, …) is not a try
-_LABEL = re.compile(r"^\s*(?:The user said(?: on [^:]{1,40})?|Memory(?: \([^)]{0,200}\))?):\s*")
+_LABEL = re.compile(r"^\s*(?:The (?:user|assistant) said(?: on [^:]{1,40})?|Memory(?: \([^)]{0,200}\))?):\s*")
 _STOP = stopwords.ENGLISH | stopwords.CJK
 ADOPTION_SHARE = 0.3  # of the injected line's content words found in the reply
 

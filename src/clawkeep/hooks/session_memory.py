@@ -19,6 +19,7 @@ from ..events import SessionReset
 from ..memory import documents
 from ..memory import service as memory_service
 from ..memory.workspace import workspace_dir
+from ..models.reasoning import strip_reasoning
 from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
 from ..runtime import Runtime
@@ -41,6 +42,9 @@ def excerpt_lines(entries: list[EntryRecord], limit: int) -> list[str]:
         if not text or text.lstrip().startswith("/"):
             continue
         if entry.role == "assistant":
+            # reasoning is not scaffolding: a long <think> before a short answer must not make
+            # the answer look malformed (only leaked tool-call XML and the like count)
+            text = strip_reasoning(text)
             cleaned = sanitize_text(text)
             if not cleaned.strip() or cleaned.strip() == NO_REPLY:
                 continue

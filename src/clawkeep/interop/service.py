@@ -28,6 +28,8 @@ def _paths_checked(function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
+        except BrokenPipeError:  # the reader of an output stream left (`| head`): no path at fault
+            raise
         except OSError as exc:
             name = exc.filename if exc.filename is not None else "a file"
             shown = str(name) if len(str(name)) <= 300 else str(name)[:300] + "…"

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 
 from ..redact import redact_secrets
 from ..routing.keys import SYNTHETIC_KINDS
-from ..sessions.transcript import SEARCHABLE_ROLES, inter_session_source, plain_text
+from ..sessions.transcript import SEARCHABLE_ROLES, inter_session_source, searchable_text
 from ..storage import AgentStore, SessionRecord
 from ..timeutil import to_iso
 
 _SPACES = re.compile(r"\s+")
-RENDER_VERSION = "2"  # bump when the rendering changes: every transcript is re-indexed
+RENDER_VERSION = "3"  # bump when the rendering changes: every transcript is re-indexed
 DATE_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))? UTC\]$")
 
 
@@ -66,7 +66,7 @@ class SessionDoc:
                     continue
                 if entry.role not in SEARCHABLE_ROLES or inter_session_source(entry) is not None:
                     continue
-                text = _SPACES.sub(" ", plain_text(entry.content)).strip()
+                text = _SPACES.sub(" ", searchable_text(entry.content)).strip()  # no inline reasoning
                 if text and not text.startswith("/"):
                     stamp = date_line(entry.timestamp)
                     if boundary or stamp[1:11] != day:

@@ -51,10 +51,12 @@ class Evidence:
     items: dict[str, ItemState] | None = None  # memory windows: line key → the state of that line's item
     said: str | None = None  # when its lines were said: ISO day or time (a message, a dated note)
     said_before: bool = False  # ... strictly before `said` (a session excerpt: its reset time)
+    speaker: str = "user"  # a transcript message's role: who said it, as the summary tells it
 
 
 STALE = lazy(r"\s*\(stale: planned for (\d{4}-\d{2}-\d{2}), now past\)$")
-_SENTENCE_END = lazy(r"(?<=[.!?。！？])\s*")
+# ASCII punctuation ends a sentence only before whitespace ("Python 3.12", "example.com" stay whole); CJK needs none
+_SENTENCE_END = lazy(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 # A transcript window's date line (`sessions_source.DATE_LINE`, "[2026-11-10 09:00 UTC]") or its chunk day.
 _LABEL = lazy(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?(?: UTC)?\]$")
 _FILE_DAY = lazy(r"(?:^|/)(\d{4}-\d{2}-\d{2})[^/]*\.md$")

@@ -236,14 +236,16 @@ def deterministic_summary(evidence: list[Evidence], query: str, max_chars: int) 
     for e in evidence:
         found = [(s, stale, _words(s) & query_words) for s, stale in sentences(e.text)]
         scored.append((len(set().union(*(shared for _, _, shared in found))), e.score, e, found))
-    overlap, _, top, found = max(scored, key=lambda row: (row[0], row[1]))
+    # on equal overlap the user's own words beat the assistant's echo of them ("我上次说的…")
+    overlap, _, top, found = max(scored, key=lambda row: (row[0], row[2].speaker != "assistant", row[1]))
     if not overlap:
         return None
     sentence, stale, _ = max(found, key=lambda f: (len(f[2]), -len(f[0])))
     sentence = re.sub(r"^(User|Assistant):\s*", "", sentence)
     sentence = re.sub(r"^[-*]\s+", "", sentence)
     if top.origin == "transcript":
-        prefix = f"The user said{' on ' + top.when if top.when else ''}: "
+        who = "The assistant" if top.speaker == "assistant" else "The user"
+        prefix = f"{who} said{' on ' + top.when if top.when else ''}: "
     else:
         prefix = f"Memory ({top.citation}): " if top.citation else "Memory: "
     if not stale:
@@ -291,7 +293,7 @@ def conversation_context(turns: list[tuple[str, str]], message: str, *, mode: st
 def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: str, max_chars: int,
                   timeout_s: float, context: str | None = None) -> str | None:
     """Lane 2 with a model: it sees only what the allowed memory tools returned."""
-    lines = [f"[{e.origin}{' ' + e.when if e.when else ''}] {e.text}" for e in evidence[:8]]
+    lines = [f"[{e.origin}{' ' + e.when if e.when else ''}{_said_by(e)}] {e.text}" for e in evidence[:8]]
     system = (
         "You are a memory recall helper. Using ONLY the memory search results below, write NONE or one "
         f"plain-text line under {max_chars} characters about the user (not addressed to the user), with no "
@@ -308,6 +310,11 @@ def model_summary(model: Any, evidence: list[Evidence], query: str, *, style: st
                             timeout_s=timeout_s)
     summary = normalise_summary(result.text, max_chars)
     return None if summary is None or _is_question_only(summary) else summary
+
+
+def _said_by(evidence: Evidence) -> str:
+    """The speaker of a transcript message, so the model never credits the user with a reply."""
+    return f", said by the {evidence.speaker}" if evidence.origin == "transcript" else ""
 
 
 def gather(search_memory: Callable[[str], list[Evidence]], search_transcripts: Callable[[str], list[Evidence]] | None,

@@ -184,7 +184,7 @@ def _lane_two(rt: Runtime, session: SessionRecord, text: str, options: ActiveMem
 
 def _recent_turns(rt: Runtime, session: SessionRecord) -> list[tuple[str, str]]:
     messages, _ = active_messages(rt.store_for_key(session.key), session)
-    return [(m.role, transcript.plain_text(m.content)) for m in messages[-40:] if m.role in ("user", "assistant")]
+    return [(m.role, transcript.searchable_text(m.content)) for m in messages[-40:] if m.role in ("user", "assistant")]
 
 
 def _persist_subagent(rt: Runtime, session: SessionRecord, context: str, summary: str | None) -> None:
@@ -232,12 +232,12 @@ def _transcript_evidence(rt: Runtime, session: SessionRecord, query: str) -> lis
                   tokens=lambda r: r.tokens, rank=lambda r: r.score)
     evidence: list[lanes.Evidence] = []
     for row in rows:
-        text_ = transcript.plain_text(row.entry.content)
+        text_ = transcript.searchable_text(row.entry.content)  # no inline reasoning reaches a summary
         if next(sentences(text_), None) is None:
             continue  # only a question or recall request (an earlier "我下周有什么安排"): never the answer
         said = to_iso(row.entry.timestamp)
         evidence.append(lanes.Evidence(text_, 1.0 / (1 + len(evidence)), "transcript", (said or "")[:10] or None,
-                                       said=said))
+                                       said=said, speaker=row.entry.role or "user"))
         if len(evidence) == 5:
             break
     return evidence

@@ -17,6 +17,7 @@ from ..redact import redact_secrets
 from ..storage import AgentStore, EntryRecord, SessionRecord
 from ..text.analyzer import analyze_document
 from ..text.estimate import estimate_tokens
+from .history_view import sanitize_text
 
 ROLES = ("user", "assistant", "system", "tool")
 SEARCHABLE_ROLES = ("user", "assistant")
@@ -65,11 +66,22 @@ def index_text_for(entry: EntryRecord) -> str | None:
     """Analysed tokens for the search index, or None when the entry is not searchable.
 
     Credentials are redacted first (M7): the transcript keeps what was said, the index never
-    holds a password, key, card or id number in clear, so searching for one finds nothing."""
+    holds a password, key, card or id number in clear, so searching for one finds nothing.
+    Inline reasoning (`<think>…`), injected memories and leaked tool-call syntax are dropped as
+    sessions_history drops them (S5: reasoning is not indexed, whatever its wrapping)."""
     if entry.type != "message" or entry.role not in SEARCHABLE_ROLES:
         return None
-    text = plain_text(entry.content)
+    text = searchable_text(entry.content)
     return analyze_document(redact_secrets(text)[0]) if text else None
+
+
+def searchable_text(content: list[dict[str, Any]]) -> str:
+    """A message's text as search and recall may read it: `plain_text` without inline reasoning,
+    injected memories or leaked tool-call syntax (what sessions_history strips too)."""
+    text = plain_text(content)
+    if "<" in text or "[" in text:  # every sanitiser pattern starts with one of these
+        text = sanitize_text(text)
+    return text
 
 
 def append(store: AgentStore, entry: EntryRecord) -> EntryRecord:
