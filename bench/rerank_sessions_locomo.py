@@ -27,7 +27,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from clawkeep.memory.search.rerank import applies, fused_order  # noqa: E402
+from clawkeep.models.rerank_stage import applies, fused_order  # noqa: E402
 from clawkeep.models.rerank import LocalCrossEncoder  # noqa: E402
 
 from .common import BENCH_DATA, md_table  # noqa: E402
@@ -46,7 +46,7 @@ def hits() -> list[Row]:
         return [json.loads(line) for line in path.read_text().splitlines()]
     rows = []
     for conv in load_locomo():
-        eng, texts, _ = prepared_engine(conv, "local")
+        eng, texts, _ = prepared_engine(conv, "none")  # sessions_search reads no vectors
         try:
             prefix = conv.conv_id + ":"
             for q in questions(conv):

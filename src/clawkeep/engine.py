@@ -22,6 +22,7 @@ from .config import Config, config_from_dict, load_config, with_storage_environm
 from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .hooks import metrics as metric_rates
 from .memory import refusals as refusal_log
+from .models import rerank_stage
 from .routing.keys import KINDS, parse_key
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
@@ -523,7 +524,9 @@ class Engine:
             storage_version=server["storageVersion"], pgvector=server["pgvector"],
             sessions=len(listed), messages=sum(s.message_count for s in listed),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
-            visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
+            visibility=rt.config.tools.sessions.visibility,
+            sessions_search_rerank=rerank_stage.status(rt.config.tools.sessions.search.rerank),
+            reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
             metrics=self.metrics(), chat_model=rt.config.agents.defaults.model.primary)
 

@@ -13,7 +13,7 @@ import json
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import json5
@@ -92,14 +92,6 @@ class SessionConfig(_Model):
     agent_to_agent: AgentToAgentConfig = Field(default_factory=AgentToAgentConfig, alias="agentToAgent")
     # Largest accepted message text, in characters; larger input is refused, not cut.
     max_message_chars: int = Field(200_000, alias="maxMessageChars", ge=1, le=10_000_000)
-
-
-class SessionToolsConfig(_Model):
-    visibility: Visibility = "tree"
-
-
-class ToolsConfig(_Model):
-    sessions: SessionToolsConfig = Field(default_factory=SessionToolsConfig)
 
 
 class SandboxConfig(_Model):
@@ -201,6 +193,8 @@ class RerankConfig(_Model):
     50 ms a search may add on a 2-core machine, and on LoCoMo it did not help most left-out
     conversations (docs/rerank.md has both)."""
 
+    config_key: ClassVar[str] = "agents.defaults.memorySearch.rerank"  # where errors and status point
+
     provider: Literal["none", "local", "remote"] = "none"
     candidates: int = Field(10, ge=2, le=50)  # results scored per search (the first ones)
     # the cross-encoder's share of the fused rank (1: its order alone; 0: the search's own order)
@@ -219,9 +213,35 @@ class RerankConfig(_Model):
     @model_validator(mode="after")
     def _remote_has_url(self) -> "RerankConfig":
         if self.provider == "remote" and not self.remote.base_url:
-            raise InputError("agents.defaults.memorySearch.rerank.remote.baseUrl is not set: rerank provider "
+            raise InputError(f"{self.config_key}.remote.baseUrl is not set: rerank provider "
                              "'remote' needs the URL of a /rerank endpoint (http:// or https://)")
         return self
+
+
+class SessionsRerankConfig(RerankConfig):
+    """`tools.sessions.search.rerank`: the same stage over sessions_search's first hits, each scored
+    on its message's text (models/rerank_stage.py). 20 candidates: with `limit` 10, fewer can only
+    reorder the hits already shown; 20 is what gained on LoCoMo, at seconds a search with the local
+    model on a 2-core machine, so it is off by default (docs/rerank.md)."""
+
+    config_key: ClassVar[str] = "tools.sessions.search.rerank"
+
+    candidates: int = Field(20, ge=2, le=50)
+
+
+class SessionsSearchConfig(_Model):
+    """`tools.sessions.search`: sessions_search."""
+
+    rerank: SessionsRerankConfig = Field(default_factory=SessionsRerankConfig)
+
+
+class SessionToolsConfig(_Model):
+    visibility: Visibility = "tree"
+    search: SessionsSearchConfig = Field(default_factory=SessionsSearchConfig)
+
+
+class ToolsConfig(_Model):
+    sessions: SessionToolsConfig = Field(default_factory=SessionToolsConfig)
 
 
 class MemorySearchConfig(_Model):
