@@ -22,7 +22,6 @@ from .config import Config, config_from_dict, load_config, with_storage_environm
 from .errors import ClawkeepError, CorruptDatabaseError, InputError, StorageError
 from .hooks import metrics as metric_rates
 from .memory import refusals as refusal_log
-from .models import rerank_stage
 from .routing.keys import KINDS, parse_key
 from .routing.router import Inbound
 from .runtime import Runtime, default_home
@@ -74,6 +73,7 @@ dream_backfill = _Deferred("clawkeep.dreaming.backfill")
 credentials = _Deferred("clawkeep.credentials")
 interop = _Deferred("clawkeep.interop.service")
 doctor_checks = _Deferred("clawkeep.doctor")
+rerank_stage = _Deferred("clawkeep.models.rerank_stage")
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
