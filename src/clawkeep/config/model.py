@@ -189,7 +189,7 @@ class RerankRemoteConfig(_Model):
 
 class RerankConfig(_Model):
     """`memorySearch.rerank`: a cross-encoder reorders the first `candidates` results (models/rerank.py,
-    memory/search/rerank.py). Off by default: the default local model costs far more than the
+    models/rerank_stage.py). Off by default: the default local model costs far more than the
     50 ms a search may add on a 2-core machine, and on LoCoMo it did not help most left-out
     conversations (docs/rerank.md has both)."""
 
