@@ -181,7 +181,7 @@ def test_config_errors_name_the_key_and_what_is_allowed(rerank: dict, key: str, 
 
 def test_off_by_default_and_status_says_what_is_configured(home: Path, cli):
     defaults = config_from_dict({}).tools.sessions.search.rerank
-    assert (defaults.provider, defaults.candidates, defaults.weight) == ("none", 20, 0.5)
+    assert (defaults.provider, defaults.candidates, defaults.weight) == ("none", 20, 0.3)
     with open_engine(home) as eng:
         assert eng.status()["sessionsSearchRerank"] == {"provider": "none"}
     config = home / "clawkeep.json5"
@@ -192,4 +192,4 @@ def test_off_by_default_and_status_says_what_is_configured(home: Path, cli):
     assert shown["provider"] == "remote" and shown["candidates"] == 12 and shown["model"] == "m1"
     assert shown["url"] == "http://127.0.0.1:9/v1" and "Latin" in shown["appliesTo"]
     result = cli("status")
-    assert result.code == 0 and "remote · 12 candidates · weight 0.5 · m1" in result.stdout
+    assert result.code == 0 and "remote · 12 candidates · weight 0.3 · m1" in result.stdout

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 # Fusion of the two ranks: weight / (K + cross-encoder rank) + (1 - weight) / (K + own rank), with
 # `rerank.weight` from the config. For memory_search, K 5 with weight 0.5 ties for best on LoCoMo (r@1800c
 # 0.775 vs 0.773 off; bench/rerank_locomo.py), but no setting helped on most leave-one-out folds; for
-# sessions_search, 20 candidates with K 5 and weight 0.5 is what most folds chose
+# sessions_search, 20 candidates with K 5 and weight 0.3 is what every fold chose
 # (bench/rerank_sessions_locomo.py). Both stages are off by default: the local model costs seconds.
 FUSION_K = 5
 LATIN = frozenset({"latin"})
