@@ -13,7 +13,8 @@ stage applies to them), in the same run, so the shared machine's load falls on b
   `always` so every question reaches lane 2 (only those that do are timed).
 - sessions_search (`--what sessions`): sessions_perf's seeded message stores (10k and 100k
   messages over 1,000 sessions, cached under `.bench-data/rerank-sessions-<N>/`); three engines on
-  one home called in turn with each question, `Engine.sessions_search(q)` (limit 10):
+  one home called in turn with each question (each engine first in turn: the first to ask a
+  question reads its pages cold), `Engine.sessions_search(q)` (limit 10):
   `tools.sessions.search.rerank` none, local (default candidates, one thread) and remote, the
   last against a scripted `/rerank` server on loopback started here (it answers at once, scores
   by shared words: the cost measured is clawkeep's side and the loopback round trip, not a
@@ -130,9 +131,12 @@ def measure_sessions(n: int, queries: list[str], reps: int, progress: Any) -> di
             eng.sessions_search("What did they say about the weekend trip?")
         times: dict[str, list[float]] = {k: [] for k in engines}
         scored = dict.fromkeys(engines, 0)
+        names = list(engines)
         for _ in range(reps):
-            for q in queries:
-                for name, eng in engines.items():
+            for i, q in enumerate(queries):
+                # each engine takes its turn first: the first to ask a question reads its pages cold
+                for name in names[i % len(names):] + names[:i % len(names)]:
+                    eng = engines[name]
                     t0 = time.perf_counter()
                     hits = eng.sessions_search(q)["hits"]
                     times[name].append(time.perf_counter() - t0)
