@@ -4,7 +4,7 @@ Input: the per-question dump of `python -m bench.memory_locomo --modes hybrid --
 off, `limit=25`: the results in the search's own order with their snippets). Each question's first
 MAX_CANDIDATES snippets are scored once by the rerank model (cached in a JSON file beside the dump,
 so a stopped run resumes), then every setting of the grid is replayed with the product's own rule
-(`memory.search.rerank`: `applies`, Latin-script passages only, `fused_order`) and scored with
+(`models.rerank_stage`: `applies`, Latin-script passages only, `fused_order`) and scored with
 memory_locomo's recall@budget. The replay is the product's answer: memory_search builds
 max(limit, candidates) windows, and with limit 25 that is the dump's list.
 
@@ -31,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from clawkeep.memory.search.rerank import LATIN, applies, fused_order  # noqa: E402
+from clawkeep.models.rerank_stage import LATIN, applies, fused_order  # noqa: E402
 from clawkeep.models.rerank import LocalCrossEncoder  # noqa: E402
 from clawkeep.text.tokens import scripts  # noqa: E402
 

@@ -73,6 +73,7 @@ dream_backfill = _Deferred("clawkeep.dreaming.backfill")
 credentials = _Deferred("clawkeep.credentials")
 interop = _Deferred("clawkeep.interop.service")
 doctor_checks = _Deferred("clawkeep.doctor")
+rerank_stage = _Deferred("clawkeep.models.rerank_stage")
 
 CONFIG_FILE = "clawkeep.json5"
 MEMORY_CORPORA = ("all", "memory", "sessions")  # memory_search `corpus`: notes, transcripts, or both
@@ -523,7 +524,9 @@ class Engine:
             storage_version=server["storageVersion"], pgvector=server["pgvector"],
             sessions=len(listed), messages=sum(s.message_count for s in listed),
             indexed_messages=store.indexed_messages(), dm_scope=rt.config.session.dm_scope,
-            visibility=rt.config.tools.sessions.visibility, reset_mode=rt.config.session.reset.mode,
+            visibility=rt.config.tools.sessions.visibility,
+            sessions_search_rerank=rerank_stage.status(rt.config.tools.sessions.search.rerank),
+            reset_mode=rt.config.session.reset.mode,
             maintenance_mode=rt.config.session.maintenance.mode, config_warnings=rt.config.warnings,
             metrics=self.metrics(), chat_model=rt.config.agents.defaults.model.primary)
 

@@ -119,6 +119,15 @@ OVERVIEW = [
 ]
 
 
+def rerank_line(info: dict[str, Any]) -> str:
+    """One line for a rerank stage's status: `none`, or provider, candidates, weight and model."""
+    if info.get("provider", "none") == "none":
+        return "none"
+    model = info.get("model") or info.get("url")
+    line = f"{info['provider']} · {info['candidates']} candidates · weight {info['weight']} · {model}"
+    return line + (f" · {info['error']}" if info.get("error") else "")
+
+
 @app.command()
 def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
     """Engine state and the command overview."""
@@ -140,6 +149,7 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) ->
             "maintenanceMode",
         ):
             grid.add_row(key, str(info[key]))
+        grid.add_row("sessionsSearchRerank", rerank_line(info.get("sessionsSearchRerank") or {}))
         for key, value in (info.get("metrics") or {}).items():
             if key != "counters":
                 grid.add_row(f"metrics.{key}", "–" if value is None else str(value))

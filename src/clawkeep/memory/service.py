@@ -15,6 +15,8 @@ from ..config.active_memory import remember_across_conversations
 from ..config.memory_compat import openclaw_memory_keys
 from ..errors import ClawkeepError, InputError, NotFoundError
 from ..events import MemoryRefused, MemorySearched, MemoryWritten
+from ..models.rerank_stage import status as rerank_status
+from ..models.rerank_stage import warm as warm_reranker
 from ..redact import redact_secrets
 from ..routing.keys import is_session_id, parse_key
 from ..runtime import Runtime
@@ -27,8 +29,6 @@ from .owners import visible_to
 from .rebuild import guarded, last_rebuild, open_store
 from .search import memory_search, vector_filter
 from .search import validate as validate_query
-from .search.rerank import status as rerank_status
-from .search.rerank import warm as warm_reranker
 from .sessions_source import SessionDoc, eligible, transcript_docs
 from .workspace import (
     DREAMS_FILE,
@@ -654,11 +654,13 @@ def sweep(rt: Runtime) -> api.SweepResult:
 
 # --- index and status -----------------------------------------------------------------------
 def warm(rt: Runtime) -> None:
-    """Load the embedding provider now (a long-running process pays this once, at start)."""
+    """Load the embedding provider and the rerank models now (a long-running process pays this
+    once, at start): memory_search's and sessions_search's."""
     provider = open_index(rt).provider
     if provider is not None and hasattr(provider, "warm"):
         provider.warm()
     warm_reranker(rt.config.agents.defaults.memory_search.rerank)
+    warm_reranker(rt.config.tools.sessions.search.rerank)
 
 
 def index(rt: Runtime, *, force: bool = False, progress: Progress | None = None) -> api.IndexReport:

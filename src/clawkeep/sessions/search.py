@@ -4,16 +4,21 @@ The query text is analysed into terms (a typed `TextQuery`, never raw FTS syntax
 come from the store already restricted to the caller's visible sessions (filter before the
 limit), then are re-ranked as dialogue (`dialogue_rank`: the replies to matching messages,
 the speaker the question names, the days the matches cluster on, the dates the question
-names) and cut to `limit`.
+names) and cut to `limit`. The optional rerank stage (`tools.sessions.search.rerank`, off by
+default; the rule memory_search uses, models/rerank_stage.py) then reorders the first
+`candidates` hits with a cross-encoder reading each hit's message text.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from .. import api
 from ..errors import InputError
+from ..models import rerank_stage
 from ..redact import redact_secrets
 from ..runtime import Runtime
 from ..storage import AgentStore, SearchRow, TextMatch, TextQuery
@@ -29,6 +34,10 @@ MAX_QUERY_CHARS = 4096
 DEFAULT_LIMIT = 10
 MAX_LIMIT = MAX_SESSIONS_SEARCH
 CANDIDATES = 100  # re-ranked per store before the final cut
+# The rerank stage reads a hit's message text, whitespace folded, cut to maxTokens × this many
+# characters (more than the tokenizer keeps of English text) so that a long message costs no more
+# to tokenize or send than a short one.
+CHARS_PER_TOKEN = 6
 
 
 def validate_query(query: str, limit: int | None) -> tuple[str, int]:
@@ -60,14 +69,43 @@ def sessions_search(rt: Runtime, query: str, caller: Caller = Caller(), *, limit
     else:
         selected = parsed.select(lambda tokens: _summed_df(stores, tokens),
                                  sum(store.indexed_documents() for store in stores))
+    reranking = rt.config.tools.sessions.search.rerank
+    reranked = reranking.provider != "none" and rerank_stage.applies(text)
+    # the rerank stage reorders the first `candidates` hits: find that many, show `limit`
+    rows = _ranked_rows(stores, selected, text, scope.session_ids, max(limit, reranking.candidates) if reranked
+                        else limit)
+    if not reranked:
+        return api.SearchResult(hits=[_hit(row, selected) for row in rows])
+    return api.SearchResult(hits=_reranked_hits(text, rows, selected, reranking)[:limit])
+
+
+def _ranked_rows(stores: list[AgentStore], selected: SearchQuery, text: str, session_ids: frozenset[str] | None,
+                 limit: int) -> list[SearchRow]:
+    """The first `limit` rows in the search's own order."""
     if is_question(text, selected):  # a question is ranked as dialogue (dialogue_rank.py)
         found: list[tuple[AgentStore, SearchRow]] = []
         wanted = TextQuery.of(selected.terms)
         for store in stores:
-            found += [(store, row) for row in store.search(wanted, session_ids=scope.session_ids, limit=CANDIDATES)]
-        return api.SearchResult(hits=[_hit(row, selected) for row in dialogue_rank(found, selected, text)[:limit]])
+            found += [(store, row) for row in store.search(wanted, session_ids=session_ids, limit=CANDIDATES)]
+        return dialogue_rank(found, selected, text)[:limit]
     # a keyword lookup: ranked by its words alone, reading only what the answer needs
-    return api.SearchResult(hits=[_hit(row, selected) for row in best_rows(stores, selected, scope.session_ids, limit)])
+    return best_rows(stores, selected, session_ids, limit)
+
+
+def _reranked_hits(text: str, rows: list[SearchRow], selected: SearchQuery, reranking: Any) -> list[api.SearchHit]:
+    """`rows` through the rerank stage; a hit it scored carries `rerankScore`."""
+    passages = {id(row): _passage(row, reranking.max_tokens * CHARS_PER_TOKEN) for row in rows[:reranking.candidates]}
+    scored: dict[int, float] = {}
+    rows = rerank_stage.rerank(text, rows, lambda row: passages.get(id(row), ""), reranking,
+                               lambda row, value: scored.__setitem__(id(row), value))
+    return [_hit(row, selected, scored.get(id(row))) for row in rows]
+
+
+def _passage(row: SearchRow, max_chars: int) -> str:
+    """What the cross-encoder reads of a hit: its message's text, whitespace folded, cut to
+    `max_chars`, secrets redacted (a remote endpoint receives it)."""
+    text = transcript.plain_text(row.entry.content)[:max_chars * 2]
+    return _redacted(" ".join(text.split())[:max_chars])
 
 
 def best_rows(stores: list[AgentStore], query: SearchQuery, session_ids: frozenset[str] | None,
@@ -162,12 +200,14 @@ def _summed_df(stores: list[AgentStore], tokens: Sequence[str]) -> dict[str, int
     return total
 
 
-def _hit(row: SearchRow, query: SearchQuery) -> api.SearchHit:
+def _hit(row: SearchRow, query: SearchQuery, rerank_score: float | None = None) -> api.SearchHit:
     entry = row.entry  # decoded once (a property)
     return api.SearchHit(session_key=row.session_key, session_id=entry.session_id, message_id=entry.entry_id,
                          role=entry.role, timestamp=to_iso(entry.timestamp),
                          snippet=_redacted(snippet(transcript.plain_text(entry.content), query)),
-                         **({"client_message_id": entry.client_id} if entry.client_id else {}))
+                         **({"client_message_id": entry.client_id} if entry.client_id else {}),
+                         **({"rerank_score": round(rerank_score, 4)} if rerank_score is not None
+                            and math.isfinite(rerank_score) else {}))
 
 
 @lru_cache(maxsize=4096)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from .base import Shape
@@ -32,6 +34,8 @@ class EngineStatus(Shape):
     indexed_messages: int
     dm_scope: str
     visibility: str
+    # tools.sessions.search.rerank as configured: provider, candidates, weight, model or endpoint
+    sessions_search_rerank: dict[str, Any] = Field(default_factory=dict)
     reset_mode: str
     maintenance_mode: str
     config_warnings: list[str] = Field(default_factory=list)

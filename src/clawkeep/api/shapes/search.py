@@ -15,6 +15,8 @@ class SearchHit(Shape):
     timestamp: str | None = None
     snippet: str
     client_message_id: str | None = None
+    rerank_score: float | None = Field(None, description="The cross-encoder's score, on a hit the rerank stage "
+                                                         "scored (tools.sessions.search.rerank); absent otherwise.")
 
 
 class SearchResult(Shape):

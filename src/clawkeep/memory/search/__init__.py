@@ -23,8 +23,9 @@ dated. Measured on LoCoMo (bench/memory_locomo.py): recall within 1,800 / 4,000 
 0.548 / 0.659 with whole-chunk snippets, 0.706 / 0.803 with windows.
 
 Layout: `terms` (the query's idf-weighted terms), `rank` (keyword and vector scoring, weights,
-decay, MMR), `windows` (the lines returned, MemoryHit), `rerank` (optional, off by default: a
-cross-encoder reorders the first windows of a Latin-script query, docs/rerank.md);
+decay, MMR), `windows` (the lines returned, MemoryHit), then the rerank stage shared with
+sessions_search (`models/rerank_stage.py`; optional, off by default: a cross-encoder reorders the
+first windows of a Latin-script query, docs/rerank.md);
 `memory_search` here runs them in order.
 """
 
@@ -39,14 +40,14 @@ from datetime import date
 from typing import Any
 
 from ...errors import InputError
+from ...models.rerank_stage import applies as rerank_applies
+from ...models.rerank_stage import rerank
 from ...text.dialogue import asks_for_several, named_periods, query_words, yearless_days
 from ...text.tokens import scripts
 from ...validation import MAX_MEMORY_SEARCH
 from .. import items
 from ..index import MemoryIndex
 from .rank import Candidate, decay, keyword, line_similarities, mmr, vector, vector_filter, weights
-from .rerank import applies as rerank_applies
-from .rerank import rerank
 from .terms import Terms
 from .windows import MemoryHit, hits, window_rows
 

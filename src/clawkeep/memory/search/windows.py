@@ -56,7 +56,7 @@ class MemoryHit:
             out["message_ids"] = self.meta.get("messageIds", [])
         if self.meta.get("expired"):
             out["expired"] = self.meta["expired"]
-        if "rerankScore" in self.meta:  # the cross-encoder's score (search/rerank.py)
+        if "rerankScore" in self.meta:  # the cross-encoder's score (models/rerank_stage.py)
             out["rerankScore"] = round(self.meta["rerankScore"], 4)
         return api.MemoryHit(path=self.path, start_line=self.start_line, end_line=self.end_line,
                              score=round(self.score, 4), snippet=self.snippet, source=self.citation,

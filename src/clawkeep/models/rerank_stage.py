@@ -1,9 +1,10 @@
-"""The rerank stage: a cross-encoder reorders the first results of memory_search.
+"""The rerank stage: a cross-encoder reorders the first results of a search (memory_search,
+sessions_search), with one rule for both; `models/rerank.py` has the providers.
 
 Applied per query, only where it was measured to help: the bundled model is English (MS MARCO),
 so a query must be in Latin script, and only passages in Latin script are reordered; a passage
 with Han, kana or Hangul keeps its place, and a CJK or mixed-script query is not reranked at all
-(measured on the issue's probe: an English query against a Chinese passage ranked worse than
+(measured on issue 34's probe: an English query against a Chinese passage ranked worse than
 the embedding's own order, 1/4 vs 3/4).
 
 The reordered results are the first `candidates`; the rest keep their order behind them. The
@@ -21,15 +22,17 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ...models.rerank import BUNDLED_MODEL, Reranker, RerankError, bundled_model_dir, create_reranker
-from ...text.tokens import scripts
+from ..text.tokens import scripts
+from .rerank import BUNDLED_MODEL, Reranker, RerankError, bundled_model_dir, create_reranker
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 # Fusion of the two ranks: weight / (K + cross-encoder rank) + (1 - weight) / (K + own rank), with
-# `rerank.weight` from the config. K 5 with weight 0.5 ties for best on LoCoMo (r@1800c 0.775 vs 0.773
-# off; bench/rerank_locomo.py), but no setting helped on most leave-one-out folds: the stage is off by default.
+# `rerank.weight` from the config. For memory_search, K 5 with weight 0.5 ties for best on LoCoMo (r@1800c
+# 0.775 vs 0.773 off; bench/rerank_locomo.py), but no setting helped on most leave-one-out folds; for
+# sessions_search, 20 candidates with K 5 and weight 0.3 is what every fold chose
+# (bench/rerank_sessions_locomo.py). Both stages are off by default: the local model costs seconds.
 FUSION_K = 5
 LATIN = frozenset({"latin"})
 
@@ -109,7 +112,8 @@ def rerank(query: str, results: list[T], text_of: Callable[[T], str], settings: 
 
 
 def status(settings: Any) -> dict[str, Any]:
-    """What `memory status` says about the rerank stage (no model is loaded to say it)."""
+    """What a status (`memory status`, `clawkeep status`) says about a rerank stage (no model is
+    loaded to say it)."""
     out: dict[str, Any] = {"provider": settings.provider}
     if settings.provider == "none":
         return out
@@ -121,7 +125,8 @@ def status(settings: Any) -> dict[str, Any]:
                     "modelDir": str(folder) if folder else None, "maxTokens": settings.max_tokens,
                     "threads": settings.threads})
         if folder is None:
-            out["error"] = "model not installed: pip install 'clawkeep[rerank]' or set rerank.modelDir"
+            out["error"] = (f"model not installed: pip install 'clawkeep[rerank]' or set "
+                            f"{settings.config_key}.modelDir")
     else:
         out.update({"url": settings.remote.base_url, "model": settings.model})
     return out
