@@ -31,8 +31,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from clawkeep.models.rerank_stage import LATIN, applies, fused_order  # noqa: E402
 from clawkeep.models.rerank import LocalCrossEncoder  # noqa: E402
+from clawkeep.models.rerank_stage import LATIN, applies, fused_order  # noqa: E402
 from clawkeep.text.tokens import scripts  # noqa: E402
 
 from .corpus import load_locomo  # noqa: E402
