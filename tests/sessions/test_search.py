@@ -119,6 +119,8 @@ def test_inline_reasoning_and_injected_blocks_are_not_indexed(engine):
     for hidden in ("internal plan", "zebra", "walrus", "okapi"):
         assert engine.sessions_search(hidden)["hits"] == [], hidden
     assert hit_ids(engine, "giraffe") == [kept.message_id]
+    snippet = engine.sessions_search("giraffe")["hits"][0]["snippet"]
+    assert "giraffe" in snippet and not any(word in snippet for word in ("zebra", "walrus", "okapi", "<think>"))
 
 
 def test_only_stop_words_finds_nothing(engine, corpus):

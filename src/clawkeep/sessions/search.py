@@ -104,7 +104,7 @@ def _reranked_hits(text: str, rows: list[SearchRow], selected: SearchQuery, rera
 def _passage(row: SearchRow, max_chars: int) -> str:
     """What the cross-encoder reads of a hit: its message's text, whitespace folded, cut to
     `max_chars`, secrets redacted (a remote endpoint receives it)."""
-    text = transcript.plain_text(row.entry.content)[:max_chars * 2]
+    text = transcript.searchable_text(row.entry.content)[:max_chars * 2]
     return _redacted(" ".join(text.split())[:max_chars])
 
 
@@ -204,7 +204,7 @@ def _hit(row: SearchRow, query: SearchQuery, rerank_score: float | None = None) 
     entry = row.entry  # decoded once (a property)
     return api.SearchHit(session_key=row.session_key, session_id=entry.session_id, message_id=entry.entry_id,
                          role=entry.role, timestamp=to_iso(entry.timestamp),
-                         snippet=_redacted(snippet(transcript.plain_text(entry.content), query)),
+                         snippet=_redacted(snippet(transcript.searchable_text(entry.content), query)),
                          **({"client_message_id": entry.client_id} if entry.client_id else {}),
                          **({"rerank_score": round(rerank_score, 4)} if rerank_score is not None
                             and math.isfinite(rerank_score) else {}))
