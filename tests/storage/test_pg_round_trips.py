@@ -26,10 +26,13 @@ from clawkeep import Engine
 from tests.helpers.pg_wire import WireCounter
 
 GROUP = {"sender": "bench", "channel": "bench", "chat_type": "group", "group": "g1"}
+# issue 30's budgets, lowered where the store does better (a regression fails): a turn is the
+# lock with its session read, the write transaction (the entry's INSERT not waited for: its seq and a
+# duplicate come with the COMMIT) and the unlock; issue 30 allowed 6 / 4 / 7
 BUDGET = {
-    "user turn": 6,
-    "assistant append": 4,
-    "turn with a message id": 7,
+    "user turn": 3,
+    "assistant append": 3,
+    "turn with a message id": 5,
     "sessions_search": 3,
     "hybrid memory_search": 6,
     "keyword memory_search": 4,

@@ -261,9 +261,13 @@ class AgentStore(abc.ABC):
 
     # --- transcript -----------------------------------------------------------------
     @abc.abstractmethod
-    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None,
+                     at_commit: bool = False) -> EntryRecord:
         """Append an entry; `index_text` (analysed tokens) goes into the search index in the
-        same transaction so search never lags the transcript."""
+        same transaction so search never lags the transcript. `at_commit`: inside a caller's
+        transaction, a store may send the write without waiting for it (PostgreSQL: no round
+        trip of its own), so `entry.seq` is set and a DuplicateError raised only where that
+        transaction ends; the caller reads neither before."""
 
     @abc.abstractmethod
     def get_entry(self, entry_id: str) -> EntryRecord | None: ...

@@ -66,7 +66,7 @@ def record_message(rt: Runtime, session: SessionRecord, role: str, text: str, at
     for attempt in range(2):
         try:
             with store.transaction():
-                store.append_entry(entry, index_text=index_text)
+                store.append_entry(entry, index_text=index_text, at_commit=True)  # seq read after the commit
                 fresh = _apply_message(SessionRecord(**{**current.__dict__, "meta": dict(current.meta)}),
                                        entry, role, text, at, interactive)
                 try:

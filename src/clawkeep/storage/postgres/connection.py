@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...errors import ConflictError, InputError, StorageError, StorageSettingsError
+from ...errors import ConflictError, DuplicateError, InputError, StorageError, StorageSettingsError
 from ...validation import redact_url
 from ..base import AppliedMigration
 from ..journal import record_committed
@@ -37,6 +37,7 @@ SCHEMA_LIMIT = 63  # PostgreSQL identifiers
 # fresher one is used as is and, if the server dropped it meanwhile, a single read retries on a new one.
 IDLE_CHECK_S = 30.0
 _CONFLICT_MARK = "clawkeep-conflict:"  # update_session's failed compare-and-set, raised by the server
+_DUPLICATE_MARK = "clawkeep-duplicate:"  # an entry id or message id already stored (append_entry at commit)
 _idle_since: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
@@ -60,6 +61,17 @@ CONFLICT_CAST = "(%s || left(count(*)::text, 0))::int"
 
 def conflict_text(what: str) -> str:
     return _CONFLICT_MARK + what
+
+
+def duplicate_text(what: str) -> str:
+    return _DUPLICATE_MARK + what
+
+
+def duplicate_message(exc: Exception) -> str | None:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, pg_errors.InvalidTextRepresentation) and _DUPLICATE_MARK in text:
+        return text.split(_DUPLICATE_MARK, 1)[1].rpartition('"')[0]
+    return None
 
 
 def conflict_message(exc: Exception) -> str | None:
@@ -251,6 +263,7 @@ class PgConnection:
         source = nullcontext(pinned) if pinned is not None else self.db.pool.connection()
         self._local.notes = []
         self._local.after = []
+        self._local.settle = []
         try:
             with source as conn:
                 try:
@@ -266,6 +279,8 @@ class PgConnection:
                         conn.execute("COMMIT")
                         # sent with the COMMIT, run once it is done
                         ran = [(conn.execute(sql), then) for sql, then in self._local.after]
+                    for settle in self._local.settle:  # the results of writes nobody waited for
+                        settle()
                     for cursor, then in ran:  # their rows came with the pipeline's end
                         if then is not None:
                             then(cursor.fetchone())
@@ -305,12 +320,20 @@ class PgConnection:
         if all(sql != queued for queued, _then in after):
             after.append((sql, then))
 
+    def _on_commit(self, settle: Any) -> None:
+        """Call `settle()` once the current transaction has committed (its pipeline synced): a
+        write whose result it reads was not waited for inside the transaction."""
+        self._local.settle.append(settle)
+
     def _note(self, what: str, *, minor: bool = False) -> None:
         notes = getattr(self._local, "notes", None)
         if notes is not None:
             notes.append((what, minor))
 
     def _translate(self, exc: Exception) -> Exception:
+        duplicate = duplicate_message(exc)
+        if duplicate is not None:
+            return DuplicateError(duplicate)
         conflict = conflict_message(exc)
         if conflict is not None:
             return ConflictError(conflict)
@@ -409,8 +432,9 @@ class PgConnection:
             return cur.fetchall()
 
     def _lock_sql(self, idents: Sequence[int]) -> str:
-        return f"SELECT set_config('lock_timeout', '{int(self.lock_timeout_ms)}ms', true); " + "".join(
-            f"SELECT pg_advisory_lock({int(ident)}); " for ident in idents)
+        # one statement: its columns are computed in order, so the timeout is set before the waits
+        return (f"SELECT set_config('lock_timeout', '{int(self.lock_timeout_ms)}ms', true), "
+                + ", ".join(f"pg_advisory_lock({int(ident)})" for ident in idents) + "; ")
 
     def _send_pending_locks(self, conn: Any) -> None:
         """Queue the session locks asked for on this (pinned) connection before the statement

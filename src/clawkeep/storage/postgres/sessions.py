@@ -37,6 +37,7 @@ from .connection import (
     PgConnection,
     clean_text,
     conflict_text,
+    duplicate_text,
     lock_id,
     psycopg,
     translate,
@@ -514,29 +515,49 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                            content=json.loads(content), meta=json.loads(meta), parent_entry_id=parent, seq=seq,
                            client_id=client_id, client_scope=client_scope)
 
-    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None,
+                     at_commit: bool = False) -> EntryRecord:
         values = (entry.entry_id, entry.session_id, entry.parent_entry_id, entry.type, entry.role, entry.timestamp,
                   json.dumps(entry.content, ensure_ascii=False), json.dumps(entry.meta, ensure_ascii=False),
                   entry.client_scope if entry.client_id else None, entry.client_id)
-        insert = ("INSERT INTO {s}.entries (entry_id, session_id, parent_entry_id, type, role, ts, content, meta, "
-                  "client_scope, client_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                  "ON CONFLICT DO NOTHING RETURNING seq, session_id")  # a duplicate id: no row, the rest goes on
+        indexed = bool(index_text and index_text.strip())
+        what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
+        sql = ("WITH e AS (INSERT INTO {s}.entries (entry_id, session_id, parent_entry_id, type, role, ts, content, "
+               "meta, client_scope, client_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+               "ON CONFLICT DO NOTHING RETURNING seq, session_id)")  # a duplicate id: no row
+        if indexed:  # the entry and its index row in one statement
+            sql += (", i AS (INSERT INTO {s}.entry_index (id, session_id, tokens, tsv) "
+                    "SELECT seq, session_id, %s, %s::tsvector FROM e)")
+            values += (index_text, tsvector_literal(index_text))
+        if at_commit:  # not waited for: a duplicate fails the statement on the server, so the
+            # transaction rolls back and DuplicateError comes where it ends
+            sql += (" SELECT CASE WHEN count(*) = 1 THEN max(seq) "
+                    "ELSE (%s || left(count(*)::text, 0))::bigint END FROM e")
+            values += (duplicate_text(f"{what} already exists"),)
+        else:
+            sql += " SELECT seq FROM e"
         with self.transaction():
-            if index_text and index_text.strip():  # the entry and its index row in one statement
-                rows = self._write(f"WITH e AS ({insert}), i AS (INSERT INTO {{s}}.entry_index (id, session_id, "
-                                   "tokens, tsv) SELECT seq, session_id, %s, %s::tsvector FROM e) SELECT seq FROM e",
-                                   (*values, index_text, tsvector_literal(index_text))).fetchall()
+            cursor = self._write(sql, values)
+            if indexed:
+                self._bump_index()
+            self._note(describe_entry(entry), minor=entry.type == "session")
+            settle = self._entry_written(entry, cursor, indexed, what)
+            if at_commit:
+                self._on_commit(settle)
             else:
-                rows = self._write(insert, values).fetchall()
+                settle()
+        return entry
+
+    def _entry_written(self, entry: EntryRecord, cursor: Any, indexed: bool, what: str) -> Any:
+        """What reads the entry's seq once its INSERT's result is there (now, or at commit)."""
+        def settle() -> None:
+            rows = cursor.fetchall()
             if not rows:
-                what = f"message id {entry.client_id!r}" if entry.client_id else f"entry id {entry.entry_id!r}"
                 raise DuplicateError(f"{what} already exists")
             entry.seq = rows[0][0]
-            if index_text and index_text.strip():
-                self._bump_index()
+            if indexed:
                 self._indexed = (time.monotonic(), max(entry.seq, self._indexed[1] if self._indexed else 0))
-            self._note(describe_entry(entry), minor=entry.type == "session")
-        return entry
+        return settle
 
     def _one_entry(self, where: str, params: Sequence[Any]) -> EntryRecord | None:
         rows = self._query(f"SELECT {_ENTRY_COLUMNS} FROM {{s}}.entries WHERE {where}", params)

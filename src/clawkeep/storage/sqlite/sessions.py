@@ -385,8 +385,9 @@ class SqliteAgentStore(SqliteConnection, AgentStore):
                            {} if meta == "{}" else _json_value(meta),  # most entries: skip the parser
                            parent, seq, client_id, client_scope)
 
-    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None) -> EntryRecord:
-        with self.transaction():
+    def append_entry(self, entry: EntryRecord, *, index_text: str | None = None,
+                     at_commit: bool = False) -> EntryRecord:
+        with self.transaction():  # in process: `at_commit` changes nothing
             try:
                 cursor = self._insert_entry(entry)
             except sqlite3.IntegrityError:
