@@ -520,3 +520,14 @@ def test_agent_id_is_taken_exactly_or_refused(home, agent, expected):
     with pytest.raises(InputError, match="agent id"):
         Engine.open(home=home, agent=agent)
     assert not (home / "agents").exists()
+
+
+@pytest.mark.parametrize("text, what", [("   ", "text is empty"), ("one\ntwo", "text has a line break")])
+def test_memory_edit_names_the_text_and_what_is_wrong_with_it(engine, text, what):
+    """QA: `PUT /v1/memory/items/{id}` with empty text answered a sentence naming no field."""
+    item = engine.memory_remember("I prefer TypeScript")
+    listed = engine.memory_items()
+    with pytest.raises(InputError, match=what) as refused:
+        engine.memory_edit(listed[0]["id"], text)
+    assert "one non-empty line" in str(refused.value)
+    assert [i["text"] for i in engine.memory_items()] == ["I prefer TypeScript"], item  # nothing lost

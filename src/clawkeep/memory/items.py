@@ -372,7 +372,9 @@ def edit_item(workspace: Path, item_id: str, text: str, base_text: str | None = 
     PostgreSQL mode, this version of the file is kept as a conflict copy and the conflict reported
     on every instance (SPEC D4)."""
     if not text.strip() or "\n" in text or "\r" in text:
-        raise InputError("new item text must be one non-empty line")
+        what = "is empty" if not text.strip() else "has a line break"
+        raise InputError(f"text {what}: a memory item's new text must be one non-empty line "
+                         "(several facts: edit one item each, or `memory remember` the others)")
     item = find_item(workspace, item_id)
     text = neutralise(text)
     docs = for_workspace(workspace)
