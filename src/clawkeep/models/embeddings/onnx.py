@@ -18,7 +18,6 @@ model says nothing useful about Chinese, and the multilingual one keeps cross-la
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ...config.model import BUNDLED_ONNX_EMBEDDER, OnnxEmbeddingConfig
 from ...deferred import deferred_import
 from ...text.tokens import has_cjk
+from ..onnx_files import MODEL_FILES, open_model, package_folder
 from .base import EmbeddingError, EmbeddingProvider, Side
 from .local import DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider, run_with_deadline
 from .packages import package_version
@@ -36,20 +36,12 @@ if TYPE_CHECKING:
 else:
     np = deferred_import("numpy")  # deferred: loads with the first embedding, not with the provider
 
-FILES = ("model.onnx", "tokenizer.json")
 SORT_WINDOW = 32  # texts padded together: sorted by length so short ones are not padded to long ones
 
 
 def bundled_model_dir() -> Path | None:
     """The default model's folder inside its installed package, found without importing the package."""
-    try:
-        spec = importlib.util.find_spec(BUNDLED_ONNX_EMBEDDER["package"])
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations))).joinpath(*BUNDLED_ONNX_EMBEDDER["subdir"])
-    return folder if all((folder / name).is_file() for name in FILES) else None
+    return package_folder(BUNDLED_ONNX_EMBEDDER["package"], tuple(BUNDLED_ONNX_EMBEDDER["subdir"]))
 
 
 class _OnnxModel:
@@ -67,22 +59,10 @@ class _OnnxModel:
         with self.lock:
             if self.session is not None:
                 return
-            try:
-                # deferred: the optional extra clawkeep[onnx], loaded with the first embedding
-                import onnxruntime
-                import tokenizers  # deferred: as onnxruntime
-            except ImportError as exc:
-                raise RuntimeError(f"provider 'onnx' needs onnxruntime and tokenizers ({exc.name} is not "
-                                   "installed); install the extra: pip install 'clawkeep[onnx]'") from None
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            session = onnxruntime.InferenceSession(str(self.folder / "model.onnx"), options,
-                                                   providers=["CPUExecutionProvider"])
-            tokenizer = tokenizers.Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+            session, tokenizer, self.inputs = open_model(self.folder, self.threads, error=RuntimeError,
+                                                         who="provider 'onnx'", extra="onnx")
             tokenizer.no_padding()  # padded here, per length-sorted group
             tokenizer.enable_truncation(self.max_tokens)
-            self.inputs = {i.name for i in session.get_inputs()}
             self.tokenizer, self.session = tokenizer, session
 
     def encode(self, texts: list[str], pooling: str) -> np.ndarray:
@@ -143,7 +123,7 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
                                  f"{BUNDLED_ONNX_EMBEDDER['package']!r}, not installed); or set "
                                  "agents.defaults.memorySearch.onnx.modelDir to a directory with model.onnx and "
                                  "tokenizer.json")
-        missing = [f for f in FILES if not (folder / f).is_file()]
+        missing = [f for f in MODEL_FILES if not (folder / f).is_file()]
         if missing:
             raise EmbeddingError(self.id, name, f"onnx.modelDir {str(folder)!r} has no {' or '.join(missing)}; "
                                  "it needs model.onnx and tokenizer.json")
