@@ -10,9 +10,10 @@ quoted phrases and identifiers it holds). Then, as memory_search does for transc
 
 - *Replies.* The answer to a question usually follows it: a message gains CONTEXT_BEFORE × the
   best of the two messages before it and CONTEXT_AFTER × the one after (never across a reset).
-  The two messages after and the two before each of the NEIGHBOURS best candidates join the
-  candidates, so a reply that shares no word with the question can still be found, and so can
-  what a matching reply answers ("it brings me so much joy" after "I got you this puppy").
+  The two messages after each of the NEIGHBOURS best candidates, and the two before each of the
+  BEFORE_OF best, join the candidates, so a reply that shares no word with the question can still
+  be found, and so can what a matching reply answers ("I got you this puppy" before "it brings me
+  so much joy").
 - *The speaker the question names.* A message whose speaker label (`Caroline: …`, or its role:
   "what did the assistant suggest") the question names keeps its score; the others keep
   1 − SPEAKER_SHARE of it — only when the candidates hold both kinds.
@@ -50,6 +51,7 @@ DATE_BEFORE = 7
 DATE_AFTER = 14
 TOPIC_SHARE = 0.1
 NEIGHBOURS = 10  # the best candidates whose neighbours join (one read each)
+BEFORE_OF = 3  # the best candidates whose previous messages join too
 NEAR = 2  # messages before and after each of them
 NEAR_READ = 4  # entries read each way to find them (a slash command or a relayed message is skipped)
 _CONTEXT_TYPES = ("message", "reset")
@@ -108,20 +110,24 @@ def _searchable(entry: EntryRecord) -> str | None:
 
 def _add_neighbours(nodes: dict[str, _Node], found: Sequence[tuple[AgentStore, SearchRow]],
                     query: SearchQuery) -> None:
-    """The NEAR messages before and after each of the best candidates (one read per store), linked
-    to it as context: a message before a candidate may be what a matching reply answers."""
+    """The NEAR messages after each of the best candidates and before each of the BEFORE_OF best
+    (one read per store), linked to it as context: a message before a candidate may be what a
+    matching reply answers. Fewer before: more of them would add as many readings of messages
+    (most of a question's cost) for no gain measured."""
     stores = {row.entry.entry_id: store for store, row in found}
     best = sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]
     near: dict[str, list[EntryRecord]] = {}
+    first = {id(n) for n in best[:BEFORE_OF]}
     for store in {id(s): s for s in (stores[n.row.entry.entry_id] for n in best)}.values():  # one read per store
-        mine = [n.row.entry for n in best if stores[n.row.entry.entry_id] is store]
-        read = store.entries_near([(e.session_id, e.seq) for e in mine], types=_CONTEXT_TYPES,
-                                  before=NEAR_READ, after=NEAR_READ)
-        near.update({e.entry_id: entries for e, entries in zip(mine, read, strict=True)})
-    for node in best:
+        mine = [n for n in best if stores[n.row.entry.entry_id] is store]  # the BEFORE_OF best first
+        read = store.entries_near([(n.row.entry.session_id, n.row.entry.seq) for n in mine], types=_CONTEXT_TYPES,
+                                  before=NEAR_READ, after=NEAR_READ, before_of=sum(id(n) in first for n in mine))
+        near.update({n.row.entry.entry_id: entries for n, entries in zip(mine, read, strict=True)})
+    for rank, node in enumerate(best):
         entries, seq = near[node.row.entry.entry_id], node.row.entry.seq
         following = _messages([e for e in entries if e.seq > seq], NEAR, node, nodes, query)
-        preceding = _messages([e for e in reversed(entries) if e.seq < seq], NEAR, node, nodes, query)
+        preceding = _messages([e for e in reversed(entries) if e.seq < seq], NEAR, node, nodes, query) \
+            if rank < BEFORE_OF else []
         _link([*reversed(preceding), node, *following])
 
 
@@ -142,11 +148,11 @@ def _messages(entries: object, count: int, origin: _Node, nodes: dict[str, _Node
     for entry in entries:  # type: ignore[attr-defined]
         if entry.type == "reset" or len(out) >= count:
             break
-        tokens = _searchable(entry)
-        if tokens is None:
-            continue
-        node = nodes.get(entry.entry_id)
+        node = nodes.get(entry.entry_id)  # a candidate, or met before: searchable, its tokens known
         if node is None:
+            tokens = _searchable(entry)
+            if tokens is None:
+                continue
             coverage, exact = score_boost(tokens, query)
             node = nodes[entry.entry_id] = _Node(SearchRow(entry, origin.row.session_key, 0.0, tokens),
                                                  (1 - SHARE_WEIGHT) * coverage + exact)

@@ -293,11 +293,13 @@ class AgentStore(abc.ABC):
     ) -> Iterator[EntryRecord]: ...
 
     def entries_near(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
-                     before: int, after: int) -> list[list[EntryRecord]]:
-        """For each (session id, seq): the last `before` entries of that session before it and the
-        first `after` after it (not the entry itself), in `seq` order (`iter_entries` for each; a
-        backend may read them all at once)."""
-        return [self._entries_near(sid, seq, types, before, after) for sid, seq in starts]
+                     before: int, after: int, before_of: int | None = None) -> list[list[EntryRecord]]:
+        """For each (session id, seq): the last `before` entries of that session before it (only
+        for the first `before_of` starts, when given) and the first `after` after it (not the
+        entry itself), in `seq` order (`iter_entries` for each; a backend may read them all at once)."""
+        wanted = len(starts) if before_of is None else before_of
+        return [self._entries_near(sid, seq, types, before if k < wanted else 0, after)
+                for k, (sid, seq) in enumerate(starts)]
 
     def _entries_near(self, session_id: str, seq: int, types: Sequence[str] | None, before: int,
                       after: int) -> list[EntryRecord]:

@@ -59,6 +59,10 @@ def test_entries_near_reads_both_sides_of_each_start_in_one_call(store, sid):
     ]
     assert [e.entry_id for e in store.entries_near([(sid, seqs[7])], before=1, after=0)[0]] == ["cmp"]
     assert store.entries_near([(sid, seqs[3])], before=0, after=1)[0][0].seq == seqs[4]
+    # before only for the first `before_of` starts
+    assert [[e.seq for e in found] for found in store.entries_near(
+        [(sid, seqs[3]), (sid, seqs[5])], types=("message",), before=1, after=1, before_of=1)] == [
+        [seqs[2], seqs[4]], [seqs[6]]]
     assert store.entries_near([], before=2, after=2) == []
 
 

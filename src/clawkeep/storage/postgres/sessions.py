@@ -599,12 +599,14 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
         return (self._entry(r) for r in rows)
 
     def entries_near(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
-                     before: int, after: int) -> list[list[EntryRecord]]:
+                     before: int, after: int, before_of: int | None = None) -> list[list[EntryRecord]]:
         if not starts:
             return []
+        wanted = len(starts) if before_of is None else before_of
         typed = " AND e.type = ANY(%s)" if types else ""
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
-        near = (f"(SELECT * FROM {{s}}.entries e WHERE e.session_id = s.sid AND e.seq < s.at{typed} "
+        near = (f"(SELECT * FROM {{s}}.entries e WHERE s.k <= {int(wanted)} AND e.session_id = s.sid "
+                f"AND e.seq < s.at{typed} "
                 f"ORDER BY e.seq DESC LIMIT {max(int(before), 0)}) UNION ALL "
                 f"(SELECT * FROM {{s}}.entries e WHERE e.session_id = s.sid AND e.seq > s.at{typed} "
                 f"ORDER BY e.seq LIMIT {max(int(after), 0)})")
