@@ -26,7 +26,7 @@ quoted phrases and identifiers it holds). Then, as memory_search does for transc
   before to DATE_AFTER days after gain DATE_SHARE × the best score.
 
 Measured on LoCoMo (bench/locomo_sessions.py, 1,033 questions), r@10 0.609 → 0.743; the messages
-before and the topics 0.743 → 0.756 (docs/rerank.md, "sessions_search"; docs/benchmarks-history.md).
+before and the topics 0.743 → 0.757 (docs/rerank.md, "sessions_search"; docs/benchmarks-history.md).
 """
 
 from __future__ import annotations
