@@ -20,10 +20,20 @@ so the same protocol measures the PostgreSQL backend's ranking (docs/postgres.md
 
 A raw-FTS5 reference (unicode61 over `Speaker: text`, question words OR-joined, bm25) is
 recomputed here with the same metric code, to check the metric against BASELINES.md.
+
+Leave one conversation out (issue 34): a fixed rule has no setting to choose, so its spread is
+its change conversation by conversation against PREVIOUS (the default before the last ranking
+change, same protocol); `--dump FILE` writes each question's ranked ids for
+`bench.sessions_variants`, which compares dumps of variants and runs the leave-one-out choice
+among them.
+
+    python -m bench.locomo_sessions [--quick] [--dump FILE]   (or python -m bench --only locomo)
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import re
 import shutil
@@ -34,6 +44,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
@@ -62,6 +73,13 @@ BASELINES = (
 )
 
 QUICK_CONVERSATIONS = ("conv-30",)
+# r@5, r@10 per conversation of the default before the messages before a match and the day's
+# joint coverage joined the ranking (commit 8446f6d; 0.664 / 0.743 over all 1,033 questions).
+PREVIOUS = {
+    "conv-26": (0.6567, 0.7778), "conv-30": (0.7093, 0.7936), "conv-41": (0.6984, 0.8154),
+    "conv-42": (0.6256, 0.6887), "conv-43": (0.6968, 0.7397), "conv-44": (0.5856, 0.6310),
+    "conv-47": (0.6917, 0.7767),
+}
 _WORD = re.compile(r"\w+")
 
 
@@ -151,7 +169,19 @@ def _drop_schemas(schemas: list[str]) -> None:
     schemas.clear()
 
 
-def run_locomo(progress: Progress, quick: bool = False) -> Section:
+def spread(conv_recall: dict[str, tuple[float, float]]) -> str:
+    """Conversations better / worse than PREVIOUS at r@5 and r@10 (a change under 0.0005 is none)."""
+    parts = []
+    for i, name in enumerate(("r@5", "r@10")):
+        deltas = [v[i] - PREVIOUS[c][i] for c, v in conv_recall.items() if c in PREVIOUS]
+        if deltas:
+            parts.append(f"{name}: better on {sum(d > 5e-4 for d in deltas)} of {len(deltas)}, worse on "
+                         f"{sum(d < -5e-4 for d in deltas)} ({min(deltas):+.3f} … {max(deltas):+.3f}, "
+                         f"mean {statistics.mean(deltas):+.3f})")
+    return "Leave one conversation out, against the previous default: " + "; ".join(parts) + "."
+
+
+def run_locomo(progress: Progress, quick: bool = False, dump: Path | None = None) -> Section:
     conversations = load_locomo()
     if quick:
         conversations = tuple(c for c in conversations if c.conv_id in QUICK_CONVERSATIONS)
@@ -163,6 +193,8 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
     schemas: list[str] = []
     latencies: list[float] = []
     all_missing: list[str] = []
+    dumped: list[dict[str, Any]] = []
+    conv_recall: dict[str, tuple[float, float]] = {}
     total_turns = sum(len(s.turns) for c in conversations for s in c.sessions)
     total_q = sum(1 for c in conversations for q in c.questions if q.category in CATEGORIES and q.raw_evidence)
     t_ingest = progress.add_task("locomo ingest (Engine.message)", total=total_turns)
@@ -179,6 +211,7 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
             raw_ranked = raw_fts_reference(conv, texts)
             conv_lat: list[float] = []
             conv_r10: list[float] = []
+            conv_r5: list[float] = []
             for q in conv.questions:
                 if q.category not in CATEGORIES or not q.raw_evidence:
                     continue
@@ -196,11 +229,18 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
                 for k, v in score(raw_ranked[q.question], q.evidence, texts).items():
                     per_cat_raw[q.category][k].append(v)
                 conv_r10.append(s["r@10"])
+                conv_r5.append(s["r@5"])
+                dumped.append({"conv": conv.conv_id, "cat": q.category, "q": q.question,
+                               "evidence": list(q.evidence), "ids": ranked})
                 progress.advance(t_ask)
             eng.close()
             latencies += conv_lat
+            conv_recall[conv.conv_id] = (_mean(conv_r5), _mean(conv_r10))
+            before = PREVIOUS.get(conv.conv_id)
             conv_rows.append([conv.conv_id, len(conv.sessions), len(texts), resets, status["indexedMessages"],
-                              len(conv_lat), f"{_mean(conv_r10):.3f}", f"{len(texts) / ingest_seconds:,.0f}",
+                              len(conv_lat), f"{_mean(conv_r5):.3f}", f"{_mean(conv_r10):.3f}",
+                              f"{before[0]:.3f} / {before[1]:.3f}" if before else "–",
+                              f"{len(texts) / ingest_seconds:,.0f}",
                               fmt_ms(percentile(conv_lat, 50)), fmt_ms(percentile(conv_lat, 95))])
         finally:
             shutil.rmtree(home, ignore_errors=True)
@@ -247,8 +287,10 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
     cmp_rows += [[f"BASELINES.md: {name}", f(a), f(b), f(c), f(d)] for name, a, b, c, d in BASELINES]
     cmp_table = md_table(["method", "r@5", "r@10", "r@1800c", "r@4000c"], cmp_rows)
     verdict = "PASS" if ours["r@10"] >= TARGET_R10 else "FAIL"
-    conv_table = md_table(["conversation", "sessions", "turns", "resets", "indexed rows", "questions", "r@10",
-                           "ingest msg/s", "search p50 ms", "search p95 ms"], conv_rows)
+    conv_table = md_table(["conversation", "sessions", "turns", "resets", "indexed rows", "questions", "r@5", "r@10",
+                           "previous r@5 / r@10", "ingest msg/s", "search p50 ms", "search p95 ms"], conv_rows)
+    if dump is not None:
+        dump.write_text("".join(json.dumps(row) + "\n" for row in dumped))
     scope = "quick: " + ", ".join(QUICK_CONVERSATIONS) if quick else "all 7 dev conversations"
     notes = (
         f"Target r@10 ≥ {TARGET_R10:.2f}: **{verdict}** (measured {ours['r@10']:.3f}; {n_questions:,} questions, "
@@ -266,4 +308,21 @@ def run_locomo(progress: Progress, quick: bool = False) -> Section:
         "halves": {half: overall(table) for half, table in per_half.items() if table},
     }
     return Section("locomo", "LoCoMo retrieval: sessions_search via the Engine",
-                   [cat_table, half_table, cmp_table, notes, conv_table], data)
+                   [cat_table, half_table, cmp_table, notes, conv_table, spread(conv_recall)],
+                   data | {"per_conversation": conv_recall})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.locomo_sessions", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_CONVERSATIONS)}")
+    p.add_argument("--dump", type=Path, help="write each question's ranked message ids here (JSON lines)")
+    args = p.parse_args(argv)
+    with Progress(transient=True) as progress:
+        section = run_locomo(progress, quick=args.quick, dump=args.dump)
+    print(section.markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -6,21 +6,27 @@ bm25 share, coverage and exact phrases (`text.query.rerank`), at the same cost a
 
 A message's own evidence is its bm25 share and its idf-weighted coverage of the question (plus
 quoted phrases and identifiers it holds). Then, as memory_search does for transcript lines
-(memory/search/windows.py), four things a conversation tells that single messages do not:
+(memory/search/windows.py), five things a conversation tells that single messages do not:
 
 - *Replies.* The answer to a question usually follows it: a message gains CONTEXT_BEFORE × the
   best of the two messages before it and CONTEXT_AFTER × the one after (never across a reset).
-  For a question, the two messages after each of the NEIGHBOURS best candidates join the
-  candidates, so a reply that shares no word with the question can still be found.
+  The two messages after each of the NEIGHBOURS best candidates, and the two before each of the
+  BEFORE_OF best, join the candidates, so a reply that shares no word with the question can still
+  be found, and so can what a matching reply answers ("I got you this puppy" before "it brings me
+  so much joy").
 - *The speaker the question names.* A message whose speaker label (`Caroline: …`, or its role:
   "what did the assistant suggest") the question names keeps its score; the others keep
   1 − SPEAKER_SHARE of it — only when the candidates hold both kinds.
 - *Days.* Matches cluster on the day a topic was discussed: each message gains DAY_SHARE × its
   day's evidence (the mean of that day's best three, relative to the best day).
+- *Topics.* What the question asks about is often told over several messages of one day, each
+  holding a part of it: each message gains TOPIC_SHARE × the idf-weighted share of the
+  question's terms that its day's candidates hold together.
 - *Dates the question names* ("on 8 May 2023", "in May 2023"): messages from DATE_BEFORE days
   before to DATE_AFTER days after gain DATE_SHARE × the best score.
 
-Measured on LoCoMo (bench/locomo_sessions.py, 1,033 questions), r@10 0.609 → see docs/benchmarks-history.md.
+Measured on LoCoMo (bench/locomo_sessions.py, 1,033 questions), r@10 0.609 → 0.743; the messages
+before and the topics 0.743 → 0.757 (docs/rerank.md, "sessions_search"; docs/benchmarks-history.md).
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ DAY_TOP = 3
 DATE_SHARE = 0.3
 DATE_BEFORE = 7
 DATE_AFTER = 14
-NEIGHBOURS = 10  # the best candidates whose replies join (one read each)
+TOPIC_SHARE = 0.1
+NEIGHBOURS = 10  # the best candidates whose neighbours join (one read each)
+BEFORE_OF = 3  # the best candidates whose previous messages join too
+NEAR = 2  # messages before and after each of them
+NEAR_READ = 4  # entries read each way to find them (a slash command or a relayed message is skipped)
 _CONTEXT_TYPES = ("message", "reset")
 
 
@@ -52,7 +62,7 @@ class _Node:
     row: SearchRow
     own: float = 0.0
     before: list[str] = field(default_factory=list)  # the (up to two) messages before, nearest first
-    after: str | None = None
+    after: str | None = None  # the message after
     score: float = 0.0
     day: str | None = None
 
@@ -68,6 +78,7 @@ def dialogue_rank(found: Sequence[tuple[AgentStore, SearchRow]], query: SearchQu
     _context(nodes)
     _speaker(nodes, query_words(text))
     _days(nodes)
+    _topics(nodes, query)
     _dates(nodes, text)
     return [n.row for n in sorted(nodes.values(), key=lambda n: (-n.score, -n.row.entry.seq))]
 
@@ -99,38 +110,49 @@ def _searchable(entry: EntryRecord) -> str | None:
 
 def _add_neighbours(nodes: dict[str, _Node], found: Sequence[tuple[AgentStore, SearchRow]],
                     query: SearchQuery) -> None:
-    """The two messages after each of the best candidates (one read each, forward only: a message
-    before a candidate that is no candidate itself matched nothing and gives no context)."""
+    """The NEAR messages after each of the best candidates and before each of the BEFORE_OF best
+    (one read per store), linked to it as context: a message before a candidate may be what a
+    matching reply answers. Fewer before: more of them would add as many readings of messages
+    (most of a question's cost) for no gain measured."""
     stores = {row.entry.entry_id: store for store, row in found}
     best = sorted(nodes.values(), key=lambda n: -n.own)[:NEIGHBOURS]
-    after: dict[str, list[EntryRecord]] = {}
+    near: dict[str, list[EntryRecord]] = {}
+    first = {id(n) for n in best[:BEFORE_OF]}
     for store in {id(s): s for s in (stores[n.row.entry.entry_id] for n in best)}.values():  # one read per store
-        mine = [n.row.entry for n in best if stores[n.row.entry.entry_id] is store]
-        read = store.entries_after([(e.session_id, e.seq) for e in mine], types=_CONTEXT_TYPES, limit=4)
-        after.update({e.entry_id: entries for e, entries in zip(mine, read, strict=True)})
-    for node in best:
-        following = _messages(after[node.row.entry.entry_id], 2, node, nodes, query)
-        chain = [node, *following]
-        for k in range(1, len(chain)):
-            nxt = chain[k]
-            chain[k - 1].after = chain[k - 1].after or nxt.row.entry.entry_id
-            for prev in (chain[k - 1], chain[k - 2] if k >= 2 else None):
-                if prev is not None and prev.row.entry.entry_id not in nxt.before and len(nxt.before) < 2:
-                    nxt.before.append(prev.row.entry.entry_id)
+        mine = [n for n in best if stores[n.row.entry.entry_id] is store]  # the BEFORE_OF best first
+        read = store.entries_near([(n.row.entry.session_id, n.row.entry.seq) for n in mine], types=_CONTEXT_TYPES,
+                                  before=NEAR_READ, after=NEAR_READ, before_of=sum(id(n) in first for n in mine))
+        near.update({n.row.entry.entry_id: entries for n, entries in zip(mine, read, strict=True)})
+    for rank, node in enumerate(best):
+        entries, seq = near[node.row.entry.entry_id], node.row.entry.seq
+        following = _messages([e for e in entries if e.seq > seq], NEAR, node, nodes, query)
+        preceding = _messages([e for e in reversed(entries) if e.seq < seq], NEAR, node, nodes, query) \
+            if rank < BEFORE_OF else []
+        _link([*reversed(preceding), node, *following])
+
+
+def _link(chain: list[_Node]) -> None:
+    """Consecutive messages as context: each one's next message, and its (up to two) previous."""
+    for k in range(1, len(chain)):
+        nxt = chain[k]
+        chain[k - 1].after = chain[k - 1].after or nxt.row.entry.entry_id
+        for prev in (chain[k - 1], chain[k - 2] if k >= 2 else None):
+            if prev is not None and prev.row.entry.entry_id not in nxt.before and len(nxt.before) < 2:
+                nxt.before.append(prev.row.entry.entry_id)
 
 
 def _messages(entries: object, count: int, origin: _Node, nodes: dict[str, _Node], query: SearchQuery) -> list[_Node]:
-    """Up to `count` searchable messages from `entries` (nearest first), stopping at a reset;
-    each one becomes a node (with its own coverage) if it is not a candidate already."""
+    """Up to `count` searchable messages from `entries` (nearest first, either way), stopping at a
+    reset; each one becomes a node (with its own coverage) if it is not a candidate already."""
     out: list[_Node] = []
     for entry in entries:  # type: ignore[attr-defined]
         if entry.type == "reset" or len(out) >= count:
             break
-        tokens = _searchable(entry)
-        if tokens is None:
-            continue
-        node = nodes.get(entry.entry_id)
+        node = nodes.get(entry.entry_id)  # a candidate, or met before: searchable, its tokens known
         if node is None:
+            tokens = _searchable(entry)
+            if tokens is None:
+                continue
             coverage, exact = score_boost(tokens, query)
             node = nodes[entry.entry_id] = _Node(SearchRow(entry, origin.row.session_key, 0.0, tokens),
                                                  (1 - SHARE_WEIGHT) * coverage + exact)
@@ -170,6 +192,20 @@ def _days(nodes: dict[str, _Node]) -> None:
     best = max(evidence.values(), default=0.0) or 1.0
     for node in nodes.values():
         node.score += DAY_SHARE * evidence[(node.row.entry.session_id, _day(node))] / best
+
+
+def _topics(nodes: dict[str, _Node], query: SearchQuery) -> None:
+    """Each message gains TOPIC_SHARE × the idf-weighted coverage of the question by all the
+    candidates of its (session, day) together."""
+    if not TOPIC_SHARE:
+        return
+    held: dict[tuple[str, str], str] = {}
+    for node in nodes.values():
+        key = (node.row.entry.session_id, _day(node))
+        held[key] = held.get(key, "") + " " + node.row.tokens
+    cover = {key: score_boost(tokens, query)[0] for key, tokens in held.items()}
+    for node in nodes.values():
+        node.score += TOPIC_SHARE * cover[(node.row.entry.session_id, _day(node))]
 
 
 def _dates(nodes: dict[str, _Node], text: str) -> None:

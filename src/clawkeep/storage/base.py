@@ -292,11 +292,21 @@ class AgentStore(abc.ABC):
         limit: int | None = None,
     ) -> Iterator[EntryRecord]: ...
 
-    def entries_after(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
-                      limit: int) -> list[list[EntryRecord]]:
-        """For each (session id, seq): the first `limit` entries of that session after it, in
-        `seq` order (`iter_entries` for each; a backend may read them all at once)."""
-        return [list(self.iter_entries(sid, after_seq=seq, types=types, limit=limit)) for sid, seq in starts]
+    def entries_near(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
+                     before: int, after: int, before_of: int | None = None) -> list[list[EntryRecord]]:
+        """For each (session id, seq): the last `before` entries of that session before it (only
+        for the first `before_of` starts, when given) and the first `after` after it (not the
+        entry itself), in `seq` order (`iter_entries` for each; a backend may read them all at once)."""
+        wanted = len(starts) if before_of is None else before_of
+        return [self._entries_near(sid, seq, types, before if k < wanted else 0, after)
+                for k, (sid, seq) in enumerate(starts)]
+
+    def _entries_near(self, session_id: str, seq: int, types: Sequence[str] | None, before: int,
+                      after: int) -> list[EntryRecord]:
+        earlier = list(self.iter_entries(session_id, before_seq=seq, types=types, newest_first=True,
+                                         limit=before)) if before > 0 else []
+        later = list(self.iter_entries(session_id, after_seq=seq, types=types, limit=after)) if after > 0 else []
+        return [*reversed(earlier), *later]
 
     @abc.abstractmethod
     def last_entry(self, session_id: str, types: Sequence[str] | None = None) -> EntryRecord | None: ...

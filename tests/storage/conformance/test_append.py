@@ -42,6 +42,30 @@ def test_iter_entries_bounds_types_order_and_limit(store, sid):
     assert store.last_entry("no-such-session") is None
 
 
+def test_entries_near_reads_both_sides_of_each_start_in_one_call(store, sid):
+    other = session()
+    store.insert_session(other)
+    seqs = [store.append_entry(message(sid, f"m{i}")).seq for i in range(7)]
+    store.append_entry(message(other.session_id, "elsewhere"))  # another session's entry in between
+    store.append_entry(EntryRecord("cmp", sid, "compaction", 9_000))
+    seqs.append(store.append_entry(message(sid, "m7")).seq)
+    near = store.entries_near([(sid, seqs[3]), (sid, seqs[0]), (sid, seqs[7]), ("no-such-session", 1)],
+                              types=("message",), before=2, after=3)
+    assert [[e.seq for e in found] for found in near] == [
+        [seqs[1], seqs[2], seqs[4], seqs[5], seqs[6]],  # in seq order, the start itself left out
+        [seqs[1], seqs[2], seqs[3]],  # nothing before the first
+        [seqs[5], seqs[6]],  # the compaction is no message; the other session's entry is not this one's
+        [],
+    ]
+    assert [e.entry_id for e in store.entries_near([(sid, seqs[7])], before=1, after=0)[0]] == ["cmp"]
+    assert store.entries_near([(sid, seqs[3])], before=0, after=1)[0][0].seq == seqs[4]
+    # before only for the first `before_of` starts
+    assert [[e.seq for e in found] for found in store.entries_near(
+        [(sid, seqs[3]), (sid, seqs[5])], types=("message",), before=1, after=1, before_of=1)] == [
+        [seqs[2], seqs[4]], [seqs[6]]]
+    assert store.entries_near([], before=2, after=2) == []
+
+
 def test_count_entries_matches_what_iter_entries_yields(store, sid):
     store.append_entry(message(sid, "user words"))
     store.append_entry(message(sid, "   ", role="assistant"))  # blank text: no text block

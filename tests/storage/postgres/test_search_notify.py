@@ -118,7 +118,7 @@ def test_a_repeated_search_makes_no_round_trip(server, tmp_path):
             assert _until(lambda: trips("kettle") == 0)  # once the listener is up
             assert trips("kettle") == 0
             assert trips("copper kettle") == 0
-            # a question's ranking too; what remains is dialogue_rank's read of the replies (entries_after:
+            # a question's ranking too; what remains is dialogue_rank's read of the neighbours (entries_near:
             # every appended entry changes it, not only indexed ones)
             proxy.log = []
             assert trips("where is the copper kettle?") == 1

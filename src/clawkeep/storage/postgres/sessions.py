@@ -598,17 +598,22 @@ class PgAgentStore(PgConnection, AgentStore, DocumentStore):
                            f"ORDER BY seq {order}{tail}", params)
         return (self._entry(r) for r in rows)
 
-    def entries_after(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
-                      limit: int) -> list[list[EntryRecord]]:
+    def entries_near(self, starts: Sequence[tuple[str, int]], *, types: Sequence[str] | None = None,
+                     before: int, after: int, before_of: int | None = None) -> list[list[EntryRecord]]:
         if not starts:
             return []
+        wanted = len(starts) if before_of is None else before_of
         typed = " AND e.type = ANY(%s)" if types else ""
         cols = ", ".join("e." + c.strip() for c in _ENTRY_COLUMNS.split(","))
+        near = (f"(SELECT * FROM {{s}}.entries e WHERE s.k <= {int(wanted)} AND e.session_id = s.sid "
+                f"AND e.seq < s.at{typed} "
+                f"ORDER BY e.seq DESC LIMIT {max(int(before), 0)}) UNION ALL "
+                f"(SELECT * FROM {{s}}.entries e WHERE e.session_id = s.sid AND e.seq > s.at{typed} "
+                f"ORDER BY e.seq LIMIT {max(int(after), 0)})")
         rows = self._query(f"SELECT s.k, {cols} FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY "
-                           f"s(sid, after, k), LATERAL (SELECT * FROM {{s}}.entries e WHERE e.session_id = s.sid "
-                           f"AND e.seq > s.after{typed} ORDER BY e.seq LIMIT {int(limit)}) e ORDER BY s.k, e.seq",
+                           f"s(sid, at, k), LATERAL ({near}) e ORDER BY s.k, e.seq",
                            [[sid for sid, _ in starts], [max(min(seq, _INT64_MAX), _INT64_MIN) for _, seq in starts],
-                            *([list(types)] if types else [])])
+                            *([list(types)] * 2 if types else [])])
         found: list[list[EntryRecord]] = [[] for _ in starts]
         for row in rows:
             found[int(row[0]) - 1].append(self._entry(row[1:]))
