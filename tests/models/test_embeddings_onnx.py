@@ -187,7 +187,7 @@ def test_plain_query_scores_are_the_scaled_map_of_the_cosines(bundled):
 @needs_model
 def test_a_blended_query_maps_only_the_onnx_share(bundled):
     """(1-s)·(scale·cos_onnx + offset) + s·cos_local, exactly, from the store's unit direction;
-    a CJK query (the multilingual model alone) keeps its cosines."""
+    a CJK query (the multilingual model alone) scores its cosine, not √s of it."""
     share = 0.4
     blended = make({"onnx": {"localShare": share}})
     local = create_embedding_provider({"provider": "local"}, env={})
@@ -199,8 +199,9 @@ def test_a_blended_query_maps_only_the_onnx_share(bundled):
     expected = (1 - share) * (blended.similarity.scale * own + blended.similarity.offset) + share * multilingual
     np.testing.assert_allclose(query.score(blended.embed_documents(texts) @ query.vector), expected, atol=2e-5)
     chinese = blended.embed_scaled_query("我哪天去上海？")
-    assert chinese.identity
     np.testing.assert_array_equal(chinese.vector, blended.embed_query("我哪天去上海？"))
+    np.testing.assert_allclose(chinese.score(blended.embed_documents(texts) @ chinese.vector),
+                               local.embed_documents(texts) @ local.embed_query("我哪天去上海？"), atol=2e-5)
 
 
 def _vector_scores(home: Path, onnx: dict) -> tuple[dict[str, float], dict]:
@@ -211,7 +212,8 @@ def _vector_scores(home: Path, onnx: dict) -> tuple[dict[str, float], dict]:
         (folder / f"note-{i}.md").write_text(note + "\n")
     eng.memory_index()
     results = eng.memory_search("Which city did Alice move to?", limit=4, mode="vector")["results"]
-    return {Path(r["path"]).name: r["score"] for r in results}, eng.memory_status(deep=True)["provider"]["similarity"]
+    status = eng.memory_status(deep=True)
+    return {Path(r["path"]).name: r["score"] for r in results}, status["provider"]["similarity"]
 
 
 @needs_model

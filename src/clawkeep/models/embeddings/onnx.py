@@ -20,7 +20,8 @@ the bundled model's constants in BUNDLED_ONNX_EMBEDDER, `onnx.similarity` for a 
 only the ONNX share is mapped: a query's cosine is w·√(1-s)·cos_onnx + (local part), w the length of
 its ONNX part (√(1-s), or 0 for CJK), so that part is scaled by `scale` and the offset becomes
 w·√(1-s)·offset. That is exact on any store: the store gets the unit direction, and the search
-multiplies its cosines back by the scaled vector's length (`embed_scaled_query`).
+multiplies its cosines back by the scaled vector's length (`embed_scaled_query`). A CJK query,
+scored by `local` alone, gets its cosine back from the stored vectors' √s share: cos_local.
 """
 
 from __future__ import annotations
@@ -167,14 +168,17 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
         return info
 
     def embed_scaled_query(self, text: str) -> ScaledQuery:
-        """Only the ONNX part of a blended query is mapped (module docstring)."""
-        if self._local is None or self.similarity.identity:
+        """Only the ONNX part of a blended query is mapped; a CJK query's √s·cos_local becomes
+        cos_local (module docstring)."""
+        if self._local is None:
             return super().embed_scaled_query(text)
         query = self.embed_query(text)
         own = len(query) - self._local.dims  # the ONNX part comes first
         own_length = float(np.linalg.norm(query[:own].astype(np.float64)))  # √(1-s), or 0 for a CJK query
-        if own_length == 0.0:
-            return ScaledQuery(query)  # the `local` model alone: its cosines are the reference
+        if own_length == 0.0:  # the `local` model alone: its cosines are the reference, once √s is undone
+            return ScaledQuery(query, self.local_share ** -0.5)
+        if self.similarity.identity:
+            return ScaledQuery(query)
         vector = query.astype(np.float64)
         vector[:own] *= self.similarity.scale
         length = float(np.linalg.norm(vector))
