@@ -130,8 +130,8 @@ def report(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sample", choices=("questions", "corpus", "docs"), default="questions")
-    p.add_argument("--queries", type=int, default=200)
-    p.add_argument("--documents", type=int, default=1500)
+    p.add_argument("--queries", type=int, default=600)
+    p.add_argument("--documents", type=int, default=2000)
     p.add_argument("--seed", type=int, default=34)
     p.add_argument("--onnx", default="{}", help="memorySearch.onnx settings of the model measured (JSON)")
     args = p.parse_args(argv)
