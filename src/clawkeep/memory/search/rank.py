@@ -89,11 +89,18 @@ def vector(index: MemoryIndex, text: str, sources: list[str], pool: int, generat
         total = _vector_count(index, flt, generation)
         if not total:
             return None
-        query = index.provider.embed_scaled_query(text)
+        query = _scaled_query(index.provider, text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
     found = index.store.vector_search(query.vector, pool, flt, total=total)
     return [(cid, max(0.0, query.score(sim))) for cid, sim in found], query
+
+
+def _scaled_query(provider: Any, text: str) -> ScaledQuery:
+    """The provider's query on the reference scale; one with only `embed_query` (the older,
+    minimal contract) is taken to be on it already."""
+    scaled = getattr(provider, "embed_scaled_query", None)
+    return scaled(text) if scaled is not None else ScaledQuery(provider.embed_query(text))
 
 
 def _vector_count(index: MemoryIndex, flt: VectorFilter, generation: int | None) -> int:
