@@ -32,7 +32,7 @@ REMOTE_PROVIDER_IDS: tuple[str, ...] = ("openai", "ollama", "gemini", "voyage", 
 class SimilarityScale:
     """How a provider's cosine similarities map onto the reference scale, the default `local`
     model's, on which memory_search's minScore and ranking constants were set: scale·cos + offset.
-    A model whose cosines sit in a narrow high band (bge: median 0.42 where USE has 0.08) would
+    A model whose cosines sit in a narrow high band (bge: median 0.42-0.49 where USE has 0.08) would
     otherwise pass every threshold."""
 
     scale: float = 1.0
