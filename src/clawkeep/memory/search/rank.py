@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...deferred import deferred_import
 from ...errors import ClawkeepError
+from ...models.embeddings.base import ScaledQuery
 from ...storage import TextQuery, VectorFilter
 from ...text.query import score_boost
 from ..index import MemoryIndex
@@ -77,19 +78,29 @@ def keyword(index: MemoryIndex, terms: Terms, sources: list[str], pool: int,
 
 
 def vector(index: MemoryIndex, text: str, sources: list[str], pool: int, generation: int | None = None
-           ) -> tuple[list[tuple[int, float]], Any] | None:
-    """((chunk id, cosine similarity ≥ 0) of the `pool` nearest chunks, the query vector);
-    None when unavailable. `generation`: the index's as the search read it (a server's vector
-    count is then kept per generation, not counted again by every search)."""
+           ) -> tuple[list[tuple[int, float]], ScaledQuery] | None:
+    """((chunk id, similarity ≥ 0) of the `pool` nearest chunks, the query); None when
+    unavailable. Similarities are cosines on the reference scale (the provider's `similarity`:
+    minScore and the ranking constants were set on the default model's cosines). `generation`:
+    the index's as the search read it (a server's vector count is then kept per generation, not
+    counted again by every search)."""
     try:
         flt = vector_filter(index, sources)
         total = _vector_count(index, flt, generation)
         if not total:
             return None
-        query = index.provider.embed_query(text)
+        query = _scaled_query(index.provider, text)
     except ClawkeepError:
         return None  # provider down: the keyword path answers alone
-    return [(cid, max(0.0, sim)) for cid, sim in index.store.vector_search(query, pool, flt, total=total)], query
+    found = index.store.vector_search(query.vector, pool, flt, total=total)
+    return [(cid, max(0.0, query.score(sim))) for cid, sim in found], query
+
+
+def _scaled_query(provider: Any, text: str) -> ScaledQuery:
+    """The provider's query on the reference scale; one with only `embed_query` (the older,
+    minimal contract) is taken to be on it already."""
+    scaled = getattr(provider, "embed_scaled_query", None)
+    return scaled(text) if scaled is not None else ScaledQuery(provider.embed_query(text))
 
 
 def _vector_count(index: MemoryIndex, flt: VectorFilter, generation: int | None) -> int:
@@ -112,7 +123,7 @@ def _vector_count(index: MemoryIndex, flt: VectorFilter, generation: int | None)
     return count
 
 
-def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sources: list[str],
+def line_similarities(index: MemoryIndex, query: ScaledQuery, chunk_ids: list[int], sources: list[str],
                       read: dict[int, tuple[Any, Any]] | None = None
                       ) -> tuple[dict[int, dict[int, float]], dict[int, dict[int, float]]]:
     """({chunk id: {line offset: cosine similarity ≥ 0}}, the same for each line's window) from
@@ -120,7 +131,8 @@ def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sour
     (adjacent lines with vectors: a date line between two turns has none, so a window never
     spans two conversations); its vector is their normalised sum, so its similarity is the sum
     of their similarities over the sum's length — no vector is made at query time, and all the
-    chunks go through one set of matrix operations. `read`: line vectors already read (of these
+    chunks go through one set of matrix operations. Both on the reference scale (`vector`), the
+    window's mapped from its cosine. `read`: line vectors already read (of these
     chunks and maybe others, which are left out), else they are read here."""
     if read is None:
         found = index.store.line_vectors(chunk_ids, vector_filter(index, sources))
@@ -133,8 +145,9 @@ def line_similarities(index: MemoryIndex, query: Any, chunk_ids: list[int], sour
     lines = np.concatenate([found[cid][0] for cid in ids])
     matrix = np.concatenate([found[cid][1] for cid in ids])
     owner = np.repeat(np.arange(len(ids)), [len(found[cid][0]) for cid in ids])
-    sims = matrix @ query
-    window = _window_similarities(lines, owner, matrix, sims)
+    sims = matrix @ query.vector
+    window = query.score(_window_similarities(lines, owner, matrix, sims))
+    sims = query.score(sims)
     out: dict[int, dict[int, float]] = {}
     windows: dict[int, dict[int, float]] = {}
     start = 0

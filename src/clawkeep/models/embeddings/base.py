@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...deferred import deferred_import
@@ -25,6 +26,42 @@ Side = Literal["query", "document"]
 # The remote providers (models.embeddings.remote, which loads the HTTP client): their ids here,
 # so choosing or describing a provider imports neither httpx nor numpy.
 REMOTE_PROVIDER_IDS: tuple[str, ...] = ("openai", "ollama", "gemini", "voyage", "mistral")
+
+
+@dataclass(frozen=True)
+class SimilarityScale:
+    """How a provider's cosine similarities map onto the reference scale, the default `local`
+    model's, on which memory_search's minScore and ranking constants were set: scale·cos + offset.
+    A model whose cosines sit in a narrow high band (bge: median 0.42-0.49 where USE has 0.08) would
+    otherwise pass every threshold."""
+
+    scale: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def identity(self) -> bool:
+        return self.scale == 1.0 and self.offset == 0.0
+
+
+IDENTITY = SimilarityScale()
+
+
+@dataclass(frozen=True)
+class ScaledQuery:
+    """A query vector (unit length: what a store compares stored vectors with, by inner product
+    or cosine alike) and the map from its cosines onto the reference scale."""
+
+    vector: Any
+    scale: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def identity(self) -> bool:
+        return self.scale == 1.0 and self.offset == 0.0
+
+    def score(self, cosines: Any) -> Any:
+        """The cosines (a number or an array) on the reference scale; untouched when identity."""
+        return cosines if self.identity else cosines * self.scale + self.offset
 
 
 class EmbeddingError(ClawkeepError):
@@ -60,6 +97,7 @@ class EmbeddingProvider(ABC):
     """
 
     id: str = "?"
+    similarity: SimilarityScale = IDENTITY  # the reference model's own, and remote ones' unless measured
 
     def __init__(
         self,
@@ -119,6 +157,7 @@ class EmbeddingProvider(ABC):
             "timeoutMs": int(self.timeout_s * 1000),
             "inputConvention": self.input_convention,
             "selectedBy": self.selected_by,
+            "similarity": {"scale": self.similarity.scale, "offset": self.similarity.offset},
         }
 
     # -- embedding --------------------------------------------------------------------------
@@ -141,6 +180,10 @@ class EmbeddingProvider(ABC):
         if not isinstance(text, str):
             raise InputError(f"embedding query must be a string, got {type(text).__name__}")
         return self._run_batch([text], "query")[0]
+
+    def embed_scaled_query(self, text: str) -> ScaledQuery:
+        """The query's vector and how its cosines map onto the reference scale (`similarity`)."""
+        return ScaledQuery(self.embed_query(text), self.similarity.scale, self.similarity.offset)
 
     def warm(self) -> None:
         """Load whatever is slow to load (local weights); a no-op for HTTP providers."""

@@ -14,6 +14,14 @@ Like `local`, one copy of a model is loaded per process and calls run on its one
 [√(1-s)·onnx, √s·local] (unit length), a query without CJK the same shape, so its cosine is
 (1-s)·cos_onnx + s·cos_local; a query with CJK is [0, local], scoring √s·cos_local: an English
 model says nothing useful about Chinese, and the multilingual one keeps cross-language search.
+
+`similarity` maps the ONNX model's cosines onto the `local` model's scale (base.SimilarityScale;
+the bundled model's constants in BUNDLED_ONNX_EMBEDDER, `onnx.similarity` for a modelDir). Blended,
+only the ONNX share is mapped: a query's cosine is w·√(1-s)·cos_onnx + (local part), w the length of
+its ONNX part (√(1-s), or 0 for CJK), so that part is scaled by `scale` and the offset becomes
+w·√(1-s)·offset. That is exact on any store: the store gets the unit direction, and the search
+multiplies its cosines back by the scaled vector's length (`embed_scaled_query`). A CJK query,
+scored by `local` alone, gets its cosine back from the stored vectors' √s share: cos_local.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from ...config.model import BUNDLED_ONNX_EMBEDDER, OnnxEmbeddingConfig
 from ...deferred import deferred_import
 from ...text.tokens import has_cjk
 from ..onnx_files import MODEL_FILES, open_model, package_folder
-from .base import EmbeddingError, EmbeddingProvider, Side
+from .base import IDENTITY, EmbeddingError, EmbeddingProvider, ScaledQuery, Side, SimilarityScale
 from .local import DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider, run_with_deadline
 from .packages import package_version
 
@@ -141,6 +149,7 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
         super().__init__(model=name, dims=None, batch_size=batch_size or 32, timeout_s=timeout_s,
                          input_convention=convention)
         self.folder, self.bundled = folder, bundled
+        self.similarity = _similarity(settings, bundled)
         self._model = _loaded(folder, settings.threads, settings.max_tokens)
 
     def _version_tag(self) -> str:
@@ -157,6 +166,24 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
         info = super().describe()
         info.update({"modelDir": str(self.folder), "pooling": self.pooling, "loaded": self._model.session is not None})
         return info
+
+    def embed_scaled_query(self, text: str) -> ScaledQuery:
+        """Only the ONNX part of a blended query is mapped; a CJK query's √s·cos_local becomes
+        cos_local (module docstring)."""
+        if self._local is None:
+            return super().embed_scaled_query(text)
+        query = self.embed_query(text)
+        own = len(query) - self._local.dims  # the ONNX part comes first
+        own_length = float(np.linalg.norm(query[:own].astype(np.float64)))  # √(1-s), or 0 for a CJK query
+        if own_length == 0.0:  # the `local` model alone: its cosines are the reference, once √s is undone
+            return ScaledQuery(query, self.local_share ** -0.5)
+        if self.similarity.identity:
+            return ScaledQuery(query)
+        vector = query.astype(np.float64)
+        vector[:own] *= self.similarity.scale
+        length = float(np.linalg.norm(vector))
+        return ScaledQuery((vector / length).astype(np.float32), length,
+                           own_length * (1 - self.local_share) ** 0.5 * self.similarity.offset)
 
     def warm(self) -> None:
         run_with_deadline(self, self._model.executor, self._model.load)
@@ -179,6 +206,15 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
             cjk = np.array([has_cjk(text) for text in texts])
             own_weight[cjk], local_weight[cjk] = 0.0, 1.0
         return np.concatenate([own * own_weight, local * local_weight], axis=1)
+
+
+def _similarity(settings: OnnxEmbeddingConfig, bundled: bool) -> SimilarityScale:
+    """The configured map, else the bundled model's measured one; a modelDir's own model: identity."""
+    if settings.similarity is not None:
+        return SimilarityScale(settings.similarity.scale, settings.similarity.offset)
+    if bundled:
+        return SimilarityScale(**BUNDLED_ONNX_EMBEDDER["similarity"])
+    return IDENTITY
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:
