@@ -69,6 +69,14 @@ def test_bad_visibility_and_out_of_range_hour():
         config_from_dict({"session": {"agentToAgent": {"maxPingPongTurns": 21}}})
 
 
+def test_a_missing_required_key_is_named_without_its_parent_object():
+    with pytest.raises(InputError) as caught:
+        config_from_dict({"agents": {"defaults": {"memorySearch": {"onnx": {"similarity": {"scale": 1.5}}}}}})
+    message = str(caught.value)
+    assert "agents.defaults.memorySearch.onnx.similarity.offset is not set; it is required here" in message
+    assert "{'scale'" not in message  # the enclosing object is not shown as the key's value
+
+
 def test_unknown_keys_are_warnings_not_errors():
     cfg = config_from_dict({"session": {"dmScope": "main", "colour": "blue"}, "frobnicate": 1})
     assert cfg.session.dm_scope == "main"

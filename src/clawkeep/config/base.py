@@ -129,6 +129,8 @@ def _describe_error(error: dict[str, Any]) -> str:
         return f"{key} = {value} is not allowed; allowed values: {allowed}"
     if error["type"] in _OBJECT_ERRORS:
         return f"{key} = {value} is not allowed; give an object"
+    if error["type"] == "missing":  # its input is the enclosing object, not a value of this key
+        return f"{key} is not set; it is required here"
     return f"{key} = {value}: {message}"
 
 
