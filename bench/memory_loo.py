@@ -15,7 +15,8 @@ sweep; the product reads them as constants). Protocol and metric: bench/memory_l
 configuration with transcript indexing, `limit` 25, the same cached homes).
 
     python -m bench.memory_loo [--constants TURN_BACK,SESSION_SHARE] [--conversations conv-26,…]
-    python -m bench --only memory-loo
+
+A study, not part of `make bench`: all 12 constants take about 27 minutes on this machine.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def report(results: dict[tuple[str, float], Scores], names: Sequence[str]) -> Se
 
 
 def run_bench(progress: Any, quick: bool = False) -> Section:
-    """Entry point for `python -m bench --only memory-loo`."""
+    """The study as a bench Section (`quick`: two constants only)."""
     names = QUICK_CONSTANTS if quick else tuple(GRID)
     return report(measure(load_locomo(), names, progress), names)
 
