@@ -155,6 +155,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield world
     finally:
         gateway.stop()
+        world.gateway.stop()  # a test restarts the gateway on a new port: that one is stopped too
         model.stop()
 
 
