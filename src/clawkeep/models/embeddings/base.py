@@ -42,6 +42,10 @@ class SimilarityScale:
     def identity(self) -> bool:
         return self.scale == 1.0 and self.offset == 0.0
 
+    def apply(self, cosines: Any) -> Any:
+        """The cosines (a number or an array) on the reference scale; untouched when identity."""
+        return cosines if self.identity else cosines * self.scale + self.offset
+
 
 IDENTITY = SimilarityScale()
 
@@ -52,16 +56,10 @@ class ScaledQuery:
     or cosine alike) and the map from its cosines onto the reference scale."""
 
     vector: Any
-    scale: float = 1.0
-    offset: float = 0.0
-
-    @property
-    def identity(self) -> bool:
-        return self.scale == 1.0 and self.offset == 0.0
+    scale: SimilarityScale = IDENTITY
 
     def score(self, cosines: Any) -> Any:
-        """The cosines (a number or an array) on the reference scale; untouched when identity."""
-        return cosines if self.identity else cosines * self.scale + self.offset
+        return self.scale.apply(cosines)
 
 
 class EmbeddingError(ClawkeepError):
@@ -183,7 +181,7 @@ class EmbeddingProvider(ABC):
 
     def embed_scaled_query(self, text: str) -> ScaledQuery:
         """The query's vector and how its cosines map onto the reference scale (`similarity`)."""
-        return ScaledQuery(self.embed_query(text), self.similarity.scale, self.similarity.offset)
+        return ScaledQuery(self.embed_query(text), self.similarity)
 
     def warm(self) -> None:
         """Load whatever is slow to load (local weights); a no-op for HTTP providers."""

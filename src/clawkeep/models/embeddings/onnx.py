@@ -176,14 +176,14 @@ class OnnxEmbeddingProvider(EmbeddingProvider):
         own = len(query) - self._local.dims  # the ONNX part comes first
         own_length = float(np.linalg.norm(query[:own].astype(np.float64)))  # √(1-s), or 0 for a CJK query
         if own_length == 0.0:  # the `local` model alone: its cosines are the reference, once √s is undone
-            return ScaledQuery(query, self.local_share ** -0.5)
+            return ScaledQuery(query, SimilarityScale(self.local_share ** -0.5))
         if self.similarity.identity:
             return ScaledQuery(query)
         vector = query.astype(np.float64)
         vector[:own] *= self.similarity.scale
         length = float(np.linalg.norm(vector))
-        return ScaledQuery((vector / length).astype(np.float32), length,
-                           own_length * (1 - self.local_share) ** 0.5 * self.similarity.offset)
+        return ScaledQuery((vector / length).astype(np.float32),
+                           SimilarityScale(length, own_length * (1 - self.local_share) ** 0.5 * self.similarity.offset))
 
     def warm(self) -> None:
         run_with_deadline(self, self._model.executor, self._model.load)
